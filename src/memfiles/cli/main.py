@@ -1,0 +1,41 @@
+"""The `memfiles` command group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from memfiles import __version__
+from memfiles.cli.app import App, root_option
+from memfiles.cli.checks import audit, check, fmt, refs
+from memfiles.cli.reads import list_entries, show
+from memfiles.cli.writes import add, import_ops, prune, retire, set_entry
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@root_option
+@click.version_option(__version__, prog_name="memfiles")
+@click.pass_context
+def cli(ctx: click.Context, root: Path | None) -> None:
+    """Keep a project's working notes as Markdown files in memory/, and check them.
+
+    Decisions, frictions, todos, lessons, facts, procedures: one entry per finding, each with a
+    stable id (D-476), a title, a date, an area and a status. Write through these commands; read
+    the files in review.
+
+    \b
+    Exit codes: 0 done; 1 the answer is no (check found problems, --unique refused);
+    2 bad input or usage (the message names the file and line, or the op).
+
+    \b
+    Examples:
+      memfiles add --kind decision --title "Ids are never reused" --area format --body "Why ..."
+      memfiles list --kind friction --status open
+      memfiles check
+    """
+    ctx.obj = App(root)
+
+
+for command in (add, set_entry, retire, prune, import_ops, check, fmt, audit, refs, show, list_entries):
+    cli.add_command(command)

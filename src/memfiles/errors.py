@@ -1,0 +1,54 @@
+"""One base error for everything memfiles raises on purpose; the CLI maps them to exit codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class MemfilesError(Exception):
+    """Base of every error memfiles raises for a reason it can explain."""
+
+    exit_code = 2
+
+
+class ParseError(MemfilesError):
+    """A memory file (or JSON input) that does not follow the format, with the place it broke."""
+
+    def __init__(self, path: str | Path | None, line: int | None, message: str) -> None:
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.message = message
+        super().__init__(self.located())
+
+    def located(self) -> str:
+        where = self.path or "<text>"
+        if self.line is not None:
+            where = f"{where}:{self.line}"
+        return f"{where}: {self.message}"
+
+
+class OpError(MemfilesError):
+    """An op of a write batch that cannot be applied; names the op's position (1-based) and field."""
+
+    def __init__(self, position: int | None, message: str) -> None:
+        self.position = position
+        self.message = message
+        super().__init__(f"op {position}: {message}" if position is not None else message)
+
+
+class ConfigError(MemfilesError):
+    """Configuration that cannot be used: unknown keys, bad values, no project root."""
+
+
+class LockTimeout(MemfilesError):
+    """Another process held the project lock for longer than we were willing to wait."""
+
+
+class RefusedError(MemfilesError):
+    """The command ran and the answer is no (for example `add --unique` found a duplicate)."""
+
+    exit_code = 1
+
+
+class IndexUnavailable(MemfilesError):
+    """The semantic index cannot be reached, is busy, or does not exist yet."""

@@ -1,0 +1,118 @@
+"""The id grammar (`D-476`), the kinds and their prefixes and statuses, and next-id allocation."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+ID_RE = re.compile(r"\b([A-Z][A-Z0-9]{0,7})-(\d{1,9})\b")
+FULL_ID_RE = re.compile(r"^([A-Z][A-Z0-9]{0,7})-(\d{1,9})$")
+RETIRED = "retired"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of entry: its name, its id prefix, its status vocabulary (first is the default), its file."""
+
+    name: str
+    prefix: str
+    statuses: tuple[str, ...]
+    file: str
+
+    @property
+    def default_status(self) -> str:
+        return self.statuses[0]
+
+
+DEFAULT_KINDS: tuple[Kind, ...] = (
+    Kind("decision", "D", ("proposed", "accepted", "superseded", RETIRED), "decisions.md"),
+    Kind("friction", "F", ("open", "resolved", "wontfix", RETIRED), "frictions.md"),
+    Kind("todo", "T", ("open", "done", "dropped", RETIRED), "todos.md"),
+    Kind("lesson", "L", ("active", RETIRED), "lessons.md"),
+    Kind("fact", "K", ("active", RETIRED), "facts.md"),
+    Kind("procedure", "P", ("active", RETIRED), "procedures.md"),
+    Kind("episode", "E", ("recorded", RETIRED), "episodes.md"),
+    Kind("insight", "I", ("active", RETIRED), "insights.md"),
+)
+
+
+@dataclass(frozen=True)
+class Schema:
+    """What a project's entries may be: kinds, id width (`F-014` is 3), the title and body limits."""
+
+    kinds: tuple[Kind, ...] = DEFAULT_KINDS
+    id_width: int = 3
+    title_limit: int = 120
+    body_limit: int = 2000
+
+    def rules_text(self) -> str:
+        """The limits as every writer is told them (CLI help, import errors, the distiller's drafter)."""
+        kinds = ", ".join(f"{kind.name} ({kind.prefix})" for kind in self.kinds)
+        return (
+            f"title: one line of at most {self.title_limit} characters; body: at most {self.body_limit}"
+            f" characters; kinds: {kinds}; date: YYYY-MM-DD"
+        )
+
+    def kind(self, name_or_prefix: str) -> Kind | None:
+        """The kind named `name_or_prefix`, or whose prefix it is; None when unknown."""
+        for kind in self.kinds:
+            if name_or_prefix in (kind.name, kind.prefix):
+                return kind
+        return None
+
+    def kind_of(self, entry_id: str) -> Kind | None:
+        match = FULL_ID_RE.match(entry_id)
+        return self.kind(match.group(1)) if match else None
+
+    @property
+    def status_order(self) -> tuple[str, ...]:
+        """Every status of every kind, in the order the kinds list them, retired last."""
+        seen: dict[str, None] = {}
+        for kind in self.kinds:
+            for status in kind.statuses:
+                if status != RETIRED:
+                    seen.setdefault(status, None)
+        seen.setdefault(RETIRED, None)
+        return tuple(seen)
+
+
+def split_id(entry_id: str) -> tuple[str, int]:
+    """`("D", 476)` for `D-476`; ValueError for anything that is not an id."""
+    match = FULL_ID_RE.match(entry_id)
+    if not match:
+        raise ValueError(f"not an id: {entry_id!r} (expected PREFIX-NUMBER, like D-476)")
+    return match.group(1), int(match.group(2))
+
+
+def format_id(prefix: str, number: int, width: int = 3) -> str:
+    return f"{prefix}-{number:0{width}d}"
+
+
+def canonical_id(entry_id: str, width: int = 3) -> str:
+    prefix, number = split_id(entry_id)
+    return format_id(prefix, number, width)
+
+
+def is_id(text: str) -> bool:
+    return FULL_ID_RE.match(text) is not None
+
+
+class IdAllocator:
+    """Hands out ids that were never used: one number space per prefix across the whole project."""
+
+    def __init__(self, used_ids: Iterable[str], width: int = 3) -> None:
+        self.width = width
+        self._high: dict[str, int] = {}
+        for entry_id in used_ids:
+            try:
+                prefix, number = split_id(entry_id)
+            except ValueError:
+                continue
+            if number > self._high.get(prefix, 0):
+                self._high[prefix] = number
+
+    def next_id(self, prefix: str) -> str:
+        number = self._high.get(prefix, 0) + 1
+        self._high[prefix] = number
+        return format_id(prefix, number, self.width)

@@ -1,0 +1,215 @@
+"""Text to MemoryFile. Strict where structure matters (headings, metadata), verbatim everywhere else.
+
+Errors are ParseError(path, line, message) with the 1-based line where the file stopped making sense.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memfiles.errors import ParseError
+from memfiles.format.model import (
+    LIST_KEYS,
+    MANUAL_HEADING,
+    META_KEYS,
+    REQUIRED_KEYS,
+    Entry,
+    MemoryFile,
+    Section,
+)
+from memfiles.format.toc import INDEX_END, INDEX_START_PREFIX
+
+ENTRY_HEADING_RE = re.compile(r"^### ([A-Z][A-Z0-9]{0,7}-\d{1,9}): (\S.*?)\s*$")
+LOOKS_LIKE_ENTRY_RE = re.compile(r"^###\s+[A-Za-z][A-Za-z0-9]*-\d+")
+META_RE = re.compile(r"^- ([a-z][a-z-]*): ?(.*?)\s*$")
+FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+@dataclass
+class _EntryDraft:
+    id: str
+    title: str
+    line: int
+    meta: dict[str, str] = field(default_factory=dict)
+    body: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _SectionDraft:
+    name: str | None
+    line: int
+    intro: list[str] = field(default_factory=list)
+    entries: list[_EntryDraft] = field(default_factory=list)
+
+
+def _trim(lines: list[str]) -> str:
+    start, end = 0, len(lines)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return "\n".join(lines[start:end])
+
+
+class _Fence:
+    """Tracks fenced code blocks so that a `##` inside one is not taken for a heading."""
+
+    def __init__(self) -> None:
+        self.marker: str | None = None
+
+    def feed(self, line: str) -> bool:
+        """True when `line` is inside (or opens or closes) a fence."""
+        match = FENCE_RE.match(line)
+        if self.marker is None:
+            if match:
+                self.marker = match.group(1)
+                return True
+            return False
+        closes = match and match.group(1)[0] == self.marker[0] and len(match.group(1)) >= len(self.marker)
+        if closes and not line.strip().lstrip(self.marker[0]):
+            self.marker = None
+        return True
+
+
+def parse(text: str, path: str | Path | None = None) -> MemoryFile:
+    """Parse a memory file; raises ParseError naming the line for anything structurally wrong."""
+    raw_lines = text.split("\n")
+    lines = [line[:-1] if line.endswith("\r") else line for line in raw_lines]
+    title: str | None = None
+    preamble: list[str] = []
+    sections: list[_SectionDraft] = [_SectionDraft(None, 0)]
+    entry: _EntryDraft | None = None
+    in_meta = False
+    seen_index = False
+    started = False
+    fence = _Fence()
+    manual: str | None = None
+    manual_line = 0
+    i = 0
+    n = len(lines)
+
+    while i < n:
+        line = lines[i]
+        lineno = i + 1
+        if fence.feed(line):
+            in_meta = False
+            _body_target(entry, sections, preamble, seen_index).append(line)
+            i += 1
+            continue
+        if not started:
+            if not line.strip():
+                i += 1
+                continue
+            started = True
+            if line.startswith("# "):
+                title = line[2:].strip()
+                i += 1
+                continue
+        if line.strip().startswith(INDEX_START_PREFIX):
+            if seen_index:
+                raise ParseError(path, lineno, "a second generated index; a file has one, at the top")
+            if entry is not None or len(sections) > 1 or sections[0].intro:
+                raise ParseError(path, lineno, "the generated index must come before the first section and entry")
+            end = i + 1
+            while end < n and lines[end].strip() != INDEX_END:
+                end += 1
+            if end >= n:
+                raise ParseError(path, lineno, f"generated index opened here is never closed with {INDEX_END}")
+            seen_index = True
+            i = end + 1
+            continue
+        if line.rstrip() == MANUAL_HEADING:
+            manual = "\n".join(raw_lines[i:])
+            manual_line = lineno
+            break
+        if line.startswith("## "):
+            entry = None
+            in_meta = False
+            sections.append(_SectionDraft(line[3:].strip(), lineno))
+            i += 1
+            continue
+        heading = ENTRY_HEADING_RE.match(line)
+        if heading:
+            entry = _EntryDraft(heading.group(1), heading.group(2), lineno)
+            sections[-1].entries.append(entry)
+            in_meta = True
+            i += 1
+            continue
+        if LOOKS_LIKE_ENTRY_RE.match(line):
+            raise ParseError(path, lineno, "an entry heading must read '### ID: Title' (like '### D-476: Title')")
+        if entry is not None and in_meta:
+            if not line.strip():
+                if entry.meta:
+                    in_meta = False
+                i += 1
+                continue
+            meta = META_RE.match(line)
+            if not meta:
+                if not entry.meta:
+                    raise ParseError(
+                        path, lineno, f"{entry.id} has no metadata: expected '- date: YYYY-MM-DD' after its heading"
+                    )
+                raise ParseError(path, lineno, f"{entry.id}: expected '- key: value' or a blank line, got {line!r}")
+            key, value = meta.group(1), meta.group(2)
+            if key not in META_KEYS:
+                raise ParseError(
+                    path, lineno, f"{entry.id}: unknown metadata key {key!r} (known: {', '.join(META_KEYS)})"
+                )
+            if key in entry.meta:
+                raise ParseError(path, lineno, f"{entry.id}: {key} given twice")
+            if not value:
+                raise ParseError(path, lineno, f"{entry.id}: {key} is empty")
+            entry.meta[key] = value
+            i += 1
+            continue
+        _body_target(entry, sections, preamble, seen_index).append(line)
+        i += 1
+
+    return MemoryFile(
+        title=title,
+        preamble=_trim(preamble),
+        sections=tuple(_freeze_section(section, path) for section in sections if _keep(section)),
+        manual=manual,
+        manual_line=manual_line,
+    )
+
+
+def _keep(section: _SectionDraft) -> bool:
+    return section.name is not None or bool(section.entries) or bool(_trim(section.intro))
+
+
+def _body_target(
+    entry: _EntryDraft | None, sections: list[_SectionDraft], preamble: list[str], seen_index: bool
+) -> list[str]:
+    if entry is not None:
+        return entry.body
+    if len(sections) == 1 and not seen_index:
+        return preamble
+    return sections[-1].intro
+
+
+def _freeze_section(section: _SectionDraft, path: str | Path | None) -> Section:
+    return Section(
+        name=section.name,
+        intro=_trim(section.intro),
+        entries=tuple(_freeze_entry(entry, path) for entry in section.entries),
+        line=section.line,
+    )
+
+
+def _freeze_entry(draft: _EntryDraft, path: str | Path | None) -> Entry:
+    missing = [key for key in REQUIRED_KEYS if key not in draft.meta]
+    if missing:
+        raise ParseError(
+            path, draft.line, f"{draft.id} lacks {', '.join(missing)} (every entry has date, area, status)"
+        )
+    fields: dict[str, object] = {}
+    for key, value in draft.meta.items():
+        name = key.replace("-", "_")
+        if key in LIST_KEYS:
+            fields[name] = tuple(part.strip() for part in value.split(",") if part.strip())
+        else:
+            fields[name] = value
+    return Entry(id=draft.id, title=draft.title, body=_trim(draft.body), line=draft.line, **fields)  # type: ignore[arg-type]

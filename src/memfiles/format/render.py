@@ -1,0 +1,35 @@
+"""MemoryFile to text, in the one canonical form: render(parse(t)) == t for every canonical file."""
+
+from __future__ import annotations
+
+from memfiles.format.ids import Schema
+from memfiles.format.model import Entry, MemoryFile
+from memfiles.format.toc import render_index
+
+
+def render_entry(entry: Entry) -> str:
+    """An entry as it stands in a file: heading, metadata list, body."""
+    parts = [f"### {entry.id}: {entry.title}", "\n".join(f"- {key}: {value}" for key, value in entry.meta())]
+    if entry.body:
+        parts.append(entry.body)
+    return "\n\n".join(parts)
+
+
+def render(memory: MemoryFile, schema: Schema | None = None) -> str:
+    """The canonical text of `memory`, with a freshly generated index."""
+    blocks: list[str] = []
+    if memory.title is not None:
+        blocks.append(f"# {memory.title}")
+    if memory.preamble:
+        blocks.append(memory.preamble)
+    blocks.append(render_index(memory, schema or Schema()))
+    for section in memory.sections:
+        if section.name is not None:
+            blocks.append(f"## {section.name}")
+        if section.intro:
+            blocks.append(section.intro)
+        blocks.extend(render_entry(entry) for entry in section.entries)
+    text = "\n\n".join(blocks) + "\n"
+    if memory.manual is not None:
+        text += "\n" + memory.manual
+    return text

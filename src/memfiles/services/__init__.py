@@ -1,0 +1,1 @@
+"""Services: each a thin use of store/ and (where needed) index/. The CLI calls these, nothing lower."""

@@ -1,0 +1,60 @@
+"""The project lock: one writer at a time across processes (fcntl.flock on a file in .memfiles/)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from pathlib import Path
+from types import TracebackType
+
+from memfiles.errors import LockTimeout
+from memfiles.store.fileio import ensure_private_dir
+
+
+class FileLock:
+    """An exclusive advisory lock held for a `with` block, waited for at most `timeout` seconds."""
+
+    def __init__(self, path: Path, timeout: float = 30.0, what: str = "the memory files") -> None:
+        self.path = path
+        self.timeout = timeout
+        self.what = what
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        ensure_private_dir(self.path.parent)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + self.timeout
+        delay = 0.002
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                    os.close(fd)
+                    raise LockTimeout(
+                        f"{self.what} are busy: another process (pid {holder}) has held {self.path}"
+                        f" for more than {self.timeout:g} s"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> FileLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.release()
