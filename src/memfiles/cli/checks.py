@@ -98,7 +98,7 @@ def audit(app: App, stale_days: int | None, as_json: bool) -> None:
 @json_option
 @pass_app
 def refs(app: App, dangling: bool, paths: tuple[Path, ...], as_json: bool) -> None:
-    """Find @@ID, @@doc:path#anchor and @@skill:name#anchor references in the project's files.
+    """Find @@ID, @@doc:<path>#<anchor> and @@skill:<name>#<anchor> references in the project's files.
 
     Scans PATHS, or every file git tracks (or would track). A retired id names its successor.
 

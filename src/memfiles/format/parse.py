@@ -58,13 +58,15 @@ class _Fence:
 
     def __init__(self) -> None:
         self.marker: str | None = None
+        self.opened_at = 0
 
-    def feed(self, line: str) -> bool:
+    def feed(self, line: str, lineno: int) -> bool:
         """True when `line` is inside (or opens or closes) a fence."""
         match = FENCE_RE.match(line)
         if self.marker is None:
             if match:
                 self.marker = match.group(1)
+                self.opened_at = lineno
                 return True
             return False
         closes = match and match.group(1)[0] == self.marker[0] and len(match.group(1)) >= len(self.marker)
@@ -93,7 +95,7 @@ def parse(text: str, path: str | Path | None = None) -> MemoryFile:
     while i < n:
         line = lines[i]
         lineno = i + 1
-        if fence.feed(line):
+        if fence.feed(line, lineno):
             in_meta = False
             _body_target(entry, sections, preamble, seen_index).append(line)
             i += 1
@@ -151,7 +153,10 @@ def parse(text: str, path: str | Path | None = None) -> MemoryFile:
                     raise ParseError(
                         path, lineno, f"{entry.id} has no metadata: expected '- date: YYYY-MM-DD' after its heading"
                     )
-                raise ParseError(path, lineno, f"{entry.id}: expected '- key: value' or a blank line, got {line!r}")
+                in_meta = False  # the body starts without the blank line canonical form puts before it
+                entry.body.append(line)
+                i += 1
+                continue
             key, value = meta.group(1), meta.group(2)
             if key not in META_KEYS:
                 raise ParseError(
@@ -167,6 +172,8 @@ def parse(text: str, path: str | Path | None = None) -> MemoryFile:
         _body_target(entry, sections, preamble, seen_index).append(line)
         i += 1
 
+    if fence.marker is not None:
+        raise ParseError(path, fence.opened_at, f"code fence {fence.marker} opened here is never closed")
     return MemoryFile(
         title=title,
         preamble=_trim(preamble),

@@ -11,6 +11,7 @@ from memfiles.errors import OpError
 from memfiles.format.ids import RETIRED, IdAllocator, Kind, Schema
 from memfiles.format.model import MANUAL_HEADING, Entry, MemoryFile, Section
 from memfiles.format.render import render
+from memfiles.store.fileio import remove_debris
 from memfiles.store.journal import Journal
 from memfiles.store.ledger import Ledger
 from memfiles.store.lock import FileLock
@@ -97,6 +98,8 @@ class Batch:
     def apply(self, ops: list[Op], request_id: str | None = None, date: str | None = None) -> BatchResult:
         with self.lock():
             self.journal.recover()
+            for folder in self.project.memory_dirs():
+                remove_debris(folder)
             if request_id:
                 receipt = self.journal.receipt(request_id)
                 if receipt is not None:

@@ -45,6 +45,16 @@ def write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
+def remove_debris(folder: Path) -> int:
+    """Delete temp files a killed writer left (`.NAME.*.tmp`); call only while holding the write lock."""
+    removed = 0
+    for temp in folder.rglob(".*.tmp"):
+        with contextlib.suppress(OSError):
+            temp.unlink()
+            removed += 1
+    return removed
+
+
 def _fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)

@@ -1,0 +1,38 @@
+# Two commands on a fresh machine: `make demo` installs and runs memfiles on the bundled memory/;
+# `make test` runs the tests. Both create .venv on first use.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+# CPU PyTorch must come first: an unpinned torch pulls a multi-GB CUDA build.
+TORCH ?= torch==2.13.0
+
+.PHONY: install demo test lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q $(TORCH)
+	$(PY) -m pip install -q -e '.[index,dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(BIN)/memfiles check
+	$(BIN)/memfiles fmt --check
+	$(BIN)/memfiles refs --dangling
+	$(BIN)/memfiles audit
+	$(BIN)/memfiles list
+
+test: install
+	$(PY) -m pytest
+
+lint: install
+	$(BIN)/ruff check src tests scripts
+	$(BIN)/ruff format --check src tests scripts
+
+bench: install
+	$(PY) scripts/bench_write.py
+
+clean:
+	rm -rf $(VENV) .memsearch .memfiles .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,59 @@
+"""Shared fixtures: a fresh project in a temp folder, and a way to run the CLI against it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from memfiles.cli.main import cli
+
+DATA = Path(__file__).parent / "data"
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "memory").mkdir()
+    return tmp_path
+
+
+Run = Callable[..., Result]
+
+
+@pytest.fixture
+def run(root: Path) -> Run:
+    """Invoke `memfiles --root ROOT args...`; returns click's Result (exit_code, stdout, stderr)."""
+
+    def invoke(*args: str, input: str | None = None) -> Result:
+        return CliRunner().invoke(cli, ["--root", str(root), *args], input=input, catch_exceptions=False)
+
+    return invoke
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every file under memory/ and its hash, to prove a failed command touched nothing."""
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted((root / "memory").rglob("*"))
+        if path.is_file()
+    }
+
+
+def add_ops(count: int, kind: str = "decision", **extra: str) -> str:
+    ops = [
+        {
+            "op": "add",
+            "kind": kind,
+            "title": f"Entry number {n}",
+            "area": "bulk",
+            "body": f"Body of entry {n}.",
+            **extra,
+        }
+        for n in range(count)
+    ]
+    return json.dumps({"ops": ops})

@@ -1,0 +1,171 @@
+"""check, fmt, audit, refs, show and list through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import DATA, Run, snapshot
+
+
+def _write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+class TestCheck:
+    def test_clean_project_passes(self, run: Run, root: Path) -> None:
+        """A project written only through the CLI has no problems."""
+        run("add", "-k", "D", "-t", "t", "-a", "a", "--body", "b")
+        result = run("check")
+        assert result.exit_code == 0 and result.stdout == ""
+
+    def test_problems_are_reported_as_path_line_message(self, run: Run, root: Path) -> None:
+        """Bad date, unknown status, unknown prefix, duplicate id, stale index: each at its line, exit 1."""
+        text = (DATA / "canonical.md").read_text()
+        text = text.replace("- date: 2026-10-02", "- date: 2026-13-02").replace("status: open", "status: opne")
+        _write(root, "memory/knowledge.md", text)
+        _write(
+            root,
+            "pkg/memory/notes.md",
+            "# Notes\n\n### F-014: Again\n\n- date: 2026-01-01\n- area: a\n- status: open\n\nBody.\n"
+            "\n### X-001: Unknown\n\n- date: 2026-01-01\n- area: a\n- status: open\n\nBody.\n",
+        )
+        result = run("check")
+        assert result.exit_code == 1
+        lines = result.stdout.splitlines()
+        assert "memory/knowledge.md:17: F-014: date '2026-13-02' is not a date (YYYY-MM-DD)" in lines
+        assert "memory/knowledge.md:17: F-014: status 'opne' is not one of open, resolved, wontfix, retired" in lines
+        assert "pkg/memory/notes.md:3: F-014 is used twice; also at memory/knowledge.md:17" in lines
+        assert any(line.startswith("pkg/memory/notes.md:11: X-001: unknown id prefix 'X'") for line in lines)
+        assert any("generated index is missing or stale" in line for line in lines)
+
+    def test_malformed_file_is_named_with_its_line(self, run: Run, root: Path) -> None:
+        """An entry without metadata is a parse error at its line; check exits 1, add refuses with exit 2."""
+        _write(root, "memory/decisions.md", "# Decisions\n\n### D-001: No metadata\n\nJust text.\n")
+        before = snapshot(root)
+        result = run("check")
+        assert result.exit_code == 1
+        assert "memory/decisions.md:5: D-001 has no metadata" in result.stdout
+        add = run("add", "-k", "D", "-t", "t", "-a", "a", "--body", "b")
+        assert add.exit_code == 2 and "memory/decisions.md:5" in add.stderr
+        assert snapshot(root) == before
+
+    def test_entry_heading_in_manual_is_reported(self, run: Run, root: Path) -> None:
+        """An entry heading typed into the Manual section is not an entry; check says where."""
+        run("add", "-k", "D", "-t", "t", "-a", "a", "--body", "b")
+        path = root / "memory" / "decisions.md"
+        path.write_text(path.read_text() + "\n### D-002: Typed here by hand\n")
+        result = run("check")
+        assert result.exit_code == 1 and "inside ## Manual is not an entry" in result.stdout
+
+    def test_non_memory_markdown_is_ignored(self, run: Run, root: Path) -> None:
+        """A README in memory/ with no entries and no index is not a memory file."""
+        _write(root, "memory/README.md", "# About these notes\n\nSee the CLI.\n")
+        assert run("check").exit_code == 0
+        assert run("fmt", "--check").exit_code == 0
+
+
+class TestFmt:
+    def test_fmt_check_exits_1_then_fmt_fixes(self, run: Run, root: Path) -> None:
+        """fmt --check reports without writing; fmt writes the canonical form once; a second fmt is a no-op."""
+        path = _write(root, "memory/frictions.md", (DATA / "messy.md").read_text())
+        before = snapshot(root)
+        checked = run("fmt", "--check")
+        assert checked.exit_code == 1 and "would reformat memory/frictions.md" in checked.stdout
+        assert snapshot(root) == before
+        assert run("fmt").exit_code == 0
+        assert path.read_text() == (DATA / "messy.expected.md").read_text()
+        mtime = path.stat().st_mtime_ns
+        assert run("fmt").exit_code == 0 and path.stat().st_mtime_ns == mtime
+        assert run("fmt", "--check").exit_code == 0
+
+
+class TestAudit:
+    def test_audit_finds_dangling_retired_duplicate_and_stale(self, run: Run, root: Path) -> None:
+        """Each kind of leftover is reported once, and audit exits 1."""
+        run("add", "-k", "D", "-t", "Same title", "-a", "a", "--body", "b", "--date", "2020-01-01")
+        run("add", "-k", "D", "-t", "same  Title", "-a", "a", "--body", "b", "--ref", "D-009")
+        run("add", "-k", "D", "-t", "Third", "-a", "a", "--body", "b")
+        run("retire", "D-003", "--successor", "D-002", "--reason", "r")
+        run("add", "-k", "F", "-t", "Points at old", "-a", "a", "--body", "See D-003.")
+        result = run("audit", "--json")
+        assert result.exit_code == 1
+        kinds = sorted((f["kind"], f["message"].split(" ")[0]) for f in json.loads(result.stdout))
+        assert kinds == [
+            ("dangling", "D-002"),
+            ("duplicate-title", "D-002"),
+            ("retired-ref", "F-001"),
+            ("stale", "D-001"),
+        ]
+        text = run("audit").stdout
+        assert "F-001 refers to retired D-003; its successor is D-002" in text
+
+
+class TestRefs:
+    def test_refs_dangling_reports_missing_retired_and_doc_anchors(self, run: Run, root: Path) -> None:
+        """@@ids, @@doc and @@skill references resolve or are reported with file:line; exit 1 if any dangle."""
+        run("add", "-k", "D", "-t", "Live", "-a", "a", "--body", "b")
+        run("add", "-k", "D", "-t", "Old", "-a", "a", "--body", "b")
+        run("retire", "D-002", "--successor", "D-001", "--reason", "r")
+        _write(root, "docs/patterns/memory.md", "# Memory\n\n## Why ids\n")
+        _write(root, "skills/realm/SKILL.md", "# Realm\n\n## Layers\n")
+        at = "@@"
+        _write(
+            root,
+            "src/app.py",
+            "\n".join(
+                [
+                    f"x = 1  # {at}D-001 is fine",
+                    f"# see {at}D-002",
+                    f"# see {at}D-404",
+                    f"# {at}doc:patterns/memory#why-ids and {at}doc:patterns/memory#nope",
+                    f"# {at}skill:realm#layers {at}skill:ghost",
+                ]
+            ),
+        )
+        result = run("refs", "--dangling", str(root / "src"))
+        assert result.exit_code == 1
+        lines = result.stdout.splitlines()
+        assert lines == [
+            f"retired: src/app.py:2: {at}D-002: D-002 is retired; its successor is D-001",
+            f"dangling: src/app.py:3: {at}D-404: no entry D-404",
+            f"dangling: src/app.py:4: {at}doc:patterns/memory#nope: doc patterns/memory has no heading #nope",
+            f"dangling: src/app.py:5: {at}skill:ghost: no skill ghost under skills/",
+        ]
+        everything = json.loads(run("refs", str(root / "src"), "--json").stdout)
+        assert len(everything) == 7 and run("refs", str(root / "src")).exit_code == 0
+
+
+class TestRead:
+    def test_list_json_has_the_promised_fields(self, run: Run) -> None:
+        """list --json: id, kind, title, area, status, date, path, line; filters combine."""
+        run("add", "-k", "D", "-t", "A decision", "-a", "format", "--body", "b")
+        run("add", "-k", "F", "-t", "A friction", "-a", "index", "--body", "b")
+        rows = json.loads(run("list", "--json").stdout)
+        assert {key for key in rows[0]} >= {"id", "kind", "title", "area", "status", "date", "path", "line"}
+        assert rows[0]["line"] == 8 and rows[0]["path"] == "memory/decisions.md"
+        only = json.loads(run("list", "--kind", "F", "--status", "open", "--json").stdout)
+        assert [row["id"] for row in only] == ["F-001"]
+        assert json.loads(run("list", "--area", "nowhere", "--json").stdout) == []
+
+    def test_show_prints_the_entry_and_where(self, run: Run) -> None:
+        """show prints path:line then the entry as it stands in the file; an unknown id exits 2."""
+        run("add", "-k", "D", "-t", "Shown", "-a", "format", "--body", "The body.")
+        result = run("show", "D-001")
+        assert result.stdout.startswith("memory/decisions.md:8\n### D-001: Shown\n")
+        assert "The body." in result.stdout
+        assert run("show", "D-404").exit_code == 2
+
+    def test_show_open_starts_the_editor_at_the_line(self, run: Run, root: Path, monkeypatch) -> None:
+        """--open runs $EDITOR +LINE FILE."""
+        run("add", "-k", "D", "-t", "Shown", "-a", "format", "--body", "b")
+        log = root / "editor.log"
+        editor = _write(root, "editor.sh", f'#!/bin/sh\necho "$@" > {log}\n')
+        editor.chmod(0o755)
+        monkeypatch.setenv("EDITOR", str(editor))
+        monkeypatch.delenv("VISUAL", raising=False)
+        assert run("show", "D-001", "--open").exit_code == 0
+        assert log.read_text().split() == ["+8", str(root / "memory" / "decisions.md")]

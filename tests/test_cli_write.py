@@ -1,0 +1,226 @@
+"""The write path through the CLI: add, set, retire, prune, import; bad input changes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from memfiles import parse
+from tests.conftest import Run, add_ops, snapshot
+
+
+class TestAdd:
+    def test_add_prints_id_and_writes_a_canonical_file(self, run: Run, root: Path) -> None:
+        """The first decision is D-001, lands in memory/decisions.md, and the file passes check."""
+        result = run(
+            "add",
+            "--kind",
+            "decision",
+            "--title",
+            "Ids are never reused",
+            "--area",
+            "format",
+            "--body",
+            "A retired entry keeps its number.",
+        )
+        assert result.exit_code == 0, result.output
+        assert result.stdout.strip() == "D-001"
+        text = (root / "memory" / "decisions.md").read_text()
+        assert "### D-001: Ids are never reused" in text
+        assert "- [D-001](#d-001-ids-are-never-reused) Ids are never reused · format ·" in text
+        assert run("check").exit_code == 0
+
+    def test_ids_are_allocated_per_prefix(self, run: Run) -> None:
+        """Each prefix has its own number space; the kind may be named by its prefix."""
+        ids = [
+            run("add", "-k", kind, "-t", f"t{n}", "-a", "x", "--body", "b").stdout.strip()
+            for n, kind in enumerate(["D", "friction", "D", "F", "todo"])
+        ]
+        assert ids == ["D-001", "F-001", "D-002", "F-002", "T-001"]
+
+    def test_body_from_stdin_is_wrapped(self, run: Run, root: Path) -> None:
+        """A long prose paragraph from standard input is wrapped at 100 columns; a list is left alone."""
+        prose = " ".join(["word"] * 60)
+        listing = "- " + " ".join(["item"] * 30)
+        result = run("add", "-k", "L", "-t", "Wrapping", "-a", "format", input=f"{prose}\n\n{listing}\n")
+        assert result.exit_code == 0, result.output
+        entry = parse((root / "memory" / "lessons.md").read_text()).entries[0]
+        assert all(len(line) <= 100 for line in entry.body.split("\n")[:-1])
+        assert entry.body.split("\n")[-1] == listing
+
+    def test_long_title_is_refused_with_the_limit(self, run: Run, root: Path) -> None:
+        """A 121-character title: exit 2, a message with the numbers, no file written."""
+        result = run("add", "-k", "D", "-t", "x" * 121, "-a", "a", "--body", "b")
+        assert result.exit_code == 2
+        assert "title is 121 characters; at most 120" in result.stderr
+        assert snapshot(root) == {}
+
+    def test_unknown_kind_and_bad_status_are_refused(self, run: Run, root: Path) -> None:
+        """An unknown kind and a status outside the kind's vocabulary both exit 2 and write nothing."""
+        bad_kind = run("add", "-k", "wish", "-t", "t", "-a", "a", "--body", "b")
+        assert bad_kind.exit_code == 2 and "unknown kind 'wish'" in bad_kind.stderr
+        bad_status = run("add", "-k", "D", "-t", "t", "-a", "a", "-s", "open", "--body", "b")
+        assert bad_status.exit_code == 2 and "not a status of a decision" in bad_status.stderr
+        assert snapshot(root) == {}
+
+    def test_section_and_file_options(self, run: Run, root: Path) -> None:
+        """--file puts the entry in another memory file, --section under a level-2 heading."""
+        result = run(
+            "add",
+            "-k",
+            "L",
+            "-t",
+            "Fanout",
+            "-a",
+            "synthesis",
+            "--body",
+            "b",
+            "--file",
+            "memory/synthesis/knowledge.md",
+            "--section",
+            "Known Failure Patterns",
+        )
+        assert result.exit_code == 0, result.output
+        memory = parse((root / "memory" / "synthesis" / "knowledge.md").read_text())
+        assert memory.section_of("L-001") == "Known Failure Patterns"
+        outside = run("add", "-k", "L", "-t", "t", "-a", "a", "--body", "b", "--file", "docs/notes.md")
+        assert outside.exit_code == 2 and "inside a memory/ folder" in outside.stderr
+
+    def test_write_rewrites_only_files_whose_text_changes(self, run: Run, root: Path) -> None:
+        """Adding a decision leaves frictions.md untouched, its mtime included."""
+        run("add", "-k", "F", "-t", "t", "-a", "a", "--body", "b")
+        frictions = root / "memory" / "frictions.md"
+        before = frictions.stat().st_mtime_ns
+        run("add", "-k", "D", "-t", "t", "-a", "a", "--body", "b")
+        assert frictions.stat().st_mtime_ns == before
+
+
+class TestSetRetirePrune:
+    def test_set_updates_in_place(self, run: Run, root: Path) -> None:
+        """set changes the status and the index regroups the entry."""
+        run("add", "-k", "F", "-t", "Slow check", "-a", "cli", "--body", "b")
+        assert run("set", "F-001", "--status", "resolved").exit_code == 0
+        text = (root / "memory" / "frictions.md").read_text()
+        assert "**resolved** (1)" in text and "- status: resolved" in text
+
+    def test_set_unknown_id_fails_cleanly(self, run: Run) -> None:
+        """An id that does not exist: exit 2 and the id in the message."""
+        result = run("set", "F-404", "--status", "resolved")
+        assert result.exit_code == 2 and "no entry F-404" in result.stderr
+
+    def test_retire_keeps_the_entry_and_names_the_successor(self, run: Run, root: Path) -> None:
+        """A retired entry keeps its id and text, with status retired, successor and reason."""
+        run("add", "-k", "D", "-t", "Old", "-a", "a", "--body", "b")
+        run("add", "-k", "D", "-t", "New", "-a", "a", "--body", "b")
+        assert run("retire", "D-001", "--successor", "D-002", "--reason", "Replaced").exit_code == 0
+        entry = parse((root / "memory" / "decisions.md").read_text()).entries[0]
+        assert (entry.status, entry.successor, entry.reason) == ("retired", "D-002", "Replaced")
+        assert run("retire", "D-002", "--successor", "D-099", "--reason", "r").exit_code == 2
+
+    def test_prune_records_the_reason_and_never_reuses_the_number(self, run: Run, root: Path) -> None:
+        """Pruned entries go to pruned.jsonl whole; the next id skips their number; audit lists them."""
+        run("add", "-k", "T", "-t", "Do it", "-a", "a", "--body", "b")
+        assert run("prune", "T-001", "--reason", "Done elsewhere").exit_code == 0
+        record = json.loads((root / "memory" / "pruned.jsonl").read_text())
+        assert record["id"] == "T-001" and record["reason"] == "Done elsewhere" and "### T-001" in record["entry"]
+        assert run("add", "-k", "T", "-t", "Next", "-a", "a", "--body", "b").stdout.strip() == "T-002"
+        audit = run("audit")
+        assert "pruned: memory/pruned.jsonl:1: T-001 pruned on" in audit.stdout
+
+
+class TestImport:
+    def test_import_applies_ops_in_order_and_prints_json(self, run: Run, root: Path) -> None:
+        """--json lists the ids by op, in op order."""
+        ops = {
+            "ops": [
+                {"op": "add", "kind": "decision", "title": "A", "area": "x", "body": "a"},
+                {"op": "add", "kind": "friction", "title": "B", "area": "x", "body": "b", "refs": ["D-001"]},
+                {"op": "update", "id": "D-001", "status": "accepted"},
+                {"op": "retire", "id": "F-001", "reason": "gone", "successor": "D-001"},
+            ]
+        }
+        (root / "ops.json").write_text(json.dumps(ops))
+        result = run("import", str(root / "ops.json"), "--json")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout) == {
+            "added": ["D-001", "F-001"],
+            "updated": ["D-001"],
+            "retired": ["F-001"],
+            "pruned": [],
+        }
+
+    def test_bad_op_names_position_and_field_and_touches_nothing(self, run: Run, root: Path) -> None:
+        """op 3 with a long title: the error says so and no file is written, not even for ops 1 and 2."""
+        run("add", "-k", "D", "-t", "Existing", "-a", "x", "--body", "b")
+        before = snapshot(root)
+        ops = json.loads(add_ops(2))
+        ops["ops"].append({"op": "add", "kind": "decision", "title": "y" * 141, "area": "x", "body": "b"})
+        (root / "ops.json").write_text(json.dumps(ops))
+        result = run("import", str(root / "ops.json"))
+        assert result.exit_code == 2
+        assert "op 3: title is 141 characters; at most 120" in result.stderr
+        assert snapshot(root) == before
+
+    def test_an_op_failing_late_in_the_batch_touches_nothing(self, run: Run, root: Path) -> None:
+        """An update of a missing id after valid adds: all or nothing."""
+        before = snapshot(root)
+        ops = json.loads(add_ops(3))
+        ops["ops"].append({"op": "update", "id": "D-999", "status": "accepted"})
+        (root / "ops.json").write_text(json.dumps(ops))
+        result = run("import", str(root / "ops.json"))
+        assert result.exit_code == 2 and "op 4: id: no entry D-999" in result.stderr
+        assert snapshot(root) == before
+
+    def test_invalid_json_names_line_and_column(self, run: Run, root: Path) -> None:
+        """Malformed JSON: the file, line and column in the message, exit 2."""
+        (root / "ops.json").write_text('{"ops": [\n  {"op": "add",}\n]}')
+        result = run("import", str(root / "ops.json"))
+        assert result.exit_code == 2
+        assert "ops.json:2: invalid JSON at column" in result.stderr
+
+    def test_unknown_field_and_missing_reason(self, run: Run, root: Path) -> None:
+        """Fields an op does not take and a prune without a reason are refused by position."""
+        (root / "a.json").write_text(
+            json.dumps({"ops": [{"op": "add", "kind": "D", "title": "t", "area": "a", "body": "b", "colour": "red"}]})
+        )
+        assert "op 1: add does not take colour" in run("import", str(root / "a.json")).stderr
+        (root / "b.json").write_text(json.dumps({"ops": [{"op": "prune", "id": "D-001"}]}))
+        assert "op 1: prune needs a reason" in run("import", str(root / "b.json")).stderr
+
+    def test_request_id_applies_once(self, run: Run, root: Path) -> None:
+        """The same --request-id twice: the second run changes nothing and reports the first result."""
+        (root / "ops.json").write_text(add_ops(2))
+        first = run("import", str(root / "ops.json"), "--request-id", "landing-7", "--json")
+        after_first = snapshot(root)
+        second = run("import", str(root / "ops.json"), "--request-id", "landing-7", "--json")
+        assert first.exit_code == second.exit_code == 0
+        assert json.loads(second.stdout) == json.loads(first.stdout)
+        assert snapshot(root) == after_first
+        third = run("import", str(root / "ops.json"), "--request-id", "landing-8", "--json")
+        assert json.loads(third.stdout)["added"] == ["D-003", "D-004"]
+
+    def test_entry_moves_between_files_keeping_its_id(self, run: Run, root: Path) -> None:
+        """An update with file moves the entry; the id and text travel with it."""
+        run("add", "-k", "L", "-t", "Moving", "-a", "x", "--body", "b")
+        (root / "ops.json").write_text(
+            json.dumps({"ops": [{"op": "update", "id": "L-001", "file": "memory/sta/knowledge.md"}]})
+        )
+        assert run("import", str(root / "ops.json")).exit_code == 0
+        assert parse((root / "memory" / "lessons.md").read_text()).entries == []
+        assert parse((root / "memory" / "sta" / "knowledge.md").read_text()).entries[0].id == "L-001"
+        assert run("check").exit_code == 0
+
+
+class TestManual:
+    def test_manual_bytes_survive_every_write(self, run: Run, root: Path) -> None:
+        """The user's Manual section, odd spacing and all, is untouched by add, set, retire and fmt."""
+        run("add", "-k", "D", "-t", "First", "-a", "x", "--body", "b")
+        path = root / "memory" / "decisions.md"
+        text = path.read_text()
+        manual = "## Manual\n\n- [ ] my   own   todo  \n\n\n### not an entry\n"
+        path.write_text(text[: text.index("## Manual")] + manual)
+        run("add", "-k", "D", "-t", "Second", "-a", "x", "--body", "b")
+        run("set", "D-001", "--status", "accepted")
+        run("retire", "D-002", "--reason", "r")
+        run("fmt")
+        assert path.read_text().endswith(manual)

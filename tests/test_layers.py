@@ -1,0 +1,50 @@
+"""The layering: the core and the checks import nothing heavy; every command has help and is documented."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from memfiles.cli.main import cli
+from tests.conftest import REPO
+
+HEAVY = ["torch", "chromadb", "sentence_transformers", "watchdog", "numpy", "transformers"]
+
+
+def _modules_after(code: str) -> set[str]:
+    probe = f"{code}\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+class TestImports:
+    def test_format_core_is_stdlib_only(self) -> None:
+        """memfiles.format imports none of chromadb, torch, watchdog or click."""
+        loaded = _modules_after("import memfiles.format.parse, memfiles.format.render, memfiles.format.validate")
+        assert not loaded & {*HEAVY, "click"}
+
+    def test_import_memfiles_is_light(self) -> None:
+        """`import memfiles` imports no heavy library."""
+        assert not _modules_after("import memfiles") & set(HEAVY)
+
+    def test_check_command_is_light(self) -> None:
+        """Running `memfiles check` on this repository imports neither torch nor chromadb."""
+        code = (
+            "from click.testing import CliRunner\nfrom memfiles.cli.main import cli\n"
+            "CliRunner().invoke(cli, ['--root', '.', 'check'])"
+        )
+        assert not _modules_after(code) & set(HEAVY)
+
+
+class TestHelp:
+    @pytest.mark.parametrize("name", sorted(cli.commands))
+    def test_every_command_has_help_with_an_example_and_is_in_the_readme(self, name: str) -> None:
+        """`memfiles NAME --help` works, shows an example, and the README mentions `memfiles NAME`."""
+        result = CliRunner().invoke(cli, [name, "--help"])
+        assert result.exit_code == 0
+        assert "Example" in result.output
+        assert f"memfiles {name}" in (REPO / "README.md").read_text(encoding="utf-8")
