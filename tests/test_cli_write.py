@@ -224,3 +224,22 @@ class TestManual:
         run("retire", "D-002", "--reason", "r")
         run("fmt")
         assert path.read_text().endswith(manual)
+
+
+class TestBodies:
+    def test_bodies_that_would_break_the_file_are_refused(self, run: Run, root: Path) -> None:
+        """An unclosed fence, a level-2 heading or an entry-like heading in a body: exit 2, nothing written."""
+        for body, words in (
+            ("text\n```python\nx = 1", "body line 2 opens a code fence ``` that is never closed"),
+            ("text\n## Section", "body line 2 is a level-2 heading"),
+            ("### D-004: not mine", "body line 1 looks like an entry heading"),
+        ):
+            result = run("add", "-k", "D", "-t", "t", "-a", "a", "--body", body)
+            assert result.exit_code == 2 and words in result.stderr, (body, result.stderr)
+        assert snapshot(root) == {}
+
+    def test_body_with_closed_fence_and_subheadings_is_kept(self, run: Run, root: Path) -> None:
+        """Fenced code holding '## x' and a ### sub-heading are fine and survive the round trip."""
+        body = "Intro.\n\n```sh\n## not a heading\n```\n\n### Details\n\nMore."
+        assert run("add", "-k", "D", "-t", "t", "-a", "a", "--body", body).exit_code == 0
+        assert parse((root / "memory" / "decisions.md").read_text()).entries[0].body == body

@@ -20,12 +20,13 @@ from memfiles.store.project import Project
 class App:
     """The state a command gets through `pass_app`: options of the group, the project, on first use."""
 
-    def __init__(self, root: Path | None) -> None:
+    def __init__(self, root: Path | None, chroma_url: str | None = None) -> None:
         self.root_option = root
+        self.chroma_url = chroma_url
 
     @cached_property
     def settings(self) -> Settings:
-        return load_settings(self.root_option)
+        return load_settings(self.root_option, index_url=self.chroma_url)
 
     @cached_property
     def project(self) -> Project:

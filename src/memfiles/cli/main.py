@@ -9,6 +9,7 @@ import click
 from memfiles import __version__
 from memfiles.cli.app import App, root_option
 from memfiles.cli.checks import audit, check, fmt, refs
+from memfiles.cli.index_cmds import backfill
 from memfiles.cli.reads import list_entries, show
 from memfiles.cli.writes import add, import_ops, prune, retire, set_entry
 
@@ -17,7 +18,8 @@ from memfiles.cli.writes import add, import_ops, prune, retire, set_entry
 @root_option
 @click.version_option(__version__, prog_name="memfiles")
 @click.pass_context
-def cli(ctx: click.Context, root: Path | None) -> None:
+@click.option("--chroma-url", envvar="MEMFILES_CHROMA_URL", help="Use the Chroma server at this URL for the index.")
+def cli(ctx: click.Context, root: Path | None, chroma_url: str | None) -> None:
     """Keep a project's working notes as Markdown files in memory/, and check them.
 
     Decisions, frictions, todos, lessons, facts, procedures: one entry per finding, each with a
@@ -34,8 +36,8 @@ def cli(ctx: click.Context, root: Path | None) -> None:
       memfiles list --kind friction --status open
       memfiles check
     """
-    ctx.obj = App(root)
+    ctx.obj = App(root, chroma_url)
 
 
-for command in (add, set_entry, retire, prune, import_ops, check, fmt, audit, refs, show, list_entries):
+for command in (add, set_entry, retire, prune, import_ops, check, fmt, audit, refs, show, list_entries, backfill):
     cli.add_command(command)

@@ -14,6 +14,14 @@ from memfiles.errors import OpError, ParseError
 from memfiles.services.write import write_ops
 from memfiles.store.batch import BatchResult
 from memfiles.store.ops import parse_op, parse_ops
+from memfiles.store.project import Project
+
+
+def notify_index(project: Project, result: BatchResult) -> str | None:
+    """The write path's message to the index (a no-op until an index exists)."""
+    from memfiles.services.index import notify
+
+    return notify(project, result)
 
 
 def _body(body: str | None, body_file: Path | None, required: bool) -> str | None:
@@ -30,7 +38,7 @@ def _apply(app: App, ops_data: list[dict[str, Any]], request_id: str | None = No
     settings = app.settings
     try:
         ops = [parse_op(value, position, settings.schema, settings.wrap) for position, value in enumerate(ops_data, 1)]
-        result, warning = write_ops(app.project, ops, request_id=request_id)
+        result, warning = write_ops(app.project, ops, request_id=request_id, notify=notify_index)
     except OpError as error:  # one op from options: say what is wrong without "op 1:"
         raise OpError(None, error.message) from error
     if warning:
@@ -251,7 +259,7 @@ def import_ops(app: App, file: Path, request_id: str | None, as_json: bool) -> N
     with errors_to_exit():
         document = _load_json(file)
         ops = parse_ops(document, app.settings.schema, app.settings.wrap)
-        result, warning = write_ops(app.project, ops, request_id=request_id)
+        result, warning = write_ops(app.project, ops, request_id=request_id, notify=notify_index)
         if warning:
             warn(warning)
         if as_json:

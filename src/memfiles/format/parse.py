@@ -53,7 +53,7 @@ def _trim(lines: list[str]) -> str:
     return "\n".join(lines[start:end])
 
 
-class _Fence:
+class Fence:
     """Tracks fenced code blocks so that a `##` inside one is not taken for a heading."""
 
     def __init__(self) -> None:
@@ -86,7 +86,7 @@ def parse(text: str, path: str | Path | None = None) -> MemoryFile:
     in_meta = False
     seen_index = False
     started = False
-    fence = _Fence()
+    fence = Fence()
     manual: str | None = None
     manual_line = 0
     i = 0

@@ -32,6 +32,25 @@ def is_date(text: str) -> bool:
     return len(text) == 10
 
 
+def body_problem(body: str) -> str | None:
+    """Why `body` cannot stand in an entry (it would end the entry or break the file), or None."""
+    from memfiles.format.parse import ENTRY_HEADING_RE, LOOKS_LIKE_ENTRY_RE, Fence
+
+    fence = Fence()
+    for number, line in enumerate(body.split("\n"), start=1):
+        if fence.feed(line, number):
+            continue
+        if line.startswith("## ") or line.rstrip() == "##":
+            return f"body line {number} is a level-2 heading, which would end the entry: use ### or deeper"
+        if ENTRY_HEADING_RE.match(line) or LOOKS_LIKE_ENTRY_RE.match(line):
+            return f"body line {number} looks like an entry heading ('### ID: ...'): reword it"
+        if line.strip().startswith(INDEX_START_PREFIX) or line.strip() == INDEX_END:
+            return f"body line {number} is a generated-index marker"
+    if fence.marker is not None:
+        return f"body line {fence.opened_at} opens a code fence {fence.marker} that is never closed"
+    return None
+
+
 def first_difference(a: str, b: str) -> int:
     """The 1-based line where two texts first differ."""
     for number, (left, right) in enumerate(zip(a.split("\n"), b.split("\n"), strict=False), start=1):

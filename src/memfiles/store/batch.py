@@ -7,9 +7,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from memfiles.errors import OpError
+from memfiles.errors import OpError, ParseError
 from memfiles.format.ids import RETIRED, IdAllocator, Kind, Schema
 from memfiles.format.model import MANUAL_HEADING, Entry, MemoryFile, Section
+from memfiles.format.parse import parse
 from memfiles.format.render import render
 from memfiles.store.fileio import remove_debris
 from memfiles.store.journal import Journal
@@ -131,6 +132,12 @@ class Batch:
         for rel, draft in self.drafts.items():
             text = render(draft.freeze(), self.schema)
             if text != draft.old_text:
+                try:  # the safety net: never write a file that would not read back
+                    parse(text, rel)
+                except ParseError as error:
+                    raise OpError(
+                        None, f"the batch would leave {rel} unreadable ({error.message}); nothing was written"
+                    ) from error
                 writes[rel] = (draft.old_text, text)
         if new_pruned:
             rel = self.project.rel(self.ledger.path)

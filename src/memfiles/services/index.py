@@ -1,0 +1,167 @@
+"""The index as commands use it: open it, backfill it, tell it about a write, search it.
+
+Everything here imports the heavy libraries lazily, inside the functions, so that `memfiles --help`,
+`check` and `fmt` never pay for them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memfiles.config import Settings
+from memfiles.errors import IndexUnavailable
+from memfiles.store.batch import BatchResult
+from memfiles.store.project import Project
+
+if TYPE_CHECKING:
+    from memfiles.index.catalog import Catalog, IndexDoc
+    from memfiles.index.chroma import VectorStore
+    from memfiles.index.embedder import Embedder
+    from memfiles.index.search import Filters, Hit
+    from memfiles.index.sync import Plan, SyncReport
+
+# Below this many entries to embed, the numpy encoder (0.2 s to load) beats sentence-transformers (~5 s).
+LIGHT_LIMIT = 64
+
+
+@dataclass
+class IndexSession:
+    store: VectorStore
+    embedder: Embedder
+    settings: Settings
+
+    @property
+    def catalog(self) -> Catalog:
+        from memfiles.index.sync import load_catalog
+
+        if not hasattr(self, "_catalog"):
+            self._catalog = load_catalog(self.store)
+        return self._catalog
+
+
+def _embedder(settings: Settings, light: bool) -> Embedder:
+    from memfiles.index.embedder import load_embedder
+
+    return load_embedder(settings.model, light=light)
+
+
+@contextmanager
+def open_index(settings: Settings, timeout: float = 10.0, light: bool = True) -> Iterator[IndexSession]:
+    from memfiles.index.chroma import open_store
+    from memfiles.index.embedder import collection_name
+
+    embedder = _embedder(settings, light)
+    with open_store(settings, collection_name(embedder.name, embedder.dimension), timeout) as store:
+        yield IndexSession(store, embedder, settings)
+
+
+def entry_docs(project: Project, paths: set[str] | None = None) -> dict[str, IndexDoc]:
+    """The index documents of every entry (or of the entries in `paths`), by id."""
+    from memfiles.index.catalog import index_doc
+
+    schema = project.settings.schema
+    files = project.load()
+    if paths is not None:
+        files = [f for f in files if f.rel in paths]
+    return {located.entry.id: index_doc(located, schema) for located in project.entries(files)}
+
+
+def _bulk_embedder(session: IndexSession, plan: Plan) -> Embedder:
+    from memfiles.index.embedder import NumpyBertEmbedder
+
+    if len(plan.embed) > LIGHT_LIMIT and isinstance(session.embedder, NumpyBertEmbedder):
+        return _embedder(session.settings, light=False)
+    return session.embedder
+
+
+def backfill(project: Project, rebuild: bool = False, check: bool = False) -> tuple[Plan, SyncReport | None]:
+    """Upsert every entry, delete ids no longer in the files; `check` only plans; `rebuild` starts empty."""
+    from memfiles.index.catalog import Catalog
+    from memfiles.index.sync import apply_plan, make_plan
+
+    docs = entry_docs(project)
+    with open_index(project.settings, timeout=project.settings.lock_timeout) as session:
+        if rebuild and not check:
+            session.store.reset()
+        stored = session.store.all_metadata() if session.store.exists() else {}
+        plan = make_plan(docs, stored, session.embedder.name)
+        if check:
+            return plan, None
+        catalog = Catalog(dict(docs)) if (plan.drift or rebuild) else session.catalog
+        report = apply_plan(session.store, _bulk_embedder(session, plan), plan, catalog)
+        return plan, report
+
+
+def index_exists(settings: Settings) -> bool:
+    """False when no index was ever built here (embedded mode): the write path then has nothing to tell."""
+    return bool(settings.index_url) or (settings.index_dir / "chroma").is_dir()
+
+
+def notify(project: Project, result: BatchResult) -> str | None:
+    """Tell the index about a write, within index_timeout seconds; a warning when it could not.
+
+    The work runs in a thread so that the bound holds even while chromadb loads or a server hangs;
+    it never starts writing to the store after the deadline. see @@D-002
+    """
+    import threading
+
+    settings = project.settings
+    if not index_exists(settings):
+        return None
+    deadline = time.monotonic() + settings.index_timeout
+    outcome: list[str | None] = []
+
+    def work() -> None:
+        try:
+            outcome.append(_notify(project, result, deadline))
+        except IndexUnavailable as error:
+            outcome.append(f"{error}; the files are written: run memfiles backfill later")
+        except TimeoutError:
+            outcome.append(f"the index took longer than {settings.index_timeout:g} s: run memfiles backfill later")
+        except Exception as error:  # an index fault must never fail a write
+            outcome.append(f"index not updated ({type(error).__name__}: {error}): run memfiles backfill later")
+
+    worker = threading.Thread(target=work, name="memfiles-index-notify", daemon=True)
+    worker.start()
+    worker.join(settings.index_timeout + 1.0)  # the grace covers a store write begun before the deadline
+    if worker.is_alive() or not outcome:
+        return f"the index did not answer within {settings.index_timeout:g} s: run memfiles backfill later"
+    return outcome[0]
+
+
+def _notify(project: Project, result: BatchResult, deadline: float) -> str | None:
+    from memfiles.index.sync import apply_plan, make_plan
+
+    settings = project.settings
+    paths = {p for p in result.paths if p.endswith(".md")}
+    docs = entry_docs(project, paths)
+    remaining = max(0.05, deadline - time.monotonic())
+    with open_index(settings, timeout=remaining) as session:
+        if not session.store.exists():
+            return None  # no index yet: nothing to keep in step; backfill builds it
+        catalog = session.catalog
+        scope = {i for i, d in catalog.docs.items() if d.path in paths} | set(result.pruned) | set(docs)
+        stored = {}
+        if scope:
+            got = session.store.collection.get(ids=sorted(scope), include=["metadatas"])
+            stored = dict(zip(got["ids"], got["metadatas"], strict=True))
+        plan = make_plan(docs, stored, session.embedder.name, scope=scope)
+        apply_plan(session.store, session.embedder, plan, catalog, deadline=deadline)
+    return None
+
+
+def search(
+    settings: Settings, queries: list[tuple[str, int]], filters: Filters, mode: str = "hybrid", timeout: float = 10.0
+) -> list[list[Hit]]:
+    """Answer each (query, k) with the model and store opened once."""
+    from memfiles.index.search import Searcher
+
+    with open_index(settings, timeout=timeout) as session:
+        if not session.store.exists():
+            raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
+        searcher = Searcher(session.store, session.catalog, session.embedder)
+        return [searcher.search(query, k, filters, mode) for query, k in queries]
