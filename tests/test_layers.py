@@ -39,6 +39,20 @@ class TestImports:
         )
         assert not _modules_after(code) & set(HEAVY)
 
+    def test_memsearch_help_is_light(self) -> None:
+        """`memsearch --help` imports neither torch nor chromadb."""
+        code = (
+            "from click.testing import CliRunner\nfrom memfiles.cli.search import memsearch\n"
+            "CliRunner().invoke(memsearch, ['--help'])"
+        )
+        assert not _modules_after(code) & set(HEAVY)
+
+    def test_query_path_does_not_import_torch(self) -> None:
+        """The query embedder (numpy) loads without torch or sentence-transformers."""
+        code = "from memfiles.index.embedder import load_embedder\nload_embedder(None, light=True).encode(['x'])"
+        loaded = _modules_after(code)
+        assert "torch" not in loaded and "sentence_transformers" not in loaded
+
 
 class TestHelp:
     @pytest.mark.parametrize("name", sorted(cli.commands))
