@@ -23,6 +23,9 @@ demo: install
 	$(BIN)/memfiles refs --dangling
 	$(BIN)/memfiles audit
 	$(BIN)/memfiles list
+	$(BIN)/memfiles backfill
+	$(BIN)/memsearch "what did we learn about crashes in the middle of a write?" -k 3
+	$(BIN)/memsearch -k 1 -- --request-id
 
 test: install
 	$(PY) -m pytest
@@ -33,6 +36,9 @@ lint: install
 
 bench: install
 	$(PY) scripts/bench_write.py
+	$(PY) scripts/bench_index.py
+	$(PY) scripts/eval_retrieval.py calibrate
+	$(PY) scripts/eval_retrieval.py cacm
 
 clean:
 	rm -rf $(VENV) .memsearch .memfiles .pytest_cache .ruff_cache .hypothesis

@@ -10,11 +10,16 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memfiles.format.ids import Schema
 from memfiles.store.fileio import atomic_write
 from memfiles.store.project import Located
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from memfiles.index.lexical import LexicalIndex
 
 
 @dataclass(frozen=True)
@@ -85,12 +90,34 @@ def same_tags(doc: IndexDoc, metadata: dict[str, Any] | None, model: str) -> boo
     return metadata is not None and all(metadata.get(key) == value for key, value in doc.metadata(model).items())
 
 
+def lexical_index(docs: list[IndexDoc]) -> LexicalIndex:
+    from memfiles.index.lexical import LexicalIndex, document_tokens
+
+    return LexicalIndex.build([document_tokens(d.title, d.body()) for d in docs], ids=[d.id for d in docs])
+
+
 class Catalog:
     """The documents of one collection, by id, in a stable order (the lexical index's rows)."""
 
     def __init__(self, docs: dict[str, IndexDoc]) -> None:
         self.docs = docs
         self.order = list(docs)
+
+    def column(self, name: str) -> tuple[np.ndarray, list[Any]]:
+        """A tag as (codes per row, distinct values): filters over 100,000 rows become array compares."""
+        import numpy as np
+
+        cache = self.__dict__.setdefault("_columns", {})
+        if name not in cache or cache[name][2] is not self.order:
+            values: dict[Any, int] = {}
+            codes = np.fromiter(
+                (values.setdefault(getattr(self.docs[i], name), len(values)) for i in self.order),
+                dtype=np.int32,
+                count=len(self.order),
+            )
+            cache[name] = (codes, list(values), self.order)
+        codes, distinct, _ = cache[name]
+        return codes, distinct
 
     @property
     def row(self) -> dict[str, int]:
@@ -106,9 +133,7 @@ class Catalog:
         return cls({item["id"]: IndexDoc(**item) for item in data["docs"]})
 
     def save(self, folder: Path) -> None:
-        from memfiles.index.lexical import LexicalIndex, document_tokens
-
         folder.mkdir(parents=True, exist_ok=True)
         docs = [self.docs[doc_id] for doc_id in self.order]
-        LexicalIndex.build([document_tokens(d.title, d.body()) for d in docs]).save(folder)
+        lexical_index(docs).save(folder)
         atomic_write(folder / "catalog.json", json.dumps({"docs": [asdict(d) for d in docs]}, ensure_ascii=False))

@@ -30,7 +30,16 @@ def document_tokens(title: str, body: str) -> list[str]:
 class LexicalIndex:
     """Term -> (doc rows, BM25 weights), stored as three flat arrays and a vocabulary."""
 
-    def __init__(self, vocab: dict[str, int], indptr: np.ndarray, rows: np.ndarray, weights: np.ndarray, size: int):
+    def __init__(
+        self,
+        vocab: dict[str, int],
+        indptr: np.ndarray,
+        rows: np.ndarray,
+        weights: np.ndarray,
+        size: int,
+        ids: list[str] | None = None,
+    ):
+        self.ids = ids if ids is not None else [str(n) for n in range(size)]  # the document of each row
         self.vocab = vocab
         self.indptr = indptr
         self.rows = rows
@@ -38,7 +47,9 @@ class LexicalIndex:
         self.size = size
 
     @classmethod
-    def build(cls, documents: list[list[str]], k1: float = K1, b: float = B) -> LexicalIndex:
+    def build(
+        cls, documents: list[list[str]], k1: float = K1, b: float = B, ids: list[str] | None = None
+    ) -> LexicalIndex:
         import numpy as np
 
         size = len(documents)
@@ -60,7 +71,9 @@ class LexicalIndex:
                 rows_list.append(row)
                 weight_list.append(idf * tf * (k1 + 1) / (tf + norm))
             indptr[n + 1] = len(rows_list)
-        return cls(vocab, indptr, np.array(rows_list, dtype=np.int32), np.array(weight_list, dtype=np.float32), size)
+        return cls(
+            vocab, indptr, np.array(rows_list, dtype=np.int32), np.array(weight_list, dtype=np.float32), size, ids
+        )
 
     def scores(self, query: str) -> np.ndarray:
         """A BM25 score for every document row (0 where no query term occurs).
@@ -86,12 +99,14 @@ class LexicalIndex:
         np.savez(
             folder / "bm25.npz", indptr=self.indptr, rows=self.rows, weights=self.weights, size=np.array([self.size])
         )
-        (folder / "bm25-vocab.json").write_text(json.dumps(self.vocab), encoding="utf-8")
+        (folder / "bm25-vocab.json").write_text(json.dumps({"vocab": self.vocab, "ids": self.ids}), encoding="utf-8")
 
     @classmethod
     def load(cls, folder: Path) -> LexicalIndex:
         import numpy as np
 
         arrays = np.load(folder / "bm25.npz")
-        vocab = json.loads((folder / "bm25-vocab.json").read_text(encoding="utf-8"))
-        return cls(vocab, arrays["indptr"], arrays["rows"], arrays["weights"], int(arrays["size"][0]))
+        data = json.loads((folder / "bm25-vocab.json").read_text(encoding="utf-8"))
+        return cls(
+            data["vocab"], arrays["indptr"], arrays["rows"], arrays["weights"], int(arrays["size"][0]), data["ids"]
+        )
