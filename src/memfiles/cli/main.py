@@ -9,7 +9,7 @@ import click
 from memfiles import __version__
 from memfiles.cli.app import App, root_option
 from memfiles.cli.checks import audit, check, fmt, refs
-from memfiles.cli.index_cmds import backfill
+from memfiles.cli.index_cmds import backfill, status, watch
 from memfiles.cli.reads import list_entries, show
 from memfiles.cli.writes import add, import_ops, prune, retire, set_entry
 
@@ -39,5 +39,20 @@ def cli(ctx: click.Context, root: Path | None, chroma_url: str | None) -> None:
     ctx.obj = App(root, chroma_url)
 
 
-for command in (add, set_entry, retire, prune, import_ops, check, fmt, audit, refs, show, list_entries, backfill):
+for command in (
+    add,
+    set_entry,
+    retire,
+    prune,
+    import_ops,
+    check,
+    fmt,
+    audit,
+    refs,
+    show,
+    list_entries,
+    backfill,
+    watch,
+    status,
+):
     cli.add_command(command)

@@ -72,7 +72,12 @@ def _progress(total: int, label: str) -> Any:
 
 
 def apply_plan(
-    store: VectorStore, embedder: Embedder, plan: Plan, catalog: Catalog | None = None, deadline: float | None = None
+    store: VectorStore,
+    embedder: Embedder,
+    plan: Plan,
+    catalog: Catalog | None = None,
+    deadline: float | None = None,
+    save: bool = True,
 ) -> SyncReport:
     """Carry `plan` out: embed and upsert, retag, delete; then save the catalog (and lexical index).
 
@@ -110,7 +115,7 @@ def apply_plan(
         for doc_id in plan.orphans:
             catalog.docs.pop(doc_id, None)
         catalog.order = list(catalog.docs)
-        if plan.drift or not (store.sidecar / "catalog.json").exists():
+        if save and (plan.drift or not (store.sidecar / "catalog.json").exists()):
             catalog.save(store.sidecar)
     return SyncReport(len(plan.embed), len(plan.retag), plan.unchanged, len(plan.orphans), time.perf_counter() - start)
 

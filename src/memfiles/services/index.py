@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable
@@ -78,22 +78,50 @@ def _bulk_embedder(session: IndexSession, plan: Plan) -> Embedder:
     return session.embedder
 
 
-def backfill(project: Project, rebuild: bool = False, check: bool = False) -> tuple[Plan, SyncReport | None]:
-    """Upsert every entry, delete ids no longer in the files; `check` only plans; `rebuild` starts empty."""
+def backfill(project: Project, rebuild: bool = False, check: bool = False) -> dict[str, Any]:
+    """Upsert every entry, delete ids no longer in the files; `check` only plans; `rebuild` starts empty.
+
+    Returns {"drift": {...}, "summary": str, "report": {...}} (no report with check). A running watcher
+    does the work itself, since it owns the store.
+    """
     from memfiles.index.catalog import Catalog
     from memfiles.index.sync import apply_plan, make_plan
+    from memfiles.services.ipc import request
 
+    answer = request(project.settings, {"op": "backfill", "rebuild": rebuild, "check": check}, timeout=3600)
+    if answer is not None:
+        return answer
     docs = entry_docs(project)
     with open_index(project.settings, timeout=project.settings.lock_timeout) as session:
         if rebuild and not check:
             session.store.reset()
         stored = session.store.all_metadata() if session.store.exists() else {}
         plan = make_plan(docs, stored, session.embedder.name)
+        drift = plan_json(plan, len(stored))
         if check:
-            return plan, None
+            return {"drift": drift, "summary": "check only"}
         catalog = Catalog(dict(docs)) if (plan.drift or rebuild) else session.catalog
         report = apply_plan(session.store, _bulk_embedder(session, plan), plan, catalog)
-        return plan, report
+        return {"drift": drift, "summary": report.summary(), "report": report_json(report)}
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    return {
+        "missing_or_stale": sorted(d.id for d in plan.embed),
+        "retag": sorted(d.id for d in plan.retag),
+        "orphaned": plan.orphans,
+        "unchanged": plan.unchanged,
+    }
+
+
+def report_json(report: SyncReport) -> dict[str, Any]:
+    return {
+        "indexed": report.indexed,
+        "retagged": report.retagged,
+        "unchanged": report.unchanged,
+        "removed": report.removed,
+        "seconds": round(report.seconds, 3),
+    }
 
 
 def index_exists(settings: Settings) -> bool:
@@ -135,9 +163,13 @@ def notify(project: Project, result: BatchResult) -> str | None:
 
 def _notify(project: Project, result: BatchResult, deadline: float) -> str | None:
     from memfiles.index.sync import apply_plan, make_plan
+    from memfiles.services.ipc import request
 
     settings = project.settings
     paths = {p for p in result.paths if p.endswith(".md")}
+    payload = {"op": "sync", "paths": sorted(paths), "pruned": result.pruned}
+    if request(settings, payload, timeout=max(0.05, deadline - time.monotonic())) is not None:
+        return None  # the watcher owns the store and has synced
     docs = entry_docs(project, paths)
     remaining = max(0.05, deadline - time.monotonic())
     with open_index(settings, timeout=remaining) as session:
@@ -158,8 +190,21 @@ def search(
     settings: Settings, queries: list[tuple[str, int]], filters: Filters, mode: str = "hybrid", timeout: float = 10.0
 ) -> list[list[Hit]]:
     """Answer each (query, k) with the model and store opened once."""
-    from memfiles.index.search import Searcher
+    from memfiles.index.search import Hit, Searcher
+    from memfiles.services.ipc import request
 
+    answer = request(
+        settings,
+        {
+            "op": "search",
+            "queries": queries,
+            "mode": mode,
+            "filters": {k: v for k, v in asdict(filters).items() if v is not None},
+        },
+        timeout=60,
+    )
+    if answer is not None:
+        return [[Hit(**hit) for hit in hits] for hits in answer["results"]]
     with open_index(settings, timeout=timeout) as session:
         if not session.store.exists():
             raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")

@@ -1,0 +1,66 @@
+"""The watcher's local socket: one JSON line in, one JSON line out, on .memsearch/watch.sock.
+
+The client side imports only the standard library, so a `memsearch` that finds a watcher running
+never loads numpy, torch or chromadb.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+from memfiles.config import Settings
+from memfiles.errors import IndexUnavailable
+
+
+def socket_path(settings: Settings) -> Path:
+    return settings.index_dir / "watch.sock"
+
+
+def pid_path(settings: Settings) -> Path:
+    return settings.index_dir / "watch.pid"
+
+
+def request(settings: Settings, payload: dict[str, Any], timeout: float = 30.0) -> dict[str, Any] | None:
+    """The watcher's answer to `payload`, or None when no watcher listens here.
+
+    Raises IndexUnavailable when a watcher listens but fails or does not answer in time.
+    """
+    path = socket_path(settings)
+    if settings.index_url or not path.exists():
+        return None
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.settimeout(timeout)
+    try:
+        try:
+            client.connect(str(path))
+        except (ConnectionRefusedError, FileNotFoundError):
+            return None  # a socket left by a watcher that died: nobody listens
+        client.sendall(json.dumps(payload).encode("utf-8") + b"\n")
+        answer = _read_line(client)
+    except TimeoutError as error:
+        raise IndexUnavailable(f"the watcher did not answer within {timeout:g} s") from error
+    except OSError as error:
+        raise IndexUnavailable(f"the watcher's socket failed: {error}") from error
+    finally:
+        client.close()
+    if not answer.get("ok"):
+        raise IndexUnavailable(f"the watcher refused: {answer.get('error', 'no reason given')}")
+    return answer
+
+
+def _read_line(connection: socket.socket) -> dict[str, Any]:
+    chunks = []
+    while True:
+        chunk = connection.recv(1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        if chunk.endswith(b"\n"):
+            break
+    data = b"".join(chunks)
+    if not data:
+        raise OSError("the watcher closed the connection without answering")
+    return json.loads(data)
