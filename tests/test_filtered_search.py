@@ -25,9 +25,19 @@ def indexed(tmp_path_factory: pytest.TempPathFactory):
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     kinds = ["decision", "friction", "lesson", "fact"]
     docs = {
-        f"K-{n:04d}": IndexDoc(id=f"K-{n:04d}", text=f"t{n}\n\nb", kind=kinds[n % 4], area=f"a{n % 100}",
-                               status="open" if n % 3 else "resolved", path=f"memory/f{n % 10}.md", line=n,
-                               section="", date=f"2026-{1 + n % 12:02d}-01", title=f"t{n}", hash=str(n))
+        f"K-{n:04d}": IndexDoc(
+            id=f"K-{n:04d}",
+            text=f"t{n}\n\nb",
+            kind=kinds[n % 4],
+            area=f"a{n % 100}",
+            status="open" if n % 3 else "resolved",
+            path=f"memory/f{n % 10}.md",
+            line=n,
+            section="",
+            date=f"2026-{1 + n % 12:02d}-01",
+            title=f"t{n}",
+            hash=str(n),
+        )
         for n in range(N)
     }
     with open_store(settings, "memfiles-test-32") as store:

@@ -105,12 +105,14 @@ def backfill(project: Project, rebuild: bool = False, check: bool = False) -> di
         return {"drift": drift, "summary": report.summary(), "report": report_json(report)}
 
 
-def plan_json(plan: Plan) -> dict[str, Any]:
+def plan_json(plan: Plan, stored: int) -> dict[str, Any]:
+    """The drift of a plan as --check prints it; `indexed` is how many entries the store held."""
     return {
         "missing_or_stale": sorted(d.id for d in plan.embed),
         "retag": sorted(d.id for d in plan.retag),
         "orphaned": plan.orphans,
         "unchanged": plan.unchanged,
+        "indexed": stored,
     }
 
 

@@ -281,7 +281,7 @@ class Watcher:
                 docs.update(extra)
             plan = make_plan(docs, self._stored(scope), self.session.embedder.name, scope=scope)
             if plan.drift:
-                report = apply_plan(self.session.store, self.session.embedder, plan, self.catalog, save=False)
+                report = apply_plan(self.session.store, self._embedder_for(plan), plan, self.catalog, save=False)
                 self._lexical_dirty.set()
                 log.info("synced %s: %s", ", ".join(sorted(paths))[:200], report.summary())
             self.state.last_sync = time.time()
@@ -339,7 +339,7 @@ class Watcher:
     def backfill(self, rebuild: bool, check: bool) -> dict[str, Any]:
         from memfiles.index.catalog import Catalog
         from memfiles.index.sync import apply_plan, make_plan
-        from memfiles.services.index import _bulk_embedder, entry_docs, plan_json, report_json
+        from memfiles.services.index import entry_docs, plan_json, report_json
 
         with self.mutex:
             docs = entry_docs(self.project)
@@ -352,7 +352,7 @@ class Watcher:
             if check:
                 return {"drift": drift, "summary": "check only"}
             catalog = Catalog(dict(docs)) if (plan.drift or rebuild) else self.catalog
-            report = apply_plan(store, _bulk_embedder(self.session, plan), plan, catalog)
+            report = apply_plan(store, self._embedder_for(plan), plan, catalog)
             self.catalog.docs, self.catalog.order = catalog.docs, catalog.order
             self.searcher.set_lexical(_fresh_lexical(self.catalog))
             self.state.last_sync = time.time()
@@ -374,8 +374,18 @@ class Watcher:
                     f"{len(plan.retag)} retagged, {len(plan.orphans)} orphaned"
                 )
                 log.warning("reconcile %s", self.state.last_drift)
-                apply_plan(self.session.store, self.session.embedder, plan, self.catalog, save=False)
+                apply_plan(self.session.store, self._embedder_for(plan), plan, self.catalog, save=False)
                 self._lexical_dirty.set()
+
+    def _embedder_for(self, plan: Any) -> Any:
+        """The numpy encoder for a few entries; sentence-transformers, loaded once, for a burst."""
+        from memfiles.services.index import LIGHT_LIMIT, _embedder
+
+        if len(plan.embed) <= LIGHT_LIMIT:
+            return self.session.embedder
+        if getattr(self, "_bulk", None) is None:
+            self._bulk = _embedder(self.settings, light=False)
+        return self._bulk
 
     def _reconcile_loop(self) -> None:
         while not self.stopping.wait(self.reconcile_every):

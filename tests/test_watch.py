@@ -1,0 +1,253 @@
+"""The watcher with a real watchdog observer on temp folders, the real model and a real Chroma store.
+
+Waits are on conditions with timeouts (polling the watcher through its socket), never bare sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from memfiles.config import load_settings
+from memfiles.index.search import Filters
+from memfiles.services import index as index_service
+from memfiles.services.ipc import request
+from memfiles.services.watch import Watcher, WatcherRunning
+from memfiles.store.project import Project
+from tests.conftest import Run
+
+pytestmark = pytest.mark.integration
+BIN = Path(sys.executable).parent
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 15.0) -> None:
+    tick = threading.Event()
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return
+        tick.wait(0.05)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+def entry(entry_id: str, title: str, body: str, status: str = "open") -> str:
+    return f"### {entry_id}: {title}\n\n- date: 2026-11-01\n- area: test\n- status: {status}\n\n{body}\n"
+
+
+def memory_file(*entries: str) -> str:
+    return "# Notes\n\n" + "\n".join(entries)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """As editors save: a temp file beside the target, renamed over it."""
+    temp = path.with_name(f".{path.name}.swp")
+    temp.write_text(text)
+    os.replace(temp, path)
+
+
+@pytest.fixture
+def watcher(root: Path, run: Run) -> Iterator[Watcher]:
+    run(
+        "add",
+        "-k",
+        "F",
+        "-t",
+        "Chroma hangs with two writers",
+        "-a",
+        "index",
+        "--body",
+        "Two PersistentClients on one folder wait for minutes.",
+    )
+    run("backfill")
+    w = Watcher(Project(load_settings(root)), debounce=0.1, reconcile_every=1.0)
+    w.start()
+    yield w
+    w.stop()
+
+
+def hits(root: Path, query: str, **filters: str) -> list[dict]:
+    settings = load_settings(root)
+    return [h.as_json() for h in index_service.search(settings, [(query, 5)], Filters(**filters))[0]]
+
+
+def indexed(root: Path) -> set[str]:
+    return {h["id"] for h in hits(root, "anything at all", status="open")} | {
+        h["id"] for h in hits(root, "anything at all", status="resolved")
+    }
+
+
+def drift(root: Path) -> dict:
+    return index_service.backfill(Project(load_settings(root)), check=True)["drift"]
+
+
+def no_drift(root: Path) -> bool:
+    d = drift(root)
+    return not (d["missing_or_stale"] or d["retag"] or d["orphaned"])
+
+
+class TestEdits:
+    def test_editor_atomic_save_is_followed(self, watcher: Watcher, root: Path) -> None:
+        """A temp-file-and-rename save (no Modified event on the target) reaches the index."""
+        path = root / "memory" / "frictions.md"
+        write_atomic(path, path.read_text().replace("wait for minutes", "deadlock on the sqlite file"))
+        wait_until(lambda: "deadlock" in hits(root, "deadlock on the sqlite file")[0]["text"])
+
+    def test_in_place_write_and_new_file(self, watcher: Watcher, root: Path) -> None:
+        """A plain write of a new file is indexed; editing it in place updates it."""
+        path = root / "memory" / "notes.md"
+        path.write_text(memory_file(entry("K-001", "Backups are kept thirty days", "Then deleted.")))
+        wait_until(lambda: hits(root, "K-001")[0]["id"] == "K-001")
+        with open(path, "w") as handle:
+            handle.write(memory_file(entry("K-001", "Backups are kept ninety days", "Then deleted.")))
+        wait_until(lambda: hits(root, "K-001")[0]["title"] == "Backups are kept ninety days")
+        assert no_drift(root)
+
+    def test_delete_removes_entries(self, watcher: Watcher, root: Path) -> None:
+        """Deleting a file takes its entries out of the index."""
+        (root / "memory" / "frictions.md").unlink()
+        wait_until(lambda: no_drift(root) and drift(root)["indexed"] == 0)
+
+    def test_entry_moved_between_files_keeps_id_and_vector(self, watcher: Watcher, root: Path) -> None:
+        """Cut from one file, pasted into another: same id, new path, not embedded again."""
+        upserted: list[str] = []
+        original = watcher.session.store.upsert
+        watcher.session.store.upsert = lambda ids, *rest: upserted.extend(ids) or original(ids, *rest)
+        source = root / "memory" / "frictions.md"
+        moved = entry("F-001", "Chroma hangs with two writers", "Two PersistentClients on one folder wait for minutes.")
+        (root / "memory" / "archive.md").write_text(memory_file(moved))
+        write_atomic(source, memory_file())
+        wait_until(lambda: hits(root, "F-001")[0]["path"] == "memory/archive.md")
+        wait_until(lambda: no_drift(root))
+        assert upserted == []  # only its tags changed
+
+    def test_invalid_save_keeps_last_good_entries(self, watcher: Watcher, root: Path) -> None:
+        """A save that does not parse keeps the old entries searchable and is reported; the next good save wins."""
+        path = root / "memory" / "frictions.md"
+        good = path.read_text()
+        write_atomic(path, good.replace("- status: open", "- status open"))
+        wait_until(lambda: "memory/frictions.md" in watcher.state.bad_files)
+        assert hits(root, "F-001")[0]["id"] == "F-001"
+        write_atomic(path, good.replace("wait for minutes", "recovered"))
+        wait_until(lambda: "recovered" in hits(root, "F-001")[0]["text"])
+        assert watcher.state.bad_files == {}
+
+    def test_new_package_folder_is_watched(self, watcher: Watcher, root: Path) -> None:
+        """A memory/ folder created under a new package after the start is found and indexed."""
+        folder = root / "pkg" / "memory"
+        folder.mkdir(parents=True)
+        (folder / "notes.md").write_text(memory_file(entry("K-007", "The package keeps its own notes", "Yes.")))
+        wait_until(lambda: hits(root, "K-007")[0]["id"] == "K-007")
+        assert hits(root, "K-007")[0]["path"] == "pkg/memory/notes.md"
+
+
+class TestOwnership:
+    def test_second_watcher_refuses(self, watcher: Watcher, root: Path) -> None:
+        """One watcher per project; the second says which pid owns it."""
+        with pytest.raises(WatcherRunning, match=f"pid {os.getpid()}"):
+            Watcher(Project(load_settings(root))).start()
+
+    def test_write_path_goes_through_the_watcher(self, watcher: Watcher, run: Run, root: Path) -> None:
+        """memfiles add while watching: no 'index busy', the entry is searchable at once."""
+        result = run("add", "-k", "D", "-t", "Route writes through the owner", "-a", "index", "--body", "Always.")
+        assert result.exit_code == 0 and result.stderr == ""
+        assert hits(root, "D-001")[0]["id"] == "D-001"
+
+    def test_restart_catches_up_with_changes_made_while_down(self, watcher: Watcher, root: Path) -> None:
+        """Stop, edit, start again: the new watcher indexes what changed meanwhile."""
+        watcher.stop()
+        (root / "memory" / "later.md").write_text(memory_file(entry("K-002", "Written while nobody watched", "b")))
+        again = Watcher(Project(load_settings(root)), debounce=0.1)
+        again.start()
+        try:
+            assert hits(root, "K-002")[0]["id"] == "K-002"
+            assert no_drift(root)
+        finally:
+            again.stop()
+        watcher.stop = lambda: None  # already stopped; the fixture's stop must not run twice
+
+
+@pytest.mark.slow
+class TestBursts:
+    def test_thousand_file_burst_converges(self, watcher: Watcher, root: Path) -> None:
+        """1,000 files written at once (a branch switch) end equal to a fresh backfill: no drift."""
+        folder = root / "memory" / "burst"
+        folder.mkdir()
+        for n in range(1000):
+            (folder / f"f{n:04d}.md").write_text(memory_file(entry(f"E-{n + 1:03d}", f"Episode {n}", f"Run {n}.")))
+        wait_until(lambda: drift(root)["indexed"] == 1001 and no_drift(root), timeout=240)
+
+    def test_concurrent_adds_while_watching(self, watcher: Watcher, root: Path) -> None:
+        """4 processes adding at once while the watcher runs: every entry indexed, no drift."""
+        env = {**os.environ, "MEMFILES_ROOT": str(root)}
+        procs = [
+            subprocess.Popen(
+                [
+                    str(BIN / "memfiles"),
+                    "add",
+                    "-k",
+                    "K",
+                    "-t",
+                    f"Concurrent {n}",
+                    "-a",
+                    "race",
+                    "--body",
+                    f"Fact {n}.",
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for n in range(4)
+        ]
+        for proc in procs:
+            _out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0 and "warning" not in err, err
+        wait_until(lambda: drift(root)["indexed"] == 5 and no_drift(root))
+
+
+@pytest.mark.slow
+class TestCrash:
+    def test_kill_9_then_restart(self, root: Path, run: Run) -> None:
+        """A watcher killed with SIGKILL leaves a socket and pid file; the next one cleans up and serves."""
+        run("add", "-k", "F", "-t", "Something to find", "-a", "x", "--body", "Body.")
+        env = {**os.environ, "MEMFILES_ROOT": str(root)}
+        first = subprocess.Popen(
+            [str(BIN / "memfiles"), "watch", "--foreground"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        settings = load_settings(root)
+        wait_until(lambda: _status(settings) is not None, timeout=60)
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait()
+        assert (root / ".memsearch" / "watch.sock").exists()
+        assert request(settings, {"op": "ping"}) is None  # a dead socket reads as "no watcher"
+        (root / "memory" / "extra.md").write_text(memory_file(entry("K-001", "Added while the watcher was dead", "b")))
+        started = subprocess.run([str(BIN / "memfiles"), "watch"], env=env, capture_output=True, text=True, timeout=120)
+        assert started.returncode == 0, started.stderr
+        try:
+            status = json.loads(
+                subprocess.run(
+                    [str(BIN / "memfiles"), "status", "--json"], env=env, capture_output=True, text=True, check=True
+                ).stdout
+            )
+            assert status["watcher"]["running"] and status["entries_indexed"] == 2
+            assert not status["drift"]["missing_or_stale"]
+        finally:
+            subprocess.run([str(BIN / "memfiles"), "watch", "--stop"], env=env, check=False)
+
+
+def _status(settings) -> dict | None:
+    try:
+        return request(settings, {"op": "status"}, timeout=2)
+    except Exception:
+        return None
