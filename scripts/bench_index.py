@@ -52,7 +52,8 @@ def texts(count: int) -> list[tuple[str, str]]:
     for n in range(count):
         doc = corpus[n % len(corpus)]
         suffix = f" (variant {n // len(corpus)})" if n >= len(corpus) else ""
-        out.append((" ".join(doc["title"].split())[:250] + suffix, as_body(doc["text"]) or doc["title"]))
+        title = " ".join(doc["title"].split())[:250] or f"Untitled {doc['_id']}"
+        out.append((title + suffix, as_body(doc["text"]) or title))
     return out
 
 

@@ -9,6 +9,7 @@ import click
 from memfiles import __version__
 from memfiles.cli.app import App, root_option
 from memfiles.cli.checks import audit, check, fmt, refs
+from memfiles.cli.distill_cmds import distil, dupes
 from memfiles.cli.index_cmds import backfill, status, watch
 from memfiles.cli.reads import list_entries, show
 from memfiles.cli.writes import add, import_ops, prune, retire, set_entry
@@ -54,5 +55,7 @@ for command in (
     backfill,
     watch,
     status,
+    distil,
+    dupes,
 ):
     cli.add_command(command)

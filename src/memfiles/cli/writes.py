@@ -24,6 +24,27 @@ def notify_index(project: Project, result: BatchResult) -> str | None:
     return notify(project, result)
 
 
+def _check_duplicates(app: App, ops: list[dict[str, Any]], unique: bool, always: bool) -> None:
+    """Warn about (or, with --unique, refuse) adds that say what an existing entry says."""
+    from memfiles.errors import RefusedError
+    from memfiles.services.dedupe import many_near_duplicates
+
+    adds = [op for op in ops if isinstance(op, dict) and op.get("op") == "add"]
+    if not adds or not (unique or always):
+        return
+    items = [(str(op.get("title", "")), str(op.get("body", "")), frozenset()) for op in adds]
+    found, mode = many_near_duplicates(app.project, items)
+    hits = [(op, candidates) for op, candidates in zip(adds, found, strict=True) if candidates]
+    for op, candidates in hits:
+        names = ", ".join(f"{c.id} {c.title!r} ({c.score:.2f})" for c in candidates[:3])
+        message = f"{op.get('title')!r} is close to {names}" + (
+            " (by word overlap; no index)" if mode == "lexical" else ""
+        )
+        if unique:
+            raise RefusedError(f"refused, a near-duplicate exists: {message}")
+        warn(f"near-duplicate: {message}")
+
+
 def _body(body: str | None, body_file: Path | None, required: bool) -> str | None:
     if body is not None and body_file is not None:
         raise click.UsageError("give --body or --body-file, not both")
@@ -82,6 +103,7 @@ def with_body(function: Any) -> Any:
 @click.option("--ref", "refs", multiple=True, help="Id of a related entry (repeatable).")
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--date", help="YYYY-MM-DD. Default: today.")
+@click.option("--unique", is_flag=True, help="Refuse (exit 1) instead of warning when a near-duplicate exists.")
 @json_option
 @pass_app
 def add(
@@ -97,6 +119,7 @@ def add(
     refs: tuple[str, ...],
     tags: tuple[str, ...],
     date: str | None,
+    unique: bool,
     as_json: bool,
 ) -> None:
     """Add an entry and print its new id.
@@ -126,6 +149,7 @@ def add(
             }
         )
         op.setdefault("body", "")
+        _check_duplicates(app, [op], unique, always=True)
         result = _apply(app, [op])
         new_id = result.added[0]
         if as_json:
@@ -239,9 +263,12 @@ def _load_json(path: Path) -> Any:
 @click.command("import")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path, allow_dash=True))
 @click.option("--request-id", help="Idempotency key: a batch with an id already applied changes nothing.")
+@click.option(
+    "--unique", is_flag=True, help="Refuse the batch (exit 1) if an add has a near-duplicate. Off by default."
+)
 @json_option
 @pass_app
-def import_ops(app: App, file: Path, request_id: str | None, as_json: bool) -> None:
+def import_ops(app: App, file: Path, request_id: str | None, unique: bool, as_json: bool) -> None:
     """Apply a batch of ops from a JSON file, all or nothing, through the same path as add.
 
     \b
@@ -259,6 +286,8 @@ def import_ops(app: App, file: Path, request_id: str | None, as_json: bool) -> N
     with errors_to_exit():
         document = _load_json(file)
         ops = parse_ops(document, app.settings.schema, app.settings.wrap)
+        if unique:
+            _check_duplicates(app, document.get("ops", []) if isinstance(document, dict) else document, True, False)
         result, warning = write_ops(app.project, ops, request_id=request_id, notify=notify_index)
         if warning:
             warn(warning)

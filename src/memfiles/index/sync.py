@@ -78,6 +78,7 @@ def apply_plan(
     catalog: Catalog | None = None,
     deadline: float | None = None,
     save: bool = True,
+    writing: Any = None,
 ) -> SyncReport:
     """Carry `plan` out: embed and upsert, retag, delete; then save the catalog (and lexical index).
 
@@ -101,6 +102,8 @@ def apply_plan(
         vectors = np.concatenate(chunks)
     if deadline is not None and time.monotonic() > deadline:
         raise TimeoutError("the index update ran out of time before writing")
+    if writing is not None:
+        writing.set()  # from here on, stopping half-way could leave the store torn: the caller waits
     if plan.embed:
         store.upsert(
             [d.id for d in plan.embed], vectors, [d.text for d in plan.embed], [d.metadata(model) for d in plan.embed]

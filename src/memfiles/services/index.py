@@ -144,10 +144,11 @@ def notify(project: Project, result: BatchResult) -> str | None:
         return None
     deadline = time.monotonic() + settings.index_timeout
     outcome: list[str | None] = []
+    writing = threading.Event()
 
     def work() -> None:
         try:
-            outcome.append(_notify(project, result, deadline))
+            outcome.append(_notify(project, result, deadline, writing))
         except IndexUnavailable as error:
             outcome.append(f"{error}; the files are written: run memfiles backfill later")
         except TimeoutError:
@@ -157,13 +158,15 @@ def notify(project: Project, result: BatchResult) -> str | None:
 
     worker = threading.Thread(target=work, name="memfiles-index-notify", daemon=True)
     worker.start()
-    worker.join(settings.index_timeout + 1.0)  # the grace covers a store write begun before the deadline
+    worker.join(settings.index_timeout)
+    if worker.is_alive() and writing.is_set():
+        worker.join(60)  # a store write has begun: never cut it off half-way
     if worker.is_alive() or not outcome:
         return f"the index did not answer within {settings.index_timeout:g} s: run memfiles backfill later"
     return outcome[0]
 
 
-def _notify(project: Project, result: BatchResult, deadline: float) -> str | None:
+def _notify(project: Project, result: BatchResult, deadline: float, writing: Any = None) -> str | None:
     from memfiles.index.sync import apply_plan, make_plan
     from memfiles.services.ipc import request
 
@@ -184,8 +187,43 @@ def _notify(project: Project, result: BatchResult, deadline: float) -> str | Non
             got = session.store.collection.get(ids=sorted(scope), include=["metadatas"])
             stored = dict(zip(got["ids"], got["metadatas"], strict=True))
         plan = make_plan(docs, stored, session.embedder.name, scope=scope)
-        apply_plan(session.store, session.embedder, plan, catalog, deadline=deadline)
+        apply_plan(session.store, session.embedder, plan, catalog, deadline=deadline, writing=writing)
     return None
+
+
+def similar(settings: Settings, texts: list[str], filters: Filters, k: int = 5) -> list[list[tuple[dict, float]]]:
+    """For each text, the k nearest entries that pass `filters`, as (document fields, cosine).
+
+    Raises IndexUnavailable when there is no index or it cannot be reached.
+    """
+    from memfiles.index.search import Searcher
+    from memfiles.services.ipc import request
+
+    if not index_exists(settings):
+        raise IndexUnavailable("there is no index yet")
+    payload = {
+        "op": "similar",
+        "texts": texts,
+        "k": k,
+        "filters": {key: v for key, v in asdict(filters).items() if v is not None},
+    }
+    answer = request(settings, payload, timeout=max(settings.index_timeout, 5.0))
+    if answer is not None:
+        return [[(doc, score) for doc, score in hits] for hits in answer["results"]]
+    with open_index(settings, timeout=max(settings.index_timeout, 5.0)) as session:
+        if not session.store.exists():
+            raise IndexUnavailable("there is no index yet")
+        searcher = Searcher(session.store, session.catalog, session.embedder)
+        return nearest(searcher, texts, filters, k)
+
+
+def nearest(searcher: Any, texts: list[str], filters: Filters, k: int) -> list[list[tuple[dict, float]]]:
+    """The k nearest catalog documents of each text, by cosine, as (fields, score)."""
+    out = []
+    for vector in searcher.embedder.encode(texts):
+        scores = searcher.dense_scores(vector, filters, depth=k)
+        out.append([(asdict(searcher.catalog.docs[i]), s) for i, s in scores.items() if i in searcher.catalog.docs])
+    return out
 
 
 def search(

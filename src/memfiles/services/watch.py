@@ -182,6 +182,15 @@ class Watcher:
                     for q, k in request["queries"]
                 ]
             return {"ok": True, "results": results}
+        if op == "similar":
+            from memfiles.index.search import Filters
+            from memfiles.services.index import nearest
+
+            with self.mutex:
+                results = nearest(
+                    self.searcher, request["texts"], Filters(**request.get("filters", {})), int(request.get("k", 5))
+                )
+            return {"ok": True, "results": results}
         if op == "sync":
             self.sync_paths(set(request.get("paths", [])), set(request.get("pruned", [])))
             return {"ok": True}

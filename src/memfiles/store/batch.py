@@ -125,6 +125,8 @@ class Batch:
                 result.updated.append(self._update(op))
             elif op.op == "retire":
                 result.retired.append(self._retire(op))
+            elif op.op == "section":
+                self._section(op)
             else:
                 new_pruned.append(self._prune(op, date))
                 result.pruned.append(op.id or "")
@@ -170,7 +172,9 @@ class Batch:
                     op.position, f"file: {rel} exists but is not a memory file (it has no index and no entries)"
                 )
             title = kind.file[:-3].capitalize() if kind and kind.file == Path(rel).name else Path(rel).stem
-            memory = MemoryFile(title=title.replace("-", " ").replace("_", " ").capitalize(), manual=NEW_FILE_MANUAL)
+            if Path(rel).parent.name != "memory":  # memory/<domain>/knowledge.md is "Knowledge: <domain>"
+                title = f"{title.capitalize()}: {Path(rel).parent.name}"
+            memory = MemoryFile(title=title[:1].upper() + title[1:].replace("_", " "), manual=NEW_FILE_MANUAL)
             self.drafts[rel] = _Draft(memory, None)
         return rel, self.drafts[rel]
 
@@ -201,6 +205,7 @@ class Batch:
             confirmed=op.get("confirmed"),
             last_seen=op.get("last_seen"),
             evidence=op.get("evidence", ()),
+            contradicted=op.get("contradicted"),
         )
         draft.append(entry, op.get("section"))
         self.where[entry_id] = rel
@@ -246,6 +251,14 @@ class Batch:
                 raise OpError(op.position, f"successor: no entry {successor}")
         entries[index] = replace(entries[index], status=RETIRED, successor=successor, reason=op.get("reason"))
         return entries[index].id
+
+    def _section(self, op: Op) -> None:
+        _rel, draft = self._draft_for(op, op.get("file"), None)
+        for section in draft.sections:
+            if section[0] == op.get("section"):
+                section[1] = op.get("intro")
+                return
+        draft.sections.append([op.get("section"), op.get("intro"), []])
 
     def _prune(self, op: Op, date: str) -> dict[str, Any]:
         from memfiles.format.render import render_entry

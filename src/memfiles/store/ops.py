@@ -15,7 +15,7 @@ from memfiles.format.model import MANUAL_HEADING
 from memfiles.format.validate import body_problem, is_date
 from memfiles.format.wrap import clip, normalize_body, one_line
 
-OPS = ("add", "update", "retire", "prune")
+OPS = ("add", "update", "retire", "prune", "section")
 TEXT_FIELDS = (
     "file",
     "kind",
@@ -35,6 +35,7 @@ TEXT_FIELDS = (
 LIST_FIELDS = ("refs", "tags", "evidence")
 ALLOWED = {
     "add": {
+        "contradicted",
         "file",
         "kind",
         "title",
@@ -69,6 +70,7 @@ ALLOWED = {
     },
     "retire": {"id", "successor", "reason"},
     "prune": {"id", "reason"},
+    "section": {"file", "section", "intro"},  # sets the free text under a section heading (e.g. Notes)
 }
 
 
@@ -125,7 +127,7 @@ def parse_op(value: Any, position: int, schema: Schema, wrap: int = 100) -> Op:
         raise OpError(position, f"{name} does not take {', '.join(sorted(unknown))} (it takes {allowed})")
     data = {key.replace("-", "_"): item for key, item in value.items() if key != "op"}
     op = Op(position, name)
-    if name != "add":
+    if name not in ("add", "section"):
         if "id" not in data:
             raise OpError(position, f"{name} needs the id of an entry")
         op.id = _text(position, "id", data.pop("id"))
@@ -134,6 +136,14 @@ def parse_op(value: Any, position: int, schema: Schema, wrap: int = 100) -> Op:
     for key, item in data.items():
         if key in LIST_FIELDS:
             op.fields[key] = _ids(position, key, item)
+        elif key == "intro":
+            if not isinstance(item, str):
+                raise OpError(position, "intro must be text")
+            intro = normalize_body(item, wrap)
+            problem = body_problem(intro)
+            if problem:
+                raise OpError(position, problem.replace("body", "intro"))
+            op.fields[key] = intro
         elif key == "body":
             if not isinstance(item, str):
                 raise OpError(position, f"body must be text, got {type(item).__name__}")
@@ -181,6 +191,8 @@ def _check_fields(op: Op, schema: Schema) -> None:
                 raise OpError(position, f"add needs {required}")
     elif op.op == "update" and not op.fields:
         raise OpError(position, "update changes nothing")
+    elif op.op == "section" and (op.get("file") is None or op.get("section") is None or "intro" not in op.fields):
+        raise OpError(position, "section needs file, section and intro")
     elif op.op in ("retire", "prune") and op.get("reason") is None:
         raise OpError(position, f"{op.op} needs a reason (it is recorded where audit reports it)")
 

@@ -1,0 +1,180 @@
+"""load_experiences: memory/<domain>/experiences.jsonl read, checked and summarised (stage 1 of distil).
+
+A record is one JSON object a line: `timestamp` (ISO-8601), `signoff_achieved` (bool),
+`issues_encountered` and `fixes_applied` (a list of strings, or one string), `key_metrics` (numbers by
+name), `notes` (text); any other field (design, tool, run_id...) is kept as context.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memfiles.errors import MemfilesError
+
+EXPERIENCES = "experiences.jsonl"
+_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*(?:=[^\s,;)]+)?)")
+_COMMAND = re.compile(r"`([^`\n]{2,80})`")
+
+
+@dataclass
+class Record:
+    line: int
+    timestamp: str
+    signoff: bool
+    issues: list[str]
+    fixes: list[str]
+    metrics: dict[str, float]
+    notes: str
+    context: dict[str, Any]
+    key: str  # stable across rewrites of the file: the run id, else a hash of the record
+
+    @property
+    def when(self) -> str:
+        return self.timestamp[:10]
+
+
+@dataclass
+class Experiences:
+    domain: str
+    path: Path
+    records: list[Record] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # 'path:line: why'
+
+    def summary(self) -> dict[str, Any]:
+        """The structured summary the seed asks of load_experiences."""
+        records = sorted(self.records, key=lambda r: r.timestamp)
+        pairs: dict[tuple[str, str], dict[str, Any]] = {}
+        for record in records:
+            for issue, fix in issue_fix_pairs(record):
+                item = pairs.setdefault((issue.lower(), fix.lower()), {"issue": issue, "fix": fix, "count": 0})
+                item["count"] += 1
+        metrics: dict[str, dict[str, float]] = {}
+        for name in sorted({m for r in records for m in r.metrics}):
+            values = [r.metrics[name] for r in records if name in r.metrics]
+            metrics[name] = {
+                "min": min(values),
+                "max": max(values),
+                "median": statistics.median(values),
+                "latest": values[-1],
+            }
+        return {
+            "domain": self.domain,
+            "record_count": len(records),
+            "records_skipped": len(self.skipped),
+            "date_range": [records[0].timestamp, records[-1].timestamp] if records else [],
+            "signoff_rate": round(sum(r.signoff for r in records) / len(records), 3) if records else 0.0,
+            "issue_fix_pairs": sorted(pairs.values(), key=lambda p: (-p["count"], p["issue"])),
+            "tool_flag_candidates": sorted({flag for r in records for flag in tool_flags(r)}),
+            "metric_ranges": metrics,
+            "free_notes": [r.notes for r in records if r.notes],
+        }
+
+
+def issue_fix_pairs(record: Record) -> list[tuple[str, str]]:
+    """Issues paired with the fix at the same position; an issue without one pairs with ''."""
+    return [(issue, record.fixes[n] if n < len(record.fixes) else "") for n, issue in enumerate(record.issues)]
+
+
+def tool_flags(record: Record) -> list[str]:
+    """Flag and command fragments named in the notes and fixes (`--max-fanout=16`, `report_timing -nworst 5`)."""
+    found = []
+    for text in (record.notes, *record.fixes):
+        found += [m.group(1) for m in _COMMAND.finditer(text)]
+        found += [m.group(1) for m in _FLAG.finditer(_COMMAND.sub(" ", text))]
+    return list(dict.fromkeys(flag.strip() for flag in found if len(flag.strip()) > 2))
+
+
+def _strings(value: Any, name: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value.strip()] if value.strip() else []
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return [item.strip() for item in value if item.strip()]
+    raise ValueError(f"{name} must be a string or a list of strings")
+
+
+def parse_record(value: Any, line: int) -> Record:
+    if not isinstance(value, dict):
+        raise ValueError("a record is a JSON object")
+    timestamp = value.get("timestamp")
+    if not isinstance(timestamp, str):
+        raise ValueError("timestamp is missing (ISO-8601 text)")
+    try:
+        dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"timestamp {timestamp!r} is not ISO-8601") from None
+    signoff = value.get("signoff_achieved", False)
+    if not isinstance(signoff, bool):
+        raise ValueError("signoff_achieved must be true or false")
+    metrics = value.get("key_metrics") or {}
+    if not isinstance(metrics, dict) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in metrics.values()
+    ):
+        raise ValueError("key_metrics must be an object of numbers")
+    notes = value.get("notes") or ""
+    if not isinstance(notes, str):
+        raise ValueError("notes must be text")
+    known = {"timestamp", "signoff_achieved", "issues_encountered", "fixes_applied", "key_metrics", "notes"}
+    context = {k: v for k, v in value.items() if k not in known}
+    run_id = context.get("run_id")
+    canonical = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    key = str(run_id) if run_id else "r" + hashlib.sha256(canonical.encode()).hexdigest()[:10]
+    return Record(
+        line,
+        timestamp,
+        signoff,
+        _strings(value.get("issues_encountered"), "issues_encountered"),
+        _strings(value.get("fixes_applied"), "fixes_applied"),
+        {k: float(v) for k, v in metrics.items()},
+        notes.strip(),
+        context,
+        key,
+    )
+
+
+def load_experiences(memory_dir: Path, domain: str, rel: str) -> Experiences:
+    """Every valid record of a domain; malformed lines are skipped and named, never fatal."""
+    path = memory_dir / domain / EXPERIENCES
+    result = Experiences(domain, path)
+    if not path.is_file():
+        return result
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            result.records.append(parse_record(json.loads(line), number))
+        except json.JSONDecodeError as error:
+            result.skipped.append(f"{rel}:{number}: invalid JSON ({error.msg}, column {error.colno})")
+        except ValueError as error:
+            result.skipped.append(f"{rel}:{number}: {error}")
+    return result
+
+
+def valid_domains(memory_dir: Path) -> list[str]:
+    """Subfolders of memory/ that hold an experiences.jsonl (symlinks out of the tree excluded)."""
+    root = memory_dir.resolve()
+    found = []
+    if memory_dir.is_dir():
+        for child in sorted(memory_dir.iterdir()):
+            if child.is_dir() and (child / EXPERIENCES).is_file():
+                resolved = (child / EXPERIENCES).resolve()
+                if resolved.is_relative_to(root) and child.resolve().parent == root:
+                    found.append(child.name)
+    return found
+
+
+def check_domain(memory_dir: Path, domain: str) -> str:
+    """`domain` when it names a valid domain; a clear error listing the valid ones otherwise."""
+    domains = valid_domains(memory_dir)
+    if domain not in domains or "/" in domain or domain in (".", ".."):
+        listed = ", ".join(domains) or "none (no memory/<domain>/experiences.jsonl yet)"
+        raise MemfilesError(f"unknown domain {domain!r}; valid domains: {listed}")
+    return domain
