@@ -34,6 +34,8 @@ class Settings:
     exclude: tuple[str, ...] = ()
     refs_exclude: tuple[str, ...] = ()
     lock_timeout: float = 30.0
+    llm_url: str | None = None
+    llm_model: str | None = None
 
     @property
     def memory_dir(self) -> Path:
@@ -57,13 +59,20 @@ _SCALARS: dict[str, type] = {
     "docs_dir": str,
     "skills_dir": str,
     "lock_timeout": float,
+    "llm_url": str,
+    "llm_model": str,
     "id_width": int,
     "title_limit": int,
     "body_limit": int,
 }
 _LISTS = {"open_statuses", "exclude", "refs_exclude"}
 _SCHEMA_KEYS = {"id_width", "title_limit", "body_limit"}
-_ENV = {"MEMFILES_CHROMA_URL": "index_url", "MEMFILES_MODEL": "model", "MEMFILES_INDEX_TIMEOUT": "index_timeout"}
+_ENV = {
+    "MEMFILES_LLM_URL": "llm_url",
+    "MEMFILES_CHROMA_URL": "index_url",
+    "MEMFILES_MODEL": "model",
+    "MEMFILES_INDEX_TIMEOUT": "index_timeout",
+}
 
 
 def find_root(start: Path | None = None) -> Path:

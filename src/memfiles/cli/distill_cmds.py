@@ -49,10 +49,24 @@ def _print_report(report) -> None:  # type: ignore[no-untyped-def]
 @click.option("--min-records", type=int, default=5, show_default=True, help="Skip a domain with fewer valid records.")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 @click.option("--summary-json", is_flag=True, help="Print load_experiences' structured summary and stop.")
+@click.option(
+    "--drafter",
+    type=click.Choice(["rules", "llm"]),
+    default="rules",
+    show_default=True,
+    help="Who drafts new entries: the built-in rules, or the model at llm_url (OpenAI-compatible).",
+)
 @json_option
 @pass_app
 def distil(
-    app: App, domain: str | None, all_: bool, min_records: int, dry_run: bool, summary_json: bool, as_json: bool
+    app: App,
+    domain: str | None,
+    all_: bool,
+    min_records: int,
+    dry_run: bool,
+    summary_json: bool,
+    drafter: str,
+    as_json: bool,
 ) -> None:
     """Distil memory/<domain>/experiences.jsonl into knowledge entries in memory/<domain>/knowledge.md.
 
@@ -77,7 +91,14 @@ def distil(
         if summary_json:
             print_json([load_experiences(memory_dir, d, f"memory/{d}/experiences.jsonl").summary() for d in domains])
             return
-        reports = [distil_domain(app.project, d, min_records=min_records, dry_run=dry_run) for d in domains]
+        draft = None
+        if drafter == "llm":
+            from memfiles.services.drafter import LlmDrafter
+
+            draft = LlmDrafter(app.settings)
+        reports = [
+            distil_domain(app.project, d, min_records=min_records, dry_run=dry_run, drafter=draft) for d in domains
+        ]
     for report in reports:
         for line in report.warnings:
             warn(line)

@@ -1,0 +1,169 @@
+"""Measure the near-duplicate threshold instead of guessing it.
+
+  python scripts/calibrate_dedupe.py [--notebook notebooks/dedupe_threshold.ipynb]
+
+SeaMonkey (1,076 bug reports, 31 duplicate pairs marked by the project's triagers) decides the signal
+weights and thresholds: every unordered pair of reports is scored, as `memfiles dupes` scores a project.
+STS-B (1,500 sentence pairs, human similarity 0-5; "duplicate" = 4 or more) checks the choice on other
+text. Signals: cosine of the bundled MiniLM embeddings, Jaccard of stemmed word sets, and their
+weighted sum. Data is read from ../shared/data (or $MEMFILES_EVAL_DATA).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from eval_retrieval import DATA, read_jsonl
+
+from memfiles.index.embedder import load_embedder
+from memfiles.services.dedupe import jaccard, words
+
+WEIGHTS = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5)
+
+
+def pr_at(scores: np.ndarray, labels: np.ndarray, threshold: float) -> tuple[float, float, float]:
+    predicted = scores >= threshold
+    tp = int((predicted & labels).sum())
+    precision = tp / max(1, int(predicted.sum()))
+    recall = tp / max(1, int(labels.sum()))
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1
+
+
+def best_threshold(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float, float, float]:
+    candidates = np.unique(np.round(scores[labels], 3))
+    best = max(((t, *pr_at(scores, labels, t)) for t in candidates), key=lambda row: row[3])
+    return best
+
+
+def seamonkey(model) -> dict:
+    corpus = read_jsonl(DATA / "seamonkey" / "corpus.jsonl")
+    index = {doc["_id"]: n for n, doc in enumerate(corpus)}
+    pairs = set()
+    for line in (DATA / "seamonkey" / "dup_pairs.tsv").read_text().splitlines()[1:]:
+        a, b = line.split("\t")
+        if a in index and b in index and a != b:
+            pairs.add(tuple(sorted((index[a], index[b]))))
+    texts = [f"{d['title']}\n\n{d['text']}" for d in corpus]
+    vectors = model.encode(texts, batch_size=32)
+    bags = [words(t) for t in texts]
+    upper = np.triu_indices(len(corpus), k=1)
+    dense = (vectors @ vectors.T)[upper]
+    lexical = np.array([jaccard(bags[i], bags[j]) for i, j in zip(*upper, strict=True)], dtype=np.float32)
+    labels = np.array([(i, j) in pairs for i, j in zip(*upper, strict=True)])
+    return {"dense": dense, "lexical": lexical, "labels": labels, "pairs": len(pairs), "all": len(labels)}
+
+
+def stsb(model) -> dict:
+    rows = list(csv.reader((DATA / "stsb" / "stsb-en-dev.csv").open(encoding="utf-8")))
+    left = model.encode([r[0] for r in rows], batch_size=64)
+    right = model.encode([r[1] for r in rows], batch_size=64)
+    dense = (left * right).sum(1)
+    lexical = np.array([jaccard(words(r[0]), words(r[1])) for r in rows], dtype=np.float32)
+    labels = np.array([float(r[2]) >= 4.0 for r in rows])
+    return {"dense": dense, "lexical": lexical, "labels": labels, "pairs": int(labels.sum()), "all": len(rows)}
+
+
+def combine(data: dict, weight: float) -> np.ndarray:
+    return weight * data["dense"] + (1 - weight) * data["lexical"]
+
+
+def report() -> list[tuple[str, str]]:
+    """(title, markdown table) sections: what the notebook shows and the script prints."""
+    model = load_embedder(None, light=False)
+    sea, sts = seamonkey(model), stsb(model)
+    out = []
+    lines = ["| signal | best threshold | precision | recall | F1 |", "|---|---|---|---|---|"]
+    chosen = None
+    for weight in WEIGHTS:
+        t, p, r, f = best_threshold(combine(sea, weight), sea["labels"])
+        lines.append(f"| {weight:.1f} x dense + {1 - weight:.1f} x lexical | {t:.3f} | {p:.3f} | {r:.3f} | {f:.3f} |")
+        if chosen is None or f > chosen[4]:
+            chosen = (weight, t, p, r, f)
+    t, p, r, f = best_threshold(sea["lexical"], sea["labels"])
+    lines.append(f"| lexical alone (the fallback) | {t:.3f} | {p:.3f} | {r:.3f} | {f:.3f} |")
+    out.append((f"SeaMonkey: {sea['pairs']} duplicate pairs among {sea['all']:,} pairs of reports", "\n".join(lines)))
+    weight, threshold = chosen[0], chosen[1]
+    curve = ["| threshold | precision | recall | F1 |", "|---|---|---|---|"]
+    scores = combine(sea, weight)
+    for t in np.arange(0.40, 0.96, 0.05):
+        p, r, f = pr_at(scores, sea["labels"], float(t))
+        curve.append(f"| {t:.2f} | {p:.3f} | {r:.3f} | {f:.3f} |")
+    out.append(
+        (f"Precision-recall curve on SeaMonkey, {weight:.1f} x dense + {1 - weight:.1f} x lexical", "\n".join(curve))
+    )
+    check = [
+        "| on STS-B (duplicate = score 4 or more) | threshold | precision | recall | F1 |",
+        "|---|---|---|---|---|",
+    ]
+    p, r, f = pr_at(combine(sts, weight), sts["labels"], threshold)
+    check.append(f"| the SeaMonkey choice | {threshold:.3f} | {p:.3f} | {r:.3f} | {f:.3f} |")
+    t, p, r, f = best_threshold(combine(sts, weight), sts["labels"])
+    check.append(f"| best on STS-B itself (reference) | {t:.3f} | {p:.3f} | {r:.3f} | {f:.3f} |")
+    out.append((f"Check on STS-B: {sts['pairs']} of {sts['all']:,} pairs scored 4 or more", "\n".join(check)))
+    return out
+
+
+def notebook(sections: list[tuple[str, str]], path: Path) -> None:
+    cells = [
+        {
+            "cell_type": "markdown",
+            "metadata": {},
+            "source": [
+                "# Near-duplicate threshold for memfiles\n\n",
+                __doc__.strip().replace("\n", " ") + "\n\n",
+                "Regenerate with `python scripts/calibrate_dedupe.py --notebook notebooks/dedupe_threshold.ipynb`.",
+            ],
+        },
+        {
+            "cell_type": "code",
+            "execution_count": 1,
+            "metadata": {},
+            "outputs": [],
+            "source": [
+                "import sys; sys.path.insert(0, '../scripts')\n",
+                "from calibrate_dedupe import report\n",
+                "sections = report()",
+            ],
+        },
+    ]
+    for n, (title, table) in enumerate(sections, start=2):
+        cells.append(
+            {
+                "cell_type": "code",
+                "execution_count": n,
+                "metadata": {},
+                "source": [f"print(sections[{n - 2}][1])  # {title}"],
+                "outputs": [{"output_type": "stream", "name": "stdout", "text": [title + "\n\n", table + "\n"]}],
+            }
+        )
+    document = {
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--notebook", type=Path)
+    args = parser.parse_args()
+    sections = report()
+    for title, table in sections:
+        print(f"{title}\n\n{table}\n")
+    if args.notebook:
+        notebook(sections, args.notebook)
+
+
+if __name__ == "__main__":
+    main()
