@@ -24,8 +24,11 @@ demo: install
 	$(BIN)/memfiles audit
 	$(BIN)/memfiles list
 	$(BIN)/memfiles backfill
+	$(BIN)/memfiles distil --all
 	$(BIN)/memsearch "what did we learn about crashes in the middle of a write?" -k 3
+	$(BIN)/memsearch "why does hold fail after placement?" -k 2
 	$(BIN)/memsearch -k 1 -- --request-id
+	$(BIN)/memfiles status
 
 test: install
 	$(PY) -m pytest
@@ -39,6 +42,9 @@ bench: install
 	$(PY) scripts/bench_index.py
 	$(PY) scripts/eval_retrieval.py calibrate
 	$(PY) scripts/eval_retrieval.py cacm
+	$(PY) scripts/calibrate_dedupe.py --notebook notebooks/dedupe_threshold.ipynb
+	$(PY) scripts/bench_filter.py
+	$(PY) scripts/bench_watch.py
 
 clean:
 	rm -rf $(VENV) .memsearch .memfiles .pytest_cache .ruff_cache .hypothesis

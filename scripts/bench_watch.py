@@ -24,8 +24,9 @@ from memfiles.config import load_settings
 from memfiles.services.ipc import request
 
 
-def run(*args: str, env: dict[str, str]) -> str:
-    return subprocess.run([str(BIN / args[0]), *args[1:]], env=env, capture_output=True, text=True, check=True).stdout
+def run(*args: str, env: dict[str, str], check: bool = True) -> str:
+    command = [str(BIN / args[0]), *args[1:]]
+    return subprocess.run(command, env=env, capture_output=True, text=True, check=check).stdout
 
 
 def timed_cli(command: list[str], env: dict[str, str], times: int) -> list[float]:
@@ -87,7 +88,9 @@ def main() -> None:
                     f"- status: recorded\n\nWritten in a burst, number {n}.\n"
                 )
             while True:
-                drift = json.loads(run("memfiles", "backfill", "--check", "--json", env=env).replace("\n", ""))
+                drift = json.loads(
+                    run("memfiles", "backfill", "--check", "--json", env=env, check=False).replace("\n", "")
+                )
                 if drift["indexed"] == size + 1000 and not (
                     drift["missing_or_stale"] or drift["orphaned"] or drift["retag"]
                 ):

@@ -17,6 +17,7 @@ from memfiles.format.model import Entry
 from memfiles.format.parse import parse
 from memfiles.format.wrap import clip, one_line
 from memfiles.services.dedupe import (
+    DISTILLER_THRESHOLD,
     LEXICAL_THRESHOLD,
     entry_words,
     jaccard,
@@ -165,7 +166,7 @@ def distil_domain(
     sections = {i: memory.section_of(i) for i in existing} if memory else {}
     by_title = {e.title.lower(): e for e in existing.values()}
     matches, report.dedupe = many_near_duplicates(
-        project, [(f.title, f.body, frozenset()) for f in findings], path=rel, k=3
+        project, [(f.title, f.body, frozenset()) for f in findings], path=rel, k=3, threshold=DISTILLER_THRESHOLD
     )
     ops: list[dict[str, Any]] = []
     touched: dict[str, Entry] = {}

@@ -28,6 +28,7 @@ from memfiles.store.project import Project
 
 log = logging.getLogger("memfiles.watch")
 _QUIET = {"opened", "closed_no_write"}
+IDLE_BEFORE_REBUILD = 1.0  # seconds without a sync before BM25 is rebuilt
 
 
 class WatcherRunning(MemfilesError):
@@ -128,8 +129,13 @@ class Watcher:
         self._wake.set()
         for thread in self._threads:
             thread.join(timeout=5)
-        with self.mutex:
-            self._persist()
+        try:
+            with self.mutex:
+                if hasattr(self, "session"):
+                    self._persist()
+        except Exception:  # the catalog is derived: losing this save costs a rebuild, never the shutdown
+            log.exception("could not save the catalog on the way out")
+        finally:
             self._exit.close()
         log.info("stopped")
 
@@ -406,11 +412,18 @@ class Watcher:
                 log.exception("reconcile failed")
 
     def _lexical_loop(self) -> None:
-        """Rebuild BM25 off the sync path (it takes a second at 10,000 entries), then save the catalog."""
+        """Rebuild BM25 and save the catalog once the watcher has been idle for a second.
+
+        The rebuild takes about a second of pure-Python work at 10,000 entries; done during a run of
+        saves it would hold the GIL against the syncs and searches that matter more. see @@D-018
+        """
         while not self.stopping.is_set():
             if not self._lexical_dirty.wait(timeout=0.5):
                 continue
-            time.sleep(0.2)  # let a burst finish
+            last = self.state.last_sync or 0.0
+            if time.time() - last < IDLE_BEFORE_REBUILD:
+                self.stopping.wait(0.2)
+                continue
             self._lexical_dirty.clear()
             try:
                 with self.mutex:
@@ -420,20 +433,23 @@ class Watcher:
                 index = lexical_index(snapshot)
                 with self.mutex:
                     self.searcher.set_lexical(index)
-                    self._persist(index)
+                self._persist(index, snapshot)
             except Exception:
                 log.exception("lexical rebuild failed")
 
-    def _persist(self, index: Any = None) -> None:
+    def _persist(self, index: Any = None, docs: list[Any] | None = None) -> None:
         """The catalog and lexical index on disk, for the commands that run while no watcher does."""
         import dataclasses
 
         from memfiles.store.fileio import atomic_write
 
+        if docs is None:
+            docs = [self.catalog.docs[i] for i in self.catalog.order]
         folder = self.session.store.sidecar
         (index or _fresh_lexical(self.catalog)).save(folder)
-        docs = [dataclasses.asdict(self.catalog.docs[i]) for i in self.catalog.order]
-        atomic_write(folder / "catalog.json", json.dumps({"docs": docs}, ensure_ascii=False))
+        atomic_write(
+            folder / "catalog.json", json.dumps({"docs": [dataclasses.asdict(d) for d in docs]}, ensure_ascii=False)
+        )
 
     def status(self) -> dict[str, Any]:
         with self.mutex:

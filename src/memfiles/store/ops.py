@@ -33,41 +33,13 @@ TEXT_FIELDS = (
     "contradicted",
 )
 LIST_FIELDS = ("refs", "tags", "evidence")
+# What an entry op may set: everything of an entry but its id, plus where it lives (file, section).
+_ENTRY_FIELDS = frozenset(
+    "file title area status date body section refs tags source confirmed last_seen evidence contradicted".split()  # noqa: SIM905
+)
 ALLOWED = {
-    "add": {
-        "contradicted",
-        "file",
-        "kind",
-        "title",
-        "area",
-        "status",
-        "date",
-        "body",
-        "section",
-        "refs",
-        "tags",
-        "source",
-        "confirmed",
-        "last_seen",
-        "evidence",
-    },
-    "update": {
-        "id",
-        "file",
-        "title",
-        "area",
-        "status",
-        "date",
-        "body",
-        "section",
-        "refs",
-        "tags",
-        "source",
-        "confirmed",
-        "last_seen",
-        "evidence",
-        "contradicted",
-    },
+    "add": _ENTRY_FIELDS | {"kind"},
+    "update": _ENTRY_FIELDS | {"id"},
     "retire": {"id", "successor", "reason"},
     "prune": {"id", "reason"},
     "section": {"file", "section", "intro"},  # sets the free text under a section heading (e.g. Notes)
