@@ -169,3 +169,24 @@ class TestRead:
         monkeypatch.delenv("VISUAL", raising=False)
         assert run("show", "D-001", "--open").exit_code == 0
         assert log.read_text().split() == ["+8", str(root / "memory" / "decisions.md")]
+
+
+class TestConfig:
+    def test_broken_config_names_the_file(self, run: Run, root: Path) -> None:
+        """Invalid TOML or an unknown setting: exit 2 and the config file in the message; nothing written."""
+        (root / "memory" / "memfiles.toml").write_text("wrap = [unclosed\n")
+        result = run("add", "-k", "D", "-t", "t", "-a", "a", "--body", "b")
+        assert result.exit_code == 2 and "memfiles.toml" in result.stderr
+        (root / "memory" / "memfiles.toml").write_text("colour = 'red'\n")
+        result = run("check")
+        assert result.exit_code == 2 and "unknown setting 'colour'" in result.stderr
+        assert snapshot(root) == {"memory/memfiles.toml": snapshot(root)["memory/memfiles.toml"]}
+
+    def test_kinds_are_configurable(self, run: Run, root: Path) -> None:
+        """A kind of one's own, with its prefix, statuses and file."""
+        (root / "memory" / "memfiles.toml").write_text(
+            '[kinds.risk]\nprefix = "R"\nstatuses = ["open", "mitigated"]\nfile = "risks.md"\n'
+        )
+        assert run("add", "-k", "risk", "-t", "Vendor lock-in", "-a", "infra", "--body", "b").stdout.strip() == "R-001"
+        assert run("set", "R-001", "--status", "mitigated").exit_code == 0
+        assert (root / "memory" / "risks.md").exists() and run("check").exit_code == 0

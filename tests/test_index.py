@@ -209,46 +209,34 @@ class TestConcurrency:
         run("backfill")
         bin_dir = Path(sys.executable).parent
         env = {**os.environ, "MEMFILES_ROOT": str(filled)}
+
+        def spawn(*command: str) -> subprocess.Popen:
+            return subprocess.Popen(
+                [str(bin_dir / command[0]), *command[1:]],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+
         procs = []
         for n in range(3):
             procs.append(
-                subprocess.Popen(
-                    [
-                        str(bin_dir / "memfiles"),
-                        "add",
-                        "-k",
-                        "K",
-                        "-t",
-                        f"Concurrent fact {n}",
-                        "-a",
-                        "race",
-                        "--body",
-                        f"Fact number {n}.",
-                    ],
-                    env=env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
+                spawn(
+                    "memfiles",
+                    "add",
+                    "-k",
+                    "K",
+                    "-t",
+                    f"Concurrent fact {n}",
+                    "-a",
+                    "race",
+                    "--body",
+                    f"Fact number {n}.",
                 )
             )
-            procs.append(
-                subprocess.Popen(
-                    [str(bin_dir / "memsearch"), "coverage", "--json"],
-                    env=env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                )
-            )
-            procs.append(
-                subprocess.Popen(
-                    [str(bin_dir / "memfiles"), "backfill"],
-                    env=env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                )
-            )
+            procs.append(spawn("memsearch", "coverage", "--json"))
+            procs.append(spawn("memfiles", "backfill"))
         for proc in procs:
             _out, err = proc.communicate(timeout=180)
             assert proc.returncode == 0, (proc.args, err)
