@@ -251,3 +251,17 @@ def _status(settings) -> dict | None:
         return request(settings, {"op": "status"}, timeout=2)
     except Exception:
         return None
+
+
+class TestWarmClient:
+    def test_memsearch_through_the_watcher_imports_nothing_heavy(self, watcher: Watcher, root: Path) -> None:
+        """A memsearch answered by the watcher loads neither torch, chromadb nor numpy in the client."""
+        code = (
+            "import json, sys\nfrom click.testing import CliRunner\nfrom memfiles.cli.search import memsearch\n"
+            f"r = CliRunner().invoke(memsearch, ['--root', {str(root)!r}, 'two writers', '--json'])\n"
+            "assert r.exit_code == 0, r.output\nprint(json.dumps([json.loads(r.stdout)[0]['id'], sorted(sys.modules)]))"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        first, modules = json.loads(out.strip().splitlines()[-1])
+        assert first == "F-001"
+        assert not {"torch", "chromadb", "numpy", "sentence_transformers"} & set(modules)

@@ -7,7 +7,12 @@ never loads numpy, torch or chromadb.
 from __future__ import annotations
 
 import json
+import logging
+import os
 import socket
+import socketserver
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +69,28 @@ def _read_line(connection: socket.socket) -> dict[str, Any]:
     if not data:
         raise OSError("the watcher closed the connection without answering")
     return json.loads(data)
+
+
+def serve(path: Path, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> socketserver.ThreadingUnixStreamServer:
+    """Listen on `path` (owner-only) in a background thread; each request line gets `answer`'s reply."""
+    log = logging.getLogger("memfiles.watch")
+    path.unlink(missing_ok=True)  # left by a watcher that died: the caller holds the owner lock
+
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            line = self.rfile.readline()
+            try:
+                reply = answer(json.loads(line))
+            except Exception as error:  # one bad request must not stop the server
+                log.warning("request failed: %s", error)
+                reply = {"ok": False, "error": f"{type(error).__name__}: {error}"}
+            self.wfile.write(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")
+
+    old = os.umask(0o177)  # the socket is its owner's only
+    try:
+        server = socketserver.ThreadingUnixStreamServer(str(path), Handler)
+    finally:
+        os.umask(old)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="memfiles-socket", daemon=True).start()
+    return server

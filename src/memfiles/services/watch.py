@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import re
-import socketserver
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memfiles.errors import LockTimeout, MemfilesError, ParseError
-from memfiles.services.ipc import pid_path, socket_path
+from memfiles.services.ipc import pid_path, serve, socket_path
 from memfiles.store.fileio import ensure_private_dir, read_text
 from memfiles.store.lock import FileLock
 from memfiles.store.project import Project
@@ -146,29 +145,8 @@ class Watcher:
     # --- the socket -------------------------------------------------------------------------------
 
     def _serve(self) -> None:
-        path = socket_path(self.settings)
-        path.unlink(missing_ok=True)  # left by a watcher that died: the owner lock proves nobody uses it
-        watcher = self
-
-        class Handler(socketserver.StreamRequestHandler):
-            def handle(self) -> None:
-                line = self.rfile.readline()
-                try:
-                    answer = watcher.answer(json.loads(line))
-                except Exception as error:  # one bad request must not stop the server
-                    log.warning("request failed: %s", error)
-                    answer = {"ok": False, "error": f"{type(error).__name__}: {error}"}
-                self.wfile.write(json.dumps(answer, ensure_ascii=False).encode("utf-8") + b"\n")
-
-        old = os.umask(0o177)  # the socket is the owner's only
-        try:
-            server = socketserver.ThreadingUnixStreamServer(str(path), Handler)
-        finally:
-            os.umask(old)
-        server.daemon_threads = True
-        thread = threading.Thread(target=server.serve_forever, name="memfiles-socket", daemon=True)
-        thread.start()
-        self._exit.callback(lambda: path.unlink(missing_ok=True))
+        server = serve(socket_path(self.settings), self.answer)
+        self._exit.callback(lambda: socket_path(self.settings).unlink(missing_ok=True))
         self._exit.callback(server.server_close)
         self._exit.callback(server.shutdown)
 
