@@ -33,12 +33,8 @@ DISTILLER = 0.70  # the distiller's own threshold: candidates there are already 
 
 
 def pr_at(scores: np.ndarray, labels: np.ndarray, threshold: float) -> tuple[float, float, float]:
-    predicted = scores >= threshold
-    tp = int((predicted & labels).sum())
-    precision = tp / max(1, int(predicted.sum()))
-    recall = tp / max(1, int(labels.sum()))
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return precision, recall, f1
+    """Pairs classified on their own: a pair is right exactly when it is labelled a duplicate."""
+    return pr_nearest(scores, labels, labels, threshold)
 
 
 def best_threshold(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float, float, float]:
@@ -88,6 +84,7 @@ def nearest_scores(data: dict, weight: float) -> tuple[np.ndarray, np.ndarray, n
 
 
 def pr_nearest(scores: np.ndarray, right: np.ndarray, has: np.ndarray, threshold: float) -> tuple[float, float, float]:
+    """Precision over what scores >= threshold, recall over what `has` a duplicate, hits where `right`."""
     predicted = scores >= threshold
     tp = int((predicted & right).sum())
     precision = tp / max(1, int(predicted.sum()))

@@ -132,8 +132,11 @@ class Catalog:
         data = json.loads((folder / "catalog.json").read_text(encoding="utf-8"))
         return cls({item["id"]: IndexDoc(**item) for item in data["docs"]})
 
-    def save(self, folder: Path) -> None:
+    def save(self, folder: Path, index: LexicalIndex | None = None) -> LexicalIndex:
+        """Write the catalog and its lexical index (built here unless given); returns that index."""
         folder.mkdir(parents=True, exist_ok=True)
         docs = [self.docs[doc_id] for doc_id in self.order]
-        lexical_index(docs).save(folder)
+        index = index or lexical_index(docs)
+        index.save(folder)
         atomic_write(folder / "catalog.json", json.dumps({"docs": [asdict(d) for d in docs]}, ensure_ascii=False))
+        return index

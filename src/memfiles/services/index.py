@@ -70,12 +70,39 @@ def entry_docs(project: Project, paths: set[str] | None = None) -> dict[str, Ind
     return {located.entry.id: index_doc(located, schema) for located in project.entries(files)}
 
 
-def _bulk_embedder(session: IndexSession, plan: Plan) -> Embedder:
+def embedder_for(session: IndexSession, plan: Plan) -> Embedder:
+    """The session's light encoder for a few entries; sentence-transformers, loaded once, for more."""
     from memfiles.index.embedder import NumpyBertEmbedder
 
-    if len(plan.embed) > LIGHT_LIMIT and isinstance(session.embedder, NumpyBertEmbedder):
-        return _embedder(session.settings, light=False)
-    return session.embedder
+    if len(plan.embed) <= LIGHT_LIMIT or not isinstance(session.embedder, NumpyBertEmbedder):
+        return session.embedder
+    if getattr(session, "_bulk", None) is None:
+        session._bulk = _embedder(session.settings, light=False)
+    return session._bulk
+
+
+def backfill_session(
+    project: Project, session: IndexSession, catalog: Catalog, rebuild: bool, check: bool
+) -> tuple[dict[str, Any], Catalog | None]:
+    """The backfill itself, in an open session (the command's own, or the watcher's).
+
+    Returns the result and, when the store changed, the catalog now saved beside it.
+    """
+    from memfiles.index.catalog import Catalog
+    from memfiles.index.sync import apply_plan, make_plan
+
+    docs = entry_docs(project)
+    if rebuild and not check:
+        session.store.reset()
+    stored = session.store.all_metadata() if session.store.exists() else {}
+    plan = make_plan(docs, stored, session.embedder.name)
+    drift = plan_json(plan, len(stored))
+    if check:
+        return {"drift": drift, "summary": "check only"}, None
+    changed = plan.drift or rebuild
+    target = Catalog(dict(docs)) if changed else catalog
+    report = apply_plan(session.store, embedder_for(session, plan), plan, target)
+    return {"drift": drift, "summary": report.summary(), "report": report_json(report)}, target if changed else None
 
 
 def backfill(project: Project, rebuild: bool = False, check: bool = False) -> dict[str, Any]:
@@ -84,25 +111,14 @@ def backfill(project: Project, rebuild: bool = False, check: bool = False) -> di
     Returns {"drift": {...}, "summary": str, "report": {...}} (no report with check). A running watcher
     does the work itself, since it owns the store.
     """
-    from memfiles.index.catalog import Catalog
-    from memfiles.index.sync import apply_plan, make_plan
     from memfiles.services.ipc import request
 
     answer = request(project.settings, {"op": "backfill", "rebuild": rebuild, "check": check}, timeout=3600)
     if answer is not None:
         return answer
-    docs = entry_docs(project)
     with open_index(project.settings, timeout=project.settings.lock_timeout) as session:
-        if rebuild and not check:
-            session.store.reset()
-        stored = session.store.all_metadata() if session.store.exists() else {}
-        plan = make_plan(docs, stored, session.embedder.name)
-        drift = plan_json(plan, len(stored))
-        if check:
-            return {"drift": drift, "summary": "check only"}
-        catalog = Catalog(dict(docs)) if (plan.drift or rebuild) else session.catalog
-        report = apply_plan(session.store, _bulk_embedder(session, plan), plan, catalog)
-        return {"drift": drift, "summary": report.summary(), "report": report_json(report)}
+        result, _ = backfill_session(project, session, session.catalog, rebuild, check)
+        return result
 
 
 def plan_json(plan: Plan, stored: int) -> dict[str, Any]:

@@ -9,7 +9,6 @@ serves memsearch, the write path's updates, backfill and status with the model a
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memfiles.errors import LockTimeout, MemfilesError, ParseError
+from memfiles.services.index import embedder_for
 from memfiles.services.ipc import pid_path, serve, socket_path
 from memfiles.store.fileio import ensure_private_dir, read_text
 from memfiles.store.lock import FileLock
@@ -274,7 +274,9 @@ class Watcher:
                 docs.update(extra)
             plan = make_plan(docs, self._stored(scope), self.session.embedder.name, scope=scope)
             if plan.drift:
-                report = apply_plan(self.session.store, self._embedder_for(plan), plan, self.catalog, save=False)
+                report = apply_plan(
+                    self.session.store, embedder_for(self.session, plan), plan, self.catalog, save=False
+                )
                 self._lexical_dirty.set()
                 log.info("synced %s: %s", ", ".join(sorted(paths))[:200], report.summary())
             self.state.last_sync = time.time()
@@ -330,26 +332,17 @@ class Watcher:
         log.info("caught up: %s", result["summary"])
 
     def backfill(self, rebuild: bool, check: bool) -> dict[str, Any]:
-        from memfiles.index.catalog import Catalog
-        from memfiles.index.sync import apply_plan, make_plan
-        from memfiles.services.index import entry_docs, plan_json, report_json
+        from memfiles.index.lexical import LexicalIndex
+        from memfiles.services.index import backfill_session
 
         with self.mutex:
-            docs = entry_docs(self.project)
-            store = self.session.store
-            if rebuild and not check:
-                store.reset()
-            stored = store.all_metadata() if store.exists() else {}
-            plan = make_plan(docs, stored, self.session.embedder.name)
-            drift = plan_json(plan, len(stored))
-            if check:
-                return {"drift": drift, "summary": "check only"}
-            catalog = Catalog(dict(docs)) if (plan.drift or rebuild) else self.catalog
-            report = apply_plan(store, self._embedder_for(plan), plan, catalog)
-            self.catalog.docs, self.catalog.order = catalog.docs, catalog.order
-            self.searcher.set_lexical(_fresh_lexical(self.catalog))
-            self.state.last_sync = time.time()
-            return {"drift": drift, "summary": report.summary(), "report": report_json(report)}
+            result, saved = backfill_session(self.project, self.session, self.catalog, rebuild, check)
+            if saved is not None:
+                self.catalog.docs, self.catalog.order = saved.docs, saved.order
+                self.searcher.set_lexical(LexicalIndex.load(self.session.store.sidecar))
+            if not check:
+                self.state.last_sync = time.time()
+            return result
 
     def reconcile(self) -> None:
         """The whole tree against the catalog, by hash only; logs any drift it had to fix."""
@@ -367,18 +360,8 @@ class Watcher:
                     f"{len(plan.retag)} retagged, {len(plan.orphans)} orphaned"
                 )
                 log.warning("reconcile %s", self.state.last_drift)
-                apply_plan(self.session.store, self._embedder_for(plan), plan, self.catalog, save=False)
+                apply_plan(self.session.store, embedder_for(self.session, plan), plan, self.catalog, save=False)
                 self._lexical_dirty.set()
-
-    def _embedder_for(self, plan: Any) -> Any:
-        """The numpy encoder for a few entries; sentence-transformers, loaded once, for a burst."""
-        from memfiles.services.index import LIGHT_LIMIT, _embedder
-
-        if len(plan.embed) <= LIGHT_LIMIT:
-            return self.session.embedder
-        if getattr(self, "_bulk", None) is None:
-            self._bulk = _embedder(self.settings, light=False)
-        return self._bulk
 
     def _reconcile_loop(self) -> None:
         while not self.stopping.wait(self.reconcile_every):
@@ -417,17 +400,11 @@ class Watcher:
 
     def _persist(self, index: Any = None, docs: list[Any] | None = None) -> None:
         """The catalog and lexical index on disk, for the commands that run while no watcher does."""
-        import dataclasses
-
-        from memfiles.store.fileio import atomic_write
+        from memfiles.index.catalog import Catalog
 
         if docs is None:
             docs = [self.catalog.docs[i] for i in self.catalog.order]
-        folder = self.session.store.sidecar
-        (index or _fresh_lexical(self.catalog)).save(folder)
-        atomic_write(
-            folder / "catalog.json", json.dumps({"docs": [dataclasses.asdict(d) for d in docs]}, ensure_ascii=False)
-        )
+        Catalog({d.id: d for d in docs}).save(self.session.store.sidecar, index)
 
     def status(self) -> dict[str, Any]:
         with self.mutex:
@@ -448,9 +425,3 @@ class Watcher:
                 "store": str(self.settings.index_dir / "chroma"),
                 "pending_files": len(self._pending),
             }
-
-
-def _fresh_lexical(catalog: Any) -> Any:
-    from memfiles.index.catalog import lexical_index
-
-    return lexical_index([catalog.docs[i] for i in catalog.order])
