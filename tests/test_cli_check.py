@@ -190,3 +190,16 @@ class TestConfig:
         assert run("add", "-k", "risk", "-t", "Vendor lock-in", "-a", "infra", "--body", "b").stdout.strip() == "R-001"
         assert run("set", "R-001", "--status", "mitigated").exit_code == 0
         assert (root / "memory" / "risks.md").exists() and run("check").exit_code == 0
+
+
+class TestLedger:
+    def test_broken_pruned_ledger_is_reported_with_its_line(self, run: Run, root: Path) -> None:
+        """A hand-mangled pruned.jsonl: check names file and line and exits 1; the write path refuses (exit 2)."""
+        run("add", "-k", "T", "-t", "t", "-a", "a", "--body", "b")
+        (root / "memory" / "pruned.jsonl").write_text('{"id": "T-009", "reason": "r"}\n{broken\n')
+        before = snapshot(root)
+        result = run("check")
+        assert result.exit_code == 1 and "memory/pruned.jsonl:2: invalid JSON" in result.stdout
+        add = run("add", "-k", "T", "-t", "u", "-a", "a", "--body", "b")
+        assert add.exit_code == 2 and "pruned.jsonl:2" in add.stderr
+        assert snapshot(root) == before

@@ -243,3 +243,38 @@ class TestBodies:
         body = "Intro.\n\n```sh\n## not a heading\n```\n\n### Details\n\nMore."
         assert run("add", "-k", "D", "-t", "t", "-a", "a", "--body", body).exit_code == 0
         assert parse((root / "memory" / "decisions.md").read_text()).entries[0].body == body
+
+
+class TestSectionOp:
+    def test_section_op_sets_intro_and_refuses_bad_input(self, run: Run, root: Path) -> None:
+        """The section op replaces a section's intro; a missing field or an intro that would break the file
+        is refused by position and leaves every file as it was."""
+        (root / "ok.json").write_text(
+            json.dumps(
+                {
+                    "ops": [
+                        {"op": "section", "file": "memory/notes.md", "section": "Notes", "intro": "First."},
+                        {"op": "section", "file": "memory/notes.md", "section": "Notes", "intro": "Second."},
+                    ]
+                }
+            )
+        )
+        assert run("import", str(root / "ok.json")).exit_code == 0
+        notes = parse((root / "memory" / "notes.md").read_text()).sections
+        assert [(s.name, s.intro) for s in notes] == [("Notes", "Second.")]
+        before = snapshot(root)
+        for op, words in (
+            (
+                {"op": "section", "file": "memory/notes.md", "section": "Notes"},
+                "op 1: section needs file, section and intro",
+            ),
+            (
+                {"op": "section", "file": "memory/notes.md", "section": "Notes", "intro": "## Oops"},
+                "op 1: intro line 1 is a level-2 heading",
+            ),
+            ({"op": "section", "file": "memory/notes.md", "section": "Manual", "intro": "x"}, "op 1: section: Manual"),
+        ):
+            (root / "bad.json").write_text(json.dumps({"ops": [op]}))
+            result = run("import", str(root / "bad.json"))
+            assert result.exit_code == 2 and words in result.stderr, (op, result.stderr)
+        assert snapshot(root) == before

@@ -343,3 +343,20 @@ class TestLlmDrafter:
             assert sum(len(v) for v in again["added"].values()) == 0
         finally:
             server.shutdown()
+
+
+class TestDistilErrors:
+    def test_unreachable_drafter_fails_cleanly_and_writes_nothing(self, run: Run, root: Path) -> None:
+        """--drafter llm with nothing listening: exit 2 naming the endpoint; no knowledge file."""
+        write_log(root, "synthesis", base_records())
+        (root / "memory" / "memfiles.toml").write_text('llm_url = "http://127.0.0.1:9/v1"\n')
+        result = run("distil", "--domain", "synthesis", "--drafter", "llm")
+        assert result.exit_code == 2 and "http://127.0.0.1:9/v1" in result.stderr
+        assert not (root / "memory" / "synthesis" / "knowledge.md").exists()
+
+    def test_drafter_without_url_and_missing_choice_are_usage_errors(self, run: Run, root: Path) -> None:
+        """--drafter llm with no llm_url configured, or neither --domain nor --all: exit 2."""
+        write_log(root, "synthesis", base_records())
+        no_url = run("distil", "--domain", "synthesis", "--drafter", "llm")
+        assert no_url.exit_code == 2 and "llm_url" in no_url.stderr
+        assert run("distil").exit_code == 2

@@ -291,3 +291,14 @@ class TestServerMode:
         run("add", "-k", "K", "-t", "Backups are kept for thirty days", "-a", "ops", "--body", "Then deleted.")
         assert run("backfill", "--check").exit_code == 0
         assert not (filled / ".memsearch" / "chroma").exists()
+
+
+class TestSearchUsage:
+    def test_bad_usage_is_exit_2(self, filled: Path, memsearch) -> None:
+        """A bad --since, a query and --batch together, neither, or an unknown kind: exit 2 with the reason."""
+        assert "not a date" in memsearch("x", "--since", "2026-13-01").output
+        assert memsearch("x", "--since", "2026-13-01").exit_code == 2
+        assert memsearch("x", "--batch", "-").exit_code == 2
+        assert memsearch().exit_code == 2
+        unknown = memsearch("x", "--kind", "wish")
+        assert unknown.exit_code == 2 and "unknown kind 'wish'" in unknown.stderr
