@@ -1,0 +1,170 @@
+"""The JSON contract: the objects every `--json` output, the MCP server and the language server share.
+
+One place builds each object, so an agent that has parsed one command's output has parsed them all.
+The objects are documented in docs/json.md (a test holds the two together). Stdlib only.
+
+- entry:   one entry, every metadata key present (null or [] when unset), where it lives, its body.
+- finding: one thing a check found (check, audit, refs, dupes, lint): code, severity, place, target.
+- hit:     one search result: the entry, a score that means the same across queries, and its signals.
+- write:   what a write did (add, set, retire, prune, import, renumber ...): ids by verb and the entries.
+- error:   why a command refused (exit 2), with the file and line, the op, or the config key.
+
+Dates are ISO 8601 (`2026-11-30`); instants are UTC ISO 8601 (`2026-11-30T09:31:29Z`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memfiles.format.model import Entry
+
+CONTRACT_VERSION = 1
+SEVERITIES = ("error", "warning", "info")
+
+
+def iso_instant(epoch: float | None) -> str | None:
+    """A Unix time as UTC ISO 8601 with seconds (`2026-11-30T09:31:29Z`); None stays None."""
+    if epoch is None:
+        return None
+    return dt.datetime.fromtimestamp(epoch, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def entry_object(
+    entry: Entry,
+    *,
+    kind: str | None,
+    path: str | None,
+    line: int | None,
+    section: str | None,
+    body: bool = True,
+    pruned: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The entry object. Every metadata key of the format appears, snake_case, null or [] when unset.
+
+    `section` is null for entries above the first level-2 heading; `pruned` is {"date", "reason"} for an
+    entry found only in memory/pruned.jsonl (then path and line say where it lived).
+    """
+    from memfiles.format.model import LIST_KEYS, META_KEYS
+
+    data: dict[str, Any] = {
+        "id": entry.id,
+        "kind": kind,
+        "title": entry.title,
+        "status": entry.status,
+        "area": entry.area,
+        "date": entry.date,
+        "section": section or None,
+        "path": path,
+        "line": line if line else None,
+    }
+    for key in META_KEYS:
+        if key in ("date", "area", "status"):
+            continue
+        name = key.replace("-", "_")
+        value = getattr(entry, name, None)
+        data[name] = list(value or ()) if key in LIST_KEYS else (value if value not in ("", None) else None)
+    if body:
+        data["body"] = entry.body
+    data["pruned"] = pruned
+    return data
+
+
+def entry_ref(
+    entry_id: str,
+    *,
+    title: str | None = None,
+    status: str | None = None,
+    path: str | None = None,
+    line: int | None = None,
+) -> dict[str, Any]:
+    """A short pointer to an entry (a finding's target, a successor): id, title, status, path, line."""
+    return {"type": "entry", "id": entry_id, "title": title, "status": status, "path": path, "line": line}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing a check found, at `path:line`.
+
+    `code` is stable and documented (docs/json.md lists every code); `severity` is error, warning or info;
+    `id` is the entry the finding is about (if any); `target` points at what it refers to (an entry ref,
+    a doc or a skill); `detail` carries numbers particular to the code (a near-duplicate's score and signals).
+    """
+
+    code: str
+    severity: str
+    path: str | None
+    line: int | None
+    message: str
+    id: str | None = None
+    target: dict[str, Any] | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity must be one of {SEVERITIES}, got {self.severity!r}")
+
+    def __str__(self) -> str:
+        where = self.path or "-"
+        if self.line:
+            where = f"{where}:{self.line}"
+        return f"{where}: {self.code} {self.message}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "id": self.id,
+            "path": self.path,
+            "line": self.line,
+            "message": self.message,
+            "target": self.target,
+            "detail": dict(self.detail),
+        }
+
+
+def hit_object(entry: dict[str, Any], score: float, signals: dict[str, Any], rank: int) -> dict[str, Any]:
+    """One search result: its 1-based rank, a score in [0, 1] comparable across queries, the signals that
+    matched ({"id", "exact", "lexical", "dense"}), and the entry object."""
+    return {"rank": rank, "score": round(float(score), 6), "signals": signals, "entry": entry}
+
+
+def write_object(
+    *,
+    added: list[str] | None = None,
+    updated: list[str] | None = None,
+    retired: list[str] | None = None,
+    pruned: list[str] | None = None,
+    renumbered: dict[str, str] | None = None,
+    replayed: bool = False,
+    entries: list[dict[str, Any]] | None = None,
+    warnings: list[str] | None = None,
+) -> dict[str, Any]:
+    """What a write did: ids by verb in op order, whether it was a replay of a request id already applied,
+    the entry objects as they now stand (pruned ones excepted), and warnings (index, near-duplicates, refs)."""
+    return {
+        "added": list(added or []),
+        "updated": list(updated or []),
+        "retired": list(retired or []),
+        "pruned": list(pruned or []),
+        "renumbered": dict(renumbered or {}),
+        "replayed": replayed,
+        "entries": list(entries or []),
+        "warnings": list(warnings or []),
+    }
+
+
+def error_object(
+    code: str,
+    message: str,
+    *,
+    path: str | None = None,
+    line: int | None = None,
+    op: int | None = None,
+    key: str | None = None,
+) -> dict[str, Any]:
+    """Why a command refused: code (parse, op, config, usage, lock, index, refused, io), the message,
+    and whichever of path/line, op (1-based position in a batch) or config key applies."""
+    return {"error": {"code": code, "message": message, "path": path, "line": line, "op": op, "key": key}}
