@@ -153,6 +153,13 @@ class TestListFilters:
         assert result.exit_code == 2 and "unknown status 'opne'" in result.stderr
         assert json.loads(result.stdout)["error"]["code"] == "usage"
 
+    def test_list_body_prints_each_entry_whole(self, mixed: Run) -> None:
+        """list --body without --json prints each entry as show does, separated by a blank line."""
+        result = mixed("list", "--body", "--kind", "todo")
+        assert result.exit_code == 0
+        blocks = result.stdout.split("\n\n" + "memory/")
+        assert len(blocks) == 2 and blocks[0].startswith("memory/todos.md:11\n### T-001: To do\n")
+
 
 class TestShow:
     @pytest.fixture

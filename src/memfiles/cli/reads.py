@@ -117,7 +117,9 @@ def show(app: App, entry_id: str, open_: bool, as_json: bool) -> None:
 @click.option("--area", "-a", "areas", multiple=True, help="Only this area; repeat for several.")
 @click.option("--status", "-s", "statuses", multiple=True, help="Only this status; repeat for several.")
 @click.option("--path", "path_glob", help="Only files matching this glob (relative to the root), e.g. 'pkg/*'.")
-@click.option("--body", "with_body", is_flag=True, help="With --json: include each entry's body.")
+@click.option(
+    "--body", "with_body", is_flag=True, help="Include each entry's body (text: each entry whole, as show prints it)."
+)
 @json_option
 @pass_app
 def list_entries(
@@ -152,6 +154,9 @@ def list_entries(
             }
         )
         return
-    for located in rows:
+    for number, located in enumerate(rows):
         entry = located.entry
+        if with_body:  # each entry whole, as show prints it
+            click.echo(("\n" if number else "") + f"{located.where}\n{render_entry(entry)}".rstrip("\n"))
+            continue
         click.echo(f"{entry.id:<7} {entry.status:<10} {entry.area:<12} {entry.title}  ({located.where})")
