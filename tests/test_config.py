@@ -39,6 +39,7 @@ BAD_SETTINGS = [
     ('llm_url = ""', "llm_url", 'got ""'),
     ('model = ""', "model", "non-empty"),
     ('model = "./no/such/folder"', "model", "names a folder that does not exist"),
+    ('model = "~no-such-user-xyz/model"', "model", "names a home folder that does not exist"),
     ("llm_model = 3", "llm_model", "non-empty string"),
     ('docs_dir = "/etc"', "docs_dir", "relative to the project root"),
     ('skills_dir = "../elsewhere"', "skills_dir", "inside it"),

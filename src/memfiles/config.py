@@ -172,7 +172,10 @@ def _folder(value: Any, base: Path) -> str:
 def _model(value: Any, base: Path) -> str:
     """A sentence-transformers folder (relative to `base`) or a model name; a path must exist."""
     text = _text(value, base)
-    path = Path(text).expanduser()
+    try:
+        path = Path(text).expanduser()
+    except RuntimeError:  # ~user that does not exist
+        raise _Invalid("names a home folder that does not exist") from None
     path = path if path.is_absolute() else base / path
     if path.is_dir():
         return str(path.resolve())
