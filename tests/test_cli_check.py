@@ -85,7 +85,7 @@ class TestFmt:
 
 class TestAudit:
     def test_audit_finds_dangling_retired_duplicate_and_stale(self, run: Run, root: Path) -> None:
-        """Each kind of leftover is reported once, and audit exits 1."""
+        """Each kind of leftover is reported once, with the entry it is about in `id`, and audit exits 1."""
         run("add", "-k", "D", "-t", "Same title", "-a", "a", "--body", "b", "--date", "2020-01-01")
         run("add", "-k", "D", "-t", "same  Title", "-a", "a", "--body", "b", "--ref", "D-009")
         run("add", "-k", "D", "-t", "Third", "-a", "a", "--body", "b")
@@ -93,20 +93,46 @@ class TestAudit:
         run("add", "-k", "F", "-t", "Points at old", "-a", "a", "--body", "See D-003.")
         result = run("audit", "--json")
         assert result.exit_code == 1
-        kinds = sorted((f["kind"], f["message"].split(" ")[0]) for f in json.loads(result.stdout))
-        assert kinds == [
-            ("dangling", "D-002"),
+        findings = json.loads(result.stdout)["findings"]
+        assert sorted((f["code"], f["id"]) for f in findings) == [
+            ("dangling-ref", "D-002"),
             ("duplicate-title", "D-002"),
             ("retired-ref", "F-001"),
             ("stale", "D-001"),
         ]
+        retired = next(f for f in findings if f["code"] == "retired-ref")
+        assert retired["target"]["id"] == "D-003" and retired["detail"] == {"successor": "D-002"}
+        dangling = next(f for f in findings if f["code"] == "dangling-ref")
+        assert dangling["target"] == {
+            "type": "entry",
+            "id": "D-009",
+            "title": None,
+            "status": None,
+            "path": None,
+            "line": None,
+        }
         text = run("audit").stdout
-        assert "F-001 refers to retired D-003; its successor is D-002" in text
+        assert "memory/frictions.md:8: retired-ref F-001 refers to retired D-003; its successor is D-002" in text
+
+    def test_pruned_entries_alone_exit_0(self, run: Run, root: Path) -> None:
+        """A pruned entry is an info finding at its line of memory/pruned.jsonl; alone, audit exits 0."""
+        run("add", "-k", "T", "-t", "One", "-a", "a", "--body", "b")
+        run("add", "-k", "T", "-t", "Two", "-a", "a", "--body", "b")
+        run("prune", "T-001", "--reason", "first")
+        run("prune", "T-002", "--reason", "second")
+        result = run("audit", "--json")
+        assert result.exit_code == 0
+        pruned = json.loads(result.stdout)["findings"]
+        assert [(f["code"], f["severity"], f["path"], f["line"], f["id"]) for f in pruned] == [
+            ("pruned", "info", "memory/pruned.jsonl", 1, "T-001"),
+            ("pruned", "info", "memory/pruned.jsonl", 2, "T-002"),
+        ]
+        assert pruned[1]["detail"]["reason"] == "second"
 
 
 class TestRefs:
     def test_refs_dangling_reports_missing_retired_and_doc_anchors(self, run: Run, root: Path) -> None:
-        """@@ids, @@doc and @@skill references resolve or are reported with file:line; exit 1 if any dangle."""
+        """@@ids, @@doc and @@skill references resolve or are reported as path:line: code; exit 1 if any dangle."""
         run("add", "-k", "D", "-t", "Live", "-a", "a", "--body", "b")
         run("add", "-k", "D", "-t", "Old", "-a", "a", "--body", "b")
         run("retire", "D-002", "--successor", "D-001", "--reason", "r")
@@ -130,26 +156,53 @@ class TestRefs:
         assert result.exit_code == 1
         lines = result.stdout.splitlines()
         assert lines == [
-            f"retired: src/app.py:2: {at}D-002: D-002 is retired; its successor is D-001",
-            f"dangling: src/app.py:3: {at}D-404: no entry D-404",
-            f"dangling: src/app.py:4: {at}doc:patterns/memory#nope: doc patterns/memory has no heading #nope",
-            f"dangling: src/app.py:5: {at}skill:ghost: no skill ghost under skills/",
+            f"src/app.py:2: ref-retired {at}D-002: D-002 is retired; its successor is D-001",
+            f"src/app.py:3: ref-dangling {at}D-404: no entry D-404",
+            f"src/app.py:4: ref-dangling {at}doc:patterns/memory#nope: doc patterns/memory has no heading #nope",
+            f"src/app.py:5: ref-dangling {at}skill:ghost: no skill ghost under skills/",
         ]
-        everything = json.loads(run("refs", str(root / "src"), "--json").stdout)
+        everything = json.loads(run("refs", str(root / "src"), "--json").stdout)["findings"]
         assert len(everything) == 7 and run("refs", str(root / "src")).exit_code == 0
+        assert [(f["code"], f["id"], f["detail"]["column"]) for f in everything[:3]] == [
+            ("ref-ok", "D-001", 10),
+            ("ref-retired", "D-002", 7),
+            ("ref-dangling", "D-404", 7),
+        ]
+        doc = everything[3]
+        assert doc["target"] == {
+            "type": "doc",
+            "name": "patterns/memory",
+            "anchor": "why-ids",
+            "path": "docs/patterns/memory.md",
+        }
+
+    def test_reference_to_an_entry_in_a_broken_file_is_unreadable_not_dangling(self, run: Run, root: Path) -> None:
+        """An id whose heading stands in a file that does not parse is ref-unreadable, and the file is skipped."""
+        _write(root, "memory/lessons.md", "# Lessons\n\n### L-003: No metadata\n\nJust text.\n")
+        _write(root, "src/app.py", "# see @" + "@L-003\n")
+        result = run("refs", "--json", str(root / "src"))
+        output = json.loads(result.stdout)
+        assert [f["code"] for f in output["findings"]] == ["ref-unreadable"]
+        assert output["findings"][0]["target"]["path"] == "memory/lessons.md"
+        assert [(s["code"], s["path"], s["line"]) for s in output["skipped"]] == [
+            ("unparseable", "memory/lessons.md", 5)
+        ]
+        assert "memfiles: warning: memory/lessons.md:5: L-003 has no metadata" in result.stderr
 
 
 class TestRead:
     def test_list_json_has_the_promised_fields(self, run: Run) -> None:
-        """list --json: id, kind, title, area, status, date, path, line; filters combine."""
+        """list --json: entry objects without bodies (with --body, with them); filters combine."""
         run("add", "-k", "D", "-t", "A decision", "-a", "format", "--body", "b")
         run("add", "-k", "F", "-t", "A friction", "-a", "index", "--body", "b")
-        rows = json.loads(run("list", "--json").stdout)
+        rows = json.loads(run("list", "--json").stdout)["entries"]
         assert {key for key in rows[0]} >= {"id", "kind", "title", "area", "status", "date", "path", "line"}
+        assert "body" not in rows[0]
         assert rows[0]["line"] == 8 and rows[0]["path"] == "memory/decisions.md"
-        only = json.loads(run("list", "--kind", "F", "--status", "open", "--json").stdout)
+        assert json.loads(run("list", "--body", "--json").stdout)["entries"][0]["body"] == "b"
+        only = json.loads(run("list", "--kind", "F", "--status", "open", "--json").stdout)["entries"]
         assert [row["id"] for row in only] == ["F-001"]
-        assert json.loads(run("list", "--area", "nowhere", "--json").stdout) == []
+        assert json.loads(run("list", "--area", "nowhere", "--json").stdout) == {"entries": [], "skipped": []}
 
     def test_show_prints_the_entry_and_where(self, run: Run) -> None:
         """show prints path:line then the entry as it stands in the file; an unknown id exits 2."""
@@ -157,7 +210,8 @@ class TestRead:
         result = run("show", "D-001")
         assert result.stdout.startswith("memory/decisions.md:8\n### D-001: Shown\n")
         assert "The body." in result.stdout
-        assert run("show", "D-404").exit_code == 2
+        missing = run("show", "D-404")
+        assert missing.exit_code == 2 and missing.stderr == "memfiles: no entry D-404\n"
 
     def test_show_open_starts_the_editor_at_the_line(self, run: Run, root: Path, monkeypatch) -> None:
         """--open runs $EDITOR +LINE FILE."""

@@ -125,7 +125,7 @@ class TestSetRetirePrune:
         assert record["id"] == "T-001" and record["reason"] == "Done elsewhere" and "### T-001" in record["entry"]
         assert run("add", "-k", "T", "-t", "Next", "-a", "a", "--body", "b").stdout.strip() == "T-002"
         audit = run("audit")
-        assert "pruned: memory/pruned.jsonl:1: T-001 pruned on" in audit.stdout
+        assert "memory/pruned.jsonl:1: pruned T-001 pruned on" in audit.stdout
 
 
 class TestImport:

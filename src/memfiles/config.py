@@ -3,14 +3,20 @@ memory/memfiles.toml > defaults. Stdlib only, so every command can read it witho
 
 from __future__ import annotations
 
+import difflib
+import json
+import math
 import os
+import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import urlparse
 
 from memfiles.errors import ConfigError
-from memfiles.format.ids import DEFAULT_KINDS, RETIRED, Kind, Schema
+from memfiles.format.ids import DEFAULT_KINDS, RETIRED, Kind, Schema, is_id
 
 MEMORY_DIR = "memory"
 STATE_DIR = ".memfiles"
@@ -50,22 +56,6 @@ class Settings:
         return self.root / INDEX_DIR
 
 
-_SCALARS: dict[str, type] = {
-    "wrap": int,
-    "stale_days": int,
-    "index_timeout": float,
-    "index_url": str,
-    "model": str,
-    "docs_dir": str,
-    "skills_dir": str,
-    "lock_timeout": float,
-    "llm_url": str,
-    "llm_model": str,
-    "id_width": int,
-    "title_limit": int,
-    "body_limit": int,
-}
-_LISTS = {"open_statuses", "exclude", "refs_exclude"}
 _SCHEMA_KEYS = {"id_width", "title_limit", "body_limit"}
 _ENV = {
     "MEMFILES_LLM_URL": "llm_url",
@@ -92,76 +82,300 @@ def find_root(start: Path | None = None) -> Path:
     )
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+# Validation: one rule per setting, here and nowhere else. A rule returns the value to use or raises
+# _Invalid saying what the setting takes; the caller adds the file and key (or the variable) and the value.
+
+
+class _Invalid(ValueError):
+    """A value that breaks its setting's rule; the message says what the setting takes."""
+
+
+Rule = Callable[[Any, Path], Any]
+_WORD_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
+
+
+def _shown(value: Any) -> str:
+    """A value as TOML would spell it (true, 1.9, "x"), so the message shows what the user wrote."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict):
+        return "a table"
+    return repr(value)
+
+
+def _whole(low: int, high: int, *, off: bool = False) -> Rule:
+    expected = f"a whole number from {low} to {high}"
+    expected = f"0 (off) or {expected}" if off else expected
+
+    def rule(value: Any, _base: Path) -> int:
+        # bool is an int to Python, never to a user: `wrap = true` must not mean width 1
+        if isinstance(value, int) and not isinstance(value, bool) and ((off and value == 0) or low <= value <= high):
+            return value
+        raise _Invalid(f"must be {expected}")
+
+    return rule
+
+
+def _seconds(high: float, *, zero: bool) -> Rule:
+    expected = f"a number of seconds {'from 0' if zero else 'above 0'} up to {high:g}"
+
+    def rule(value: Any, _base: Path) -> float:
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and (value >= 0 if zero else value > 0)
+            and value <= high
+        ):
+            return float(value)
+        raise _Invalid(f"must be {expected}")
+
+    return rule
+
+
+def _text(value: Any, _base: Path) -> str:
+    if isinstance(value, str) and value.strip() and "\n" not in value:
+        return value.strip()
+    raise _Invalid("must be a non-empty string on one line")
+
+
+def _url(*, bare_host: bool) -> Rule:
+    expected = "an http:// or https:// URL" + (" (or host:port)" if bare_host else "")
+
+    def rule(value: Any, base: Path) -> str:
+        try:
+            text = _text(value, base)
+        except _Invalid:
+            raise _Invalid(f"must be {expected}") from None
+        parsed = urlparse(text if "://" in text or not bare_host else f"http://{text}")
+        try:
+            port_ok = parsed.port is None or parsed.port > 0
+        except ValueError:
+            port_ok = False
+        if parsed.scheme in ("http", "https") and parsed.hostname and port_ok and not re.search(r"\s", text):
+            return text
+        raise _Invalid(f"must be {expected}")
+
+    return rule
+
+
+def _folder(value: Any, base: Path) -> str:
+    text = _text(value, base)
+    path = PurePosixPath(text.replace("\\", "/"))
+    if path.is_absolute() or ".." in path.parts or text.startswith("~"):
+        raise _Invalid("must be a folder relative to the project root, inside it")
+    return text
+
+
+def _model(value: Any, base: Path) -> str:
+    """A sentence-transformers folder (relative to `base`) or a model name; a path must exist."""
+    text = _text(value, base)
+    try:
+        path = Path(text).expanduser()
+    except RuntimeError:  # ~user that does not exist
+        raise _Invalid("names a home folder that does not exist") from None
+    path = path if path.is_absolute() else base / path
+    if path.is_dir():
+        return str(path.resolve())
+    if text.startswith(("/", "./", "../", "~", ".\\", "..\\")):
+        raise _Invalid(
+            f"names a folder that does not exist ({path}): give a sentence-transformers folder,"
+            " or leave it unset for the bundled model"
+        )
+    return text
+
+
+def _strings(what: str) -> Rule:
+    def rule(value: Any, _base: Path) -> tuple[str, ...]:
+        if isinstance(value, list) and all(isinstance(item, str) and item.strip() for item in value):
+            return tuple(value)
+        raise _Invalid(f"must be a list of {what}")
+
+    return rule
+
+
+_RULES: dict[str, Rule] = {
+    "wrap": _whole(20, 1000, off=True),
+    "stale_days": _whole(1, 36500),
+    "open_statuses": _strings('statuses, like ["open", "proposed"]'),
+    "index_timeout": _seconds(600, zero=False),
+    "lock_timeout": _seconds(3600, zero=True),
+    "index_url": _url(bare_host=True),
+    "llm_url": _url(bare_host=False),
+    "model": _model,
+    "llm_model": _text,
+    "docs_dir": _folder,
+    "skills_dir": _folder,
+    "exclude": _strings('glob patterns, like ["vendor/*"]'),
+    "refs_exclude": _strings('glob patterns, like ["tests/*"]'),
+    "id_width": _whole(1, 9),
+    "title_limit": _whole(10, 1000),
+    "body_limit": _whole(100, 1_000_000),
+}
+_NUMBERS = {"wrap", "stale_days", "index_timeout", "lock_timeout", "id_width", "title_limit", "body_limit"}
+_FLAGS = {"index_url": "--chroma-url"}
+KNOWN_SETTINGS = (*_RULES, "kinds")
+
+
+def _checked(
+    rule: Rule, value: Any, base: Path, label: str, *, key: str, path: str | None, typed: str | None = None
+) -> Any:
+    """The value its rule makes of it; ConfigError naming `label` and the value as written (`typed`)."""
+    try:
+        return rule(value, base)
+    except _Invalid as error:
+        shown = _shown(typed if typed is not None else value)
+        raise ConfigError(f"{label}: {error}, got {shown}", key=key, path=path) from None
+
+
+def _from_env(key: str, text: str) -> Any:
+    """An environment variable's text as the setting's type would read it in TOML (a number for numbers)."""
+    if key in _NUMBERS:
+        for convert in (int, float):
+            try:
+                return convert(text)
+            except ValueError:
+                continue
+    return text
+
+
+def _shown_path(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _read_toml(path: Path, shown: str) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: {error}") from error
+        line = re.search(r"\(at line (\d+)", str(error))
+        raise ConfigError(f"{shown}: {error}", path=shown, line=int(line.group(1)) if line else None) from error
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{shown}: not UTF-8 text ({error.reason})", path=shown) from error
+    except OSError as error:
+        raise ConfigError(f"{shown}: cannot read: {error.strerror}", path=shown) from error
 
 
-def _file_config(root: Path) -> tuple[dict[str, Any], Path | None]:
+def _file_config(root: Path) -> tuple[dict[str, Any], str | None]:
+    """The settings table and the file it came from (relative to the root): memfiles.toml wins."""
     own = root / MEMORY_DIR / "memfiles.toml"
     if own.is_file():
-        return _read_toml(own), own
+        return _read_toml(own, _shown_path(own, root)), _shown_path(own, root)
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
-        table = _read_toml(pyproject).get("tool", {}).get("memfiles")
+        shown = _shown_path(pyproject, root)
+        tool = _read_toml(pyproject, shown).get("tool", {})
+        table = tool.get("memfiles") if isinstance(tool, dict) else None
         if table is not None:
-            return table, pyproject
+            if not isinstance(table, dict):
+                raise ConfigError(f"{shown}: tool.memfiles must be a table", key="tool.memfiles", path=shown)
+            return table, shown
     return {}, None
 
 
-def _kinds(table: dict[str, Any], source: Path | None) -> tuple[Kind, ...]:
+def _kinds(table: Any, source: str | None) -> tuple[Kind, ...]:
+    """The default kinds with the file's [kinds.NAME] tables laid over them (a new name adds a kind)."""
+
+    def fail(key: str, message: str) -> ConfigError:
+        return ConfigError(f"{source}: {key}: {message}", key=key, path=source)
+
+    if not isinstance(table, dict):
+        raise fail("kinds", "must be a table of [kinds.NAME] tables with prefix, statuses, file")
     kinds = {kind.name: kind for kind in DEFAULT_KINDS}
     for name, spec in table.items():
+        key = f"kinds.{name}"
+        if not _WORD_RE.match(name):
+            raise fail(key, "a kind's name must be a lowercase word, like risk")
         if not isinstance(spec, dict):
-            raise ConfigError(f"{source}: kinds.{name} must be a table with prefix, statuses, file")
+            raise fail(key, "must be a table with prefix, statuses, file")
         unknown = set(spec) - {"prefix", "statuses", "file"}
         if unknown:
-            raise ConfigError(f"{source}: kinds.{name}: unknown keys {', '.join(sorted(unknown))}")
+            raise fail(key, f"unknown keys {', '.join(sorted(unknown))} (known: prefix, statuses, file)")
         base = kinds.get(name)
         prefix = spec.get("prefix", base.prefix if base else None)
-        if not prefix or not str(prefix).isupper() or not str(prefix).isalnum():
-            raise ConfigError(f"{source}: kinds.{name}: prefix must be capital letters (like D), got {prefix!r}")
-        statuses = tuple(spec.get("statuses", base.statuses if base else ("active",)))
-        if RETIRED not in statuses:
-            statuses = (*statuses, RETIRED)
+        if prefix is None:
+            raise fail(f"{key}.prefix", "a new kind needs a prefix: capital letters, like R")
+        if not isinstance(prefix, str) or not is_id(f"{prefix}-1"):
+            raise fail(
+                f"{key}.prefix",
+                f"must be 1 to 8 capital letters or digits, first a letter (like R), got {_shown(prefix)}",
+            )
+        statuses = spec.get("statuses", base.statuses if base else ("active",))
+        if (
+            not isinstance(statuses, list | tuple)
+            or not statuses
+            or not all(isinstance(status, str) and _WORD_RE.match(status) for status in statuses)
+            or len(set(statuses)) != len(statuses)
+        ):
+            raise fail(
+                f"{key}.statuses",
+                f'must be a list of distinct lowercase words, like ["open", "done"], got {_shown(statuses)}',
+            )
+        statuses = tuple(statuses) if RETIRED in statuses else (*statuses, RETIRED)
         file = spec.get("file", base.file if base else f"{name}s.md")
-        kinds[name] = Kind(name, str(prefix), statuses, str(file))
+        path = PurePosixPath(file.replace("\\", "/")) if isinstance(file, str) else None
+        if path is None or path.suffix != ".md" or path.is_absolute() or ".." in path.parts or not path.stem:
+            raise fail(f"{key}.file", f"must be a .md file name inside memory/, like risks.md, got {_shown(file)}")
+        kinds[name] = Kind(name, prefix, statuses, file)
     prefixes = [kind.prefix for kind in kinds.values()]
     duplicated = {prefix for prefix in prefixes if prefixes.count(prefix) > 1}
     if duplicated:
-        raise ConfigError(f"{source}: two kinds share the prefix {', '.join(sorted(duplicated))}")
+        raise fail("kinds", f"two kinds share the prefix {', '.join(sorted(duplicated))}")
     return tuple(kinds.values())
 
 
+def _unknown(key: str, source: str | None) -> ConfigError:
+    close = difflib.get_close_matches(key.replace("-", "_"), KNOWN_SETTINGS, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(sorted(KNOWN_SETTINGS))})"
+    return ConfigError(f"{source}: unknown setting {key!r}{hint}", key=key, path=source)
+
+
 def load_settings(root: Path | None = None, **overrides: Any) -> Settings:
-    """Settings for the project at `root` (found from the current folder when None)."""
+    """Settings for the project at `root` (found from the current folder when None).
+
+    Every value is checked against its rule; a bad one raises ConfigError naming the file and key (or the
+    environment variable, or the flag) and the value. An empty environment variable counts as unset.
+    """
     root = Path(root).resolve() if root else find_root()
     table, source = _file_config(root)
     values: dict[str, Any] = {}
-    schema_values: dict[str, Any] = {}
     kinds = DEFAULT_KINDS
     for key, value in table.items():
         if key == "kinds":
             kinds = _kinds(value, source)
-        elif key in _SCALARS:
-            try:
-                converted = _SCALARS[key](value)
-            except (TypeError, ValueError) as error:
-                raise ConfigError(f"{source}: {key} must be {_SCALARS[key].__name__}, got {value!r}") from error
-            (schema_values if key in _SCHEMA_KEYS else values)[key] = converted
-        elif key in _LISTS:
-            if not isinstance(value, list):
-                raise ConfigError(f"{source}: {key} must be a list")
-            values[key] = tuple(str(item) for item in value)
+        elif key in _RULES:
+            values[key] = _checked(_RULES[key], value, root, f"{source}: {key}", key=key, path=source)
         else:
-            raise ConfigError(f"{source}: unknown setting {key!r}")
+            raise _unknown(key, source)
+    statuses = Schema(kinds=kinds).status_order
+    for status in values.get("open_statuses", ()):
+        if status not in statuses or status == RETIRED:
+            raise ConfigError(
+                f"{source}: open_statuses: {status!r} is not a status any kind has"
+                f" (known: {', '.join(s for s in statuses if s != RETIRED)})",
+                key="open_statuses",
+                path=source,
+            )
     for variable, key in _ENV.items():
-        if os.environ.get(variable):
-            values[key] = _SCALARS[key](os.environ[variable])
+        text = os.environ.get(variable)
+        if text:
+            values[key] = _checked(
+                _RULES[key], _from_env(key, text), Path.cwd(), variable, key=variable, path=None, typed=text
+            )
     for key, value in overrides.items():
-        if value is not None:
-            values[key] = value
+        if value is None:
+            continue
+        if key in _RULES:
+            # a flag with envvar= gets the variable's value: name the variable when that is where it came from
+            variable = next((v for v, k in _ENV.items() if k == key and os.environ.get(v) == value), None)
+            label = variable or _FLAGS.get(key, f"--{key.replace('_', '-')}")
+            given = _from_env(key, value) if isinstance(value, str) else value
+            value = _checked(_RULES[key], given, Path.cwd(), label, key=label, path=None, typed=value)
+        values[key] = value
+    schema_values = {key: values.pop(key) for key in _SCHEMA_KEYS if key in values}
     settings = Settings(root=root, schema=Schema(kinds=kinds, **schema_values))
     return replace(settings, **values)

@@ -24,6 +24,26 @@ if TYPE_CHECKING:
 CONTRACT_VERSION = 1
 SEVERITIES = ("error", "warning", "info")
 
+# Every finding code a command can produce, with its severity: the one registry. docs/json.md's
+# "Finding codes" table lists each one (tests/test_json_contract.py holds the two together, and fails on a
+# literal code passed to Finding() or finding() that is not here). Add your code here when you add a check.
+FINDING_CODES: dict[str, str] = {
+    # the read side (list, show, audit, refs): a memory file set aside
+    "unparseable": "error",
+    # audit
+    "dangling-ref": "error",
+    "retired-ref": "warning",
+    "duplicate-title": "warning",
+    "stale": "warning",
+    "pruned": "info",
+    # refs
+    "ref-ok": "info",
+    "ref-retired": "warning",
+    "ref-pruned": "error",
+    "ref-dangling": "error",
+    "ref-unreadable": "warning",
+}
+
 
 def iso_instant(epoch: float | None) -> str | None:
     """A Unix time as UTC ISO 8601 with seconds (`2026-11-30T09:31:29Z`); None stays None."""
@@ -125,6 +145,11 @@ class Finding:
         }
 
 
+def finding(code: str, path: str | None, line: int | None, message: str, **rest: Any) -> Finding:
+    """A Finding with the severity the registry gives its code; KeyError for a code not registered."""
+    return Finding(code, FINDING_CODES[code], path, line, message, **rest)
+
+
 def hit_object(entry: dict[str, Any], score: float, signals: dict[str, Any], rank: int) -> dict[str, Any]:
     """One search result: its 1-based rank, a score in [0, 1] comparable across queries, the signals that
     matched ({"id", "exact", "lexical", "dense"}), and the entry object."""
@@ -168,3 +193,16 @@ def error_object(
     """Why a command refused: code (parse, op, config, usage, lock, index, refused, io), the message,
     and whichever of path/line, op (1-based position in a batch) or config key applies."""
     return {"error": {"code": code, "message": message, "path": path, "line": line, "op": op, "key": key}}
+
+
+def error_for(error: Exception) -> dict[str, Any]:
+    """The error object of a MemfilesError, with whatever place it carries (its message as on stderr)."""
+    code = getattr(error, "code", None)
+    return error_object(
+        code if isinstance(code, str) else "usage",
+        str(error),
+        path=getattr(error, "path", None),
+        line=getattr(error, "line", None),
+        op=getattr(error, "position", None),
+        key=getattr(error, "key", None),
+    )

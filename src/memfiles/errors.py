@@ -9,10 +9,14 @@ class MemfilesError(Exception):
     """Base of every error memfiles raises for a reason it can explain."""
 
     exit_code = 2
+    # The `code` of the JSON error object (docs/json.md): usage, parse, op, config, lock, index, refused, io.
+    code = "usage"
 
 
 class ParseError(MemfilesError):
     """A memory file (or JSON input) that does not follow the format, with the place it broke."""
+
+    code = "parse"
 
     def __init__(self, path: str | Path | None, line: int | None, message: str) -> None:
         self.path = str(path) if path is not None else None
@@ -30,6 +34,8 @@ class ParseError(MemfilesError):
 class OpError(MemfilesError):
     """An op of a write batch that cannot be applied; names the op's position (1-based) and field."""
 
+    code = "op"
+
     def __init__(self, position: int | None, message: str) -> None:
         self.position = position
         self.message = message
@@ -37,18 +43,39 @@ class OpError(MemfilesError):
 
 
 class ConfigError(MemfilesError):
-    """Configuration that cannot be used: unknown keys, bad values, no project root."""
+    """Configuration that cannot be used: unknown keys, bad values, no project root.
+
+    `key` is the setting at fault (`wrap`, `kinds.risk.prefix`) or the environment variable
+    (`MEMFILES_INDEX_TIMEOUT`); `path` the config file that holds it (relative to the root when inside it);
+    `line` the line of a TOML syntax error. Each is None when it does not apply.
+    """
+
+    code = "config"
+
+    def __init__(
+        self, message: str, *, key: str | None = None, path: str | Path | None = None, line: int | None = None
+    ) -> None:
+        self.key = key
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.message = message
+        super().__init__(message)
 
 
 class LockTimeout(MemfilesError):
     """Another process held the project lock for longer than we were willing to wait."""
+
+    code = "lock"
 
 
 class RefusedError(MemfilesError):
     """The command ran and the answer is no (for example `add --unique` found a duplicate)."""
 
     exit_code = 1
+    code = "refused"
 
 
 class IndexUnavailable(MemfilesError):
     """The semantic index cannot be reached, is busy, or does not exist yet."""
+
+    code = "index"

@@ -48,11 +48,16 @@ class CommandError(click.ClickException):
 
 
 @contextmanager
-def errors_to_exit() -> Iterator[None]:
-    """Turn the domain errors of the layers below into a message on stderr and an exit code."""
+def errors_to_exit(as_json: bool = False) -> Iterator[None]:
+    """Turn the domain errors of the layers below into a message on stderr and an exit code; with
+    `as_json`, print the error object on stdout as well (docs/json.md)."""
     try:
         yield
     except MemfilesError as error:
+        if as_json:
+            from memfiles.contract import error_for
+
+            print_json(error_for(error))
         raise CommandError(str(error), error.exit_code) from error
 
 

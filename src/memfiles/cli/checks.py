@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json
-from memfiles.services.audit import SEVERE, audit_project
+from memfiles.cli.reads import read_with_warnings
+from memfiles.services.audit import audit_project
 from memfiles.services.check import check_project, format_project
 from memfiles.services.refs import scan_references
 
@@ -66,12 +67,17 @@ def fmt(app: App, check_only: bool, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--stale-days", type=int, help="Open entries older than this are reported (default from config).")
+@click.option(
+    "--stale-days",
+    type=click.IntRange(min=1),
+    help="Open entries older than this many days are reported (default from config).",
+)
 @json_option
 @pass_app
 def audit(app: App, stale_days: int | None, as_json: bool) -> None:
     """Report the leftovers of edits: references to missing or retired ids, repeated titles, entries open
-    for too long, and pruned entries with their reasons. Exit 1 if anything but pruned entries is found.
+    for too long, and pruned entries with their reasons, as `path:line: code message`. Exit 1 if anything
+    but pruned entries is found, or a memory file does not parse (it is named and the rest is audited).
 
     \b
     Example:
@@ -79,17 +85,19 @@ def audit(app: App, stale_days: int | None, as_json: bool) -> None:
     """
     import dataclasses
 
-    with errors_to_exit():
+    with errors_to_exit(as_json):
         project = app.project
         if stale_days is not None:
             project.settings = dataclasses.replace(project.settings, stale_days=stale_days)
-        findings = audit_project(project)
+        reading = read_with_warnings(app)
+        findings = audit_project(project, reading=reading)
     if as_json:
-        print_json([finding.as_json() for finding in findings])
+        print_json({"findings": [f.as_json() for f in findings], "skipped": [f.as_json() for f in reading.skipped]})
     else:
         for finding in findings:
-            click.echo(f"{finding.kind}: {finding}")
-    raise SystemExit(1 if any(f.kind in SEVERE for f in findings) else 0)
+            click.echo(str(finding))
+    serious = any(f.severity != "info" for f in findings) or bool(reading.problems)
+    raise SystemExit(1 if serious else 0)
 
 
 @click.command()
@@ -100,19 +108,22 @@ def audit(app: App, stale_days: int | None, as_json: bool) -> None:
 def refs(app: App, dangling: bool, paths: tuple[Path, ...], as_json: bool) -> None:
     """Find @@ID, @@doc:<path>#<anchor> and @@skill:<name>#<anchor> references in the project's files.
 
-    Scans PATHS, or every file git tracks (or would track). A retired id names its successor.
+    Scans PATHS, or every file git tracks (or would track). Each reference is printed as
+    `path:line: code token: message`, code one of ref-ok, ref-retired (naming the successor), ref-pruned,
+    ref-dangling, ref-unreadable (its entry is in a memory file that does not parse).
 
     \b
     Example:
       memfiles refs --dangling src/
     """
-    with errors_to_exit():
-        found = scan_references(app.project, list(paths) or None)
+    with errors_to_exit(as_json):
+        reading = read_with_warnings(app)
+        found = scan_references(app.project, list(paths) or None, reading=reading)
     if dangling:
-        found = [ref for ref in found if ref.state != "ok"]
+        found = [ref for ref in found if ref.code != "ref-ok"]
     if as_json:
-        print_json([ref.as_json() for ref in found])
+        print_json({"findings": [f.as_json() for f in found], "skipped": [f.as_json() for f in reading.skipped]})
     else:
         for ref in found:
-            click.echo(f"{ref.state}: {ref}")
+            click.echo(str(ref))
     raise SystemExit(1 if dangling and found else 0)

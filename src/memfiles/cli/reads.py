@@ -1,106 +1,162 @@
-"""Commands that read: show and list."""
+"""Commands that read: show and list. A memory file that does not parse is named and set aside."""
 
 from __future__ import annotations
 
 import os
 import shlex
 import subprocess
+from pathlib import Path
 
 import click
 
-from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json
+from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, warn
 from memfiles.errors import MemfilesError
 from memfiles.format.render import render_entry
-from memfiles.store.project import Located
+from memfiles.services.read import (
+    EntryFilter,
+    PrunedEntry,
+    Reading,
+    entry_json,
+    find_entry,
+    normalize_id,
+    pruned_json,
+    read_project,
+)
 
 
-def entry_json(located: Located, kind: str | None) -> dict[str, object]:
-    entry = located.entry
-    return {
-        "id": entry.id,
-        "kind": kind,
-        "title": entry.title,
-        "area": entry.area,
-        "status": entry.status,
-        "date": entry.date,
-        "path": located.file.rel,
-        "line": entry.line,
-        "section": located.section,
-        "refs": list(entry.refs),
-        "tags": list(entry.tags),
-        "successor": entry.successor,
-    }
+def read_with_warnings(app: App) -> Reading:
+    """The project as the read commands see it; each file set aside gets a warning line on stderr."""
+    reading = read_project(app.project)
+    warn_skipped(reading)
+    return reading
+
+
+def warn_skipped(reading: Reading, but: str = "") -> None:
+    """A warning line for each file set aside (`memfiles: warning: memory/x.md:18: ... (skipped)`), except
+    those an error message `but` already names."""
+    for problem in reading.problems:
+        if not (problem.path and problem.path in but):
+            warn(f"{problem} (skipped)")
+
+
+def open_in_editor(path: Path, line: int) -> None:
+    """Run $VISUAL (else $EDITOR, else vi) at `line` of `path`; MemfilesError when it cannot be started
+    or fails, so a missing editor is a message and exit 2, never a traceback."""
+    for variable in ("VISUAL", "EDITOR"):
+        value = os.environ.get(variable, "").strip()
+        if value:
+            break
+    else:
+        variable, value = "", "vi"
+    source = f"${variable} ({value!r})" if variable else "vi (neither $VISUAL nor $EDITOR is set)"
+    try:
+        words = shlex.split(value)
+    except ValueError as error:
+        raise MemfilesError(f"cannot read {source} as a command: {error}") from error
+    try:
+        code = subprocess.call([*words, f"+{line}", str(path)])
+    except OSError as error:
+        raise MemfilesError(f"cannot start the editor {source}: {error.strerror or error}") from error
+    if code != 0:
+        raise MemfilesError(f"the editor {source} exited with status {code}")
 
 
 @click.command()
 @click.argument("entry_id", metavar="ID")
-@click.option("--open", "open_", is_flag=True, help="Open the file in $EDITOR at the entry's line.")
+@click.option("--open", "open_", is_flag=True, help="Open the file in $VISUAL or $EDITOR at the entry's line.")
 @json_option
 @pass_app
 def show(app: App, entry_id: str, open_: bool, as_json: bool) -> None:
-    """Print one entry, with the file and line it lives at.
+    """Print one entry, with the file and line it lives at. ID is case-insensitive and may be written
+    @@D-002; a pruned id prints the entry as it was, with the date and the reason.
 
     \b
     Example:
       memfiles show D-002
+      memfiles show @@d-2 --json
       memfiles show D-002 --open
     """
-    with errors_to_exit():
-        located = app.project.find(entry_id)
-        if located is None:
-            raise MemfilesError(f"no entry {entry_id}")
-        if open_:
-            editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-            command = [*shlex.split(editor), f"+{located.entry.line}", str(located.file.path)]
-            raise SystemExit(subprocess.call(command))
-        kind = app.settings.schema.kind_of(entry_id)
-        if as_json:
-            data = entry_json(located, kind.name if kind else None)
-            data["body"] = located.entry.body
-            print_json(data)
+    with errors_to_exit(as_json):
+        if open_ and as_json:
+            raise MemfilesError("--open starts an editor; it prints no JSON (leave out --json)")
+        schema = app.settings.schema
+        normalize_id(entry_id)  # "not an id" before any file is read
+        reading = read_project(app.project)
+        try:
+            found = find_entry(reading, entry_id, schema)
+        except MemfilesError as error:
+            warn_skipped(reading, but=str(error))
+            raise
+        warn_skipped(reading)
+        if isinstance(found, PrunedEntry):
+            if open_:
+                raise MemfilesError(f"{found.entry.id} was pruned; it lives only in {found.ledger_rel}")
+            if as_json:
+                print_json({"entry": pruned_json(found, schema), "skipped": [f.as_json() for f in reading.skipped]})
+                return
+            record = found.record
+            where = f"{found.ledger_rel}:{found.ledger_line}" if found.ledger_line else found.ledger_rel
+            click.echo(
+                f"{where}: {found.entry.id} was pruned on {record.get('date', '?')} from"
+                f" {record.get('path', '?')}: {record.get('reason', '')}"
+            )
+            click.echo(str(record.get("entry") or f"### {found.entry.id}: {found.entry.title}").rstrip("\n"))
             return
-        click.echo(f"{located.where}")
-        click.echo(render_entry(located.entry))
+        if open_:
+            open_in_editor(found.file.path, found.entry.line)
+            return
+        if as_json:
+            print_json({"entry": entry_json(found, schema), "skipped": [f.as_json() for f in reading.skipped]})
+            return
+        click.echo(found.where)
+        click.echo(render_entry(found.entry))
 
 
 @click.command("list")
-@click.option("--kind", "-k", help="Only this kind (name or prefix).")
-@click.option("--area", "-a", help="Only this area.")
-@click.option("--status", "-s", help="Only this status.")
+@click.option("--kind", "-k", "kinds", multiple=True, help="Only this kind (name or prefix); repeat for several.")
+@click.option("--area", "-a", "areas", multiple=True, help="Only this area; repeat for several.")
+@click.option("--status", "-s", "statuses", multiple=True, help="Only this status; repeat for several.")
 @click.option("--path", "path_glob", help="Only files matching this glob (relative to the root), e.g. 'pkg/*'.")
+@click.option(
+    "--body", "with_body", is_flag=True, help="Include each entry's body (text: each entry whole, as show prints it)."
+)
 @json_option
 @pass_app
 def list_entries(
-    app: App, kind: str | None, area: str | None, status: str | None, path_glob: str | None, as_json: bool
+    app: App,
+    kinds: tuple[str, ...],
+    areas: tuple[str, ...],
+    statuses: tuple[str, ...],
+    path_glob: str | None,
+    with_body: bool,
+    as_json: bool,
 ) -> None:
     """List entries, one line each: id, status, area, title, where.
 
+    A repeated filter matches any of its values; different filters must all match. A memory file that
+    does not parse is named on stderr (and in the JSON's "skipped") and the others are listed.
+
     \b
     Example:
-      memfiles list --kind friction --status open
-      memfiles list --json | jq '.[].id'
+      memfiles list --kind friction --kind todo --status open
+      memfiles list --json | jq '.entries[].id'
     """
-    import fnmatch
-
-    with errors_to_exit():
+    with errors_to_exit(as_json):
         schema = app.settings.schema
-        wanted = schema.kind(kind) if kind else None
-        if kind and wanted is None:
-            raise MemfilesError(f"unknown kind {kind!r} (known: {', '.join(k.name for k in schema.kinds)})")
-        rows = []
-        for located in app.project.entries():
-            entry = located.entry
-            entry_kind = schema.kind_of(entry.id)
-            if wanted and entry_kind != wanted:
-                continue
-            if (area and entry.area != area) or (status and entry.status != status):
-                continue
-            if path_glob and not fnmatch.fnmatch(located.file.rel, path_glob):
-                continue
-            rows.append((located, entry_kind.name if entry_kind else None))
-        if as_json:
-            print_json([entry_json(located, name) for located, name in rows])
-            return
-        for located, _name in rows:
-            entry = located.entry
-            click.echo(f"{entry.id:<7} {entry.status:<10} {entry.area:<12} {entry.title}  ({located.where})")
+        wanted = EntryFilter.build(schema, kinds=kinds, areas=areas, statuses=statuses, path_glob=path_glob)
+        reading = read_with_warnings(app)
+        rows = [located for located in reading.loaded.entries() if wanted.matches(located)]
+    if as_json:
+        print_json(
+            {
+                "entries": [entry_json(located, schema, body=with_body) for located in rows],
+                "skipped": [f.as_json() for f in reading.skipped],
+            }
+        )
+        return
+    for number, located in enumerate(rows):
+        entry = located.entry
+        if with_body:  # each entry whole, as show prints it
+            click.echo(("\n" if number else "") + f"{located.where}\n{render_entry(entry)}".rstrip("\n"))
+            continue
+        click.echo(f"{entry.id:<7} {entry.status:<10} {entry.area:<12} {entry.title}  ({located.where})")

@@ -1,33 +1,15 @@
 """`audit`: the leftovers of edits — dangling and retired references, repeated titles, stale open entries,
-and the pruned entries with their reasons."""
+and the pruned entries with their reasons. Each is a contract Finding (codes in contract.FINDING_CODES)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import asdict, dataclass
 
+from memfiles.contract import Finding, entry_ref, finding
 from memfiles.format.ids import ID_RE, RETIRED
-from memfiles.store.ledger import Ledger
+from memfiles.services.read import Reading, read_project
 from memfiles.store.project import Located, Project
-
-SEVERE = ("dangling", "retired-ref", "duplicate-title", "stale")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing audit found; `kind` is dangling, retired-ref, duplicate-title, stale or pruned."""
-
-    kind: str
-    path: str
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
-
-    def as_json(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def successor_chain(entry_id: str, by_id: dict[str, Located]) -> str | None:
@@ -45,47 +27,76 @@ def successor_chain(entry_id: str, by_id: dict[str, Located]) -> str | None:
     return current.entry.id
 
 
-def audit_project(project: Project, today: dt.date | None = None) -> list[Finding]:
-    """Everything audit reports, severe findings first, each in file order."""
+def located_ref(located: Located) -> dict[str, object]:
+    """The contract's pointer to an entry that lives in a file."""
+    entry = located.entry
+    return entry_ref(entry.id, title=entry.title, status=entry.status, path=located.file.rel, line=entry.line)
+
+
+def audit_project(project: Project, today: dt.date | None = None, reading: Reading | None = None) -> list[Finding]:
+    """Everything audit reports, in this order: references, repeated titles, stale entries, pruned entries.
+
+    Files that do not parse are left out (the caller reports them from `reading.skipped`); a reference to an
+    id whose heading stands in such a file is not called dangling.
+    """
     today = today or dt.date.today()
-    entries = list(project.entries())
+    reading = reading or read_project(project)
+    entries = list(reading.loaded.entries())
     by_id = {located.entry.id: located for located in entries}
     prefixes = {kind.prefix for kind in project.settings.schema.kinds}
-    ledger = Ledger(project.settings.memory_dir / "pruned.jsonl")
-    pruned = {record["id"]: record for record in ledger.read()}
+    pruned = reading.pruned.records
     findings: list[Finding] = []
 
     for located in entries:
-        entry, where = located.entry, located.where
-        path, line = where.rsplit(":", 1)
+        entry, path, line = located.entry, located.file.rel, located.entry.line
         mentioned = [*entry.refs, *([entry.successor] if entry.successor else [])]
         mentioned += [m.group(0) for m in ID_RE.finditer(entry.body) if m.group(1) in prefixes]
         for ref in dict.fromkeys(mentioned):
-            if ref == entry.id:
+            if ref == entry.id or ref in reading.loaded.unreadable_ids:
                 continue
             target = by_id.get(ref)
             if target is None:
-                why = f" (pruned: {pruned[ref]['reason']})" if ref in pruned else ""
+                record = pruned.get(ref)
+                why = f" (pruned: {record.get('reason', '')})" if record else ""
+                title = record.get("title") if record else None
                 findings.append(
-                    Finding("dangling", path, int(line), f"{entry.id} refers to {ref}, which does not exist{why}")
+                    finding(
+                        "dangling-ref",
+                        path,
+                        line,
+                        f"{entry.id} refers to {ref}, which does not exist{why}",
+                        id=entry.id,
+                        target=entry_ref(ref, title=title),
+                    )
                 )
             elif target.entry.status == RETIRED and ref != entry.successor:
                 live = successor_chain(ref, by_id)
                 hint = f"; its successor is {live}" if live else "; it has no successor"
-                findings.append(Finding("retired-ref", path, int(line), f"{entry.id} refers to retired {ref}{hint}"))
+                findings.append(
+                    finding(
+                        "retired-ref",
+                        path,
+                        line,
+                        f"{entry.id} refers to retired {ref}{hint}",
+                        id=entry.id,
+                        target=located_ref(target),
+                        detail={"successor": live},
+                    )
+                )
 
     titles: dict[str, Located] = {}
     for located in entries:
         key = re.sub(r"\s+", " ", located.entry.title.strip().lower())
         if key in titles:
             first = titles[key]
-            path, line = located.where.rsplit(":", 1)
             findings.append(
-                Finding(
+                finding(
                     "duplicate-title",
-                    path,
-                    int(line),
+                    located.file.rel,
+                    located.entry.line,
                     f"{located.entry.id} has the same title as {first.entry.id} ({first.where})",
+                    id=located.entry.id,
+                    target=located_ref(first),
                 )
             )
         else:
@@ -101,22 +112,27 @@ def audit_project(project: Project, today: dt.date | None = None) -> list[Findin
         except ValueError:
             continue
         if age > limit:
-            path, line = located.where.rsplit(":", 1)
             findings.append(
-                Finding(
-                    "stale", path, int(line), f"{entry.id} has been {entry.status} for {age} days (more than {limit})"
+                finding(
+                    "stale",
+                    located.file.rel,
+                    entry.line,
+                    f"{entry.id} has been {entry.status} for {age} days (more than {limit})",
+                    id=entry.id,
+                    detail={"age_days": age, "stale_days": limit},
                 )
             )
 
-    ledger_rel = project.rel(ledger.path)
-    for number, record in enumerate(pruned.values(), start=1):
+    for entry_id, record in pruned.items():
         findings.append(
-            Finding(
+            finding(
                 "pruned",
-                ledger_rel,
-                number,
-                f"{record['id']} pruned on {record.get('date', '?')} from {record.get('path', '?')}:"
+                reading.pruned.rel,
+                reading.pruned.lines.get(entry_id),
+                f"{entry_id} pruned on {record.get('date', '?')} from {record.get('path', '?')}:"
                 f" {record.get('reason', '')} (was: {record.get('title', '')})",
+                id=entry_id,
+                detail={"date": record.get("date"), "reason": record.get("reason")},
             )
         )
     return findings

@@ -1,5 +1,6 @@
 """`refs`: the `@@ID`, `@@doc:path#anchor` and `@@skill:name#anchor` references in the project's files,
-each resolved: live, retired (naming the successor), pruned or dangling."""
+each resolved to a contract Finding: ref-ok, ref-retired (naming the successor), ref-pruned, ref-dangling,
+or ref-unreadable."""
 
 from __future__ import annotations
 
@@ -7,14 +8,16 @@ import fnmatch
 import os
 import re
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from memfiles.contract import Finding, entry_ref, finding
 from memfiles.format.ids import RETIRED
 from memfiles.format.toc import Slugger
-from memfiles.services.audit import successor_chain
-from memfiles.store.ledger import Ledger
-from memfiles.store.project import Project
+from memfiles.services.audit import located_ref, successor_chain
+from memfiles.services.read import Reading, read_project
+from memfiles.store.project import Located, Project
 
 REF_RE = re.compile(
     r"@@(?:(?P<id>[A-Z][A-Z0-9]{0,7}-\d{1,9})\b"
@@ -22,23 +25,6 @@ REF_RE = re.compile(
     r"|skill:(?P<skill>[\w.-]+?)(?:#(?P<skill_anchor>[\w-]+))?(?=[\s)\]'\",;]|$))"
 )
 _MAX_BYTES = 2_000_000
-
-
-@dataclass(frozen=True)
-class Reference:
-    """One reference found at path:line, and what it resolves to."""
-
-    path: str
-    line: int
-    token: str
-    state: str  # ok, retired, pruned, dangling
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.token}: {self.message}"
-
-    def as_json(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def source_files(project: Project, paths: list[Path] | None) -> list[Path]:
@@ -89,12 +75,15 @@ def _resolve_target(base: Path, name: str, candidates: list[str]) -> Path | None
     return None
 
 
-def scan_references(project: Project, paths: list[Path] | None = None) -> list[Reference]:
-    by_id = {located.entry.id: located for located in project.entries()}
-    pruned = {r["id"]: r for r in Ledger(project.settings.memory_dir / "pruned.jsonl").read()}
-    docs = project.root / project.settings.docs_dir
-    skills = project.root / project.settings.skills_dir
-    found: list[Reference] = []
+def scan_references(project: Project, paths: list[Path] | None = None, reading: Reading | None = None) -> list[Finding]:
+    """Every reference in the files scanned, each a finding: ref-ok, ref-retired, ref-pruned, ref-dangling, or
+    ref-unreadable (the id's heading stands in a memory file that does not parse)."""
+    reading = reading or read_project(project)
+    by_id = {located.entry.id: located for located in reading.loaded.entries()}
+    targets = _Targets(
+        by_id, reading, project.root / project.settings.docs_dir, project.root / project.settings.skills_dir
+    )
+    found: list[Finding] = []
     for path in source_files(project, paths):
         try:
             if path.stat().st_size > _MAX_BYTES:
@@ -107,33 +96,63 @@ def scan_references(project: Project, paths: list[Path] | None = None) -> list[R
         rel = project.rel(path)
         for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
             for match in REF_RE.finditer(line):
-                state, message = _resolve(match, by_id, pruned, docs, skills)
-                found.append(Reference(rel, number, match.group(0), state, message))
+                code, entry_id, target, message = targets.resolve(match, project)
+                found.append(
+                    finding(
+                        code,
+                        rel,
+                        number,
+                        f"{match.group(0)}: {message}",
+                        id=entry_id,
+                        target=target,
+                        detail={"token": match.group(0), "column": match.start() + 1},
+                    )
+                )
     return found
 
 
-def _resolve(match: re.Match[str], by_id: dict, pruned: dict, docs: Path, skills: Path) -> tuple[str, str]:
-    if match.group("id"):
-        ref = match.group("id")
-        located = by_id.get(ref)
-        if located is None:
-            if ref in pruned:
-                return "pruned", f"{ref} was pruned: {pruned[ref].get('reason', '')}"
-            return "dangling", f"no entry {ref}"
-        if located.entry.status == RETIRED:
-            live = successor_chain(ref, by_id)
-            return "retired", f"{ref} is retired; its successor is {live}" if live else f"{ref} is retired"
-        return "ok", f"{located.entry.title} ({located.where})"
-    if match.group("doc"):
-        name, anchor = match.group("doc"), match.group("doc_anchor")
-        target = _resolve_target(docs, name, ["{name}", "{name}.md", "{name}/README.md", "{name}/index.md"])
-        what = f"doc {name}"
-    else:
-        name, anchor = match.group("skill"), match.group("skill_anchor")
-        target = _resolve_target(skills, name, ["{name}/SKILL.md", "{name}.md", "{name}/README.md"])
-        what = f"skill {name}"
-    if target is None:
-        return "dangling", f"no {what} under {(docs if match.group('doc') else skills).name}/"
-    if anchor and anchor not in _anchors(target):
-        return "dangling", f"{what} has no heading #{anchor}"
-    return "ok", what
+@dataclass(frozen=True)
+class _Targets:
+    by_id: dict[str, Located]
+    reading: Reading
+    docs: Path
+    skills: Path
+
+    def resolve(self, match: re.Match[str], project: Project) -> tuple[str, str | None, dict[str, Any], str]:
+        """(code, id, target, message) for one reference."""
+        if match.group("id"):
+            return self._entry(match.group("id"))
+        if match.group("doc"):
+            kind, name, anchor, base = "doc", match.group("doc"), match.group("doc_anchor"), self.docs
+            path = _resolve_target(base, name, ["{name}", "{name}.md", "{name}/README.md", "{name}/index.md"])
+        else:
+            kind, name, anchor, base = "skill", match.group("skill"), match.group("skill_anchor"), self.skills
+            path = _resolve_target(base, name, ["{name}/SKILL.md", "{name}.md", "{name}/README.md"])
+        target = {"type": kind, "name": name, "anchor": anchor, "path": project.rel(path) if path else None}
+        if path is None:
+            return "ref-dangling", None, target, f"no {kind} {name} under {base.name}/"
+        if anchor and anchor not in _anchors(path):
+            return "ref-dangling", None, target, f"{kind} {name} has no heading #{anchor}"
+        return "ref-ok", None, target, f"{kind} {name} ({project.rel(path)})"
+
+    def _entry(self, ref: str) -> tuple[str, str | None, dict[str, Any], str]:
+        located = self.by_id.get(ref)
+        if located is not None:
+            target = located_ref(located)
+            if located.entry.status == RETIRED:
+                live = successor_chain(ref, self.by_id)
+                return (
+                    "ref-retired",
+                    ref,
+                    target,
+                    f"{ref} is retired; its successor is {live}" if live else f"{ref} is retired",
+                )
+            return "ref-ok", ref, target, f"{located.entry.title} ({located.where})"
+        record = self.reading.pruned.records.get(ref)
+        if record is not None:
+            target = entry_ref(ref, title=record.get("title"))
+            return "ref-pruned", ref, target, f"{ref} was pruned: {record.get('reason', '')}"
+        broken = self.reading.loaded.unreadable_ids.get(ref)
+        if broken is not None:
+            return "ref-unreadable", ref, entry_ref(ref, path=broken), f"{ref} is in {broken}, which does not parse"
+        return "ref-dangling", ref, entry_ref(ref), f"no entry {ref}"

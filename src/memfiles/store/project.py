@@ -6,15 +6,16 @@ import fnmatch
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from memfiles.config import MEMORY_DIR, Settings
 from memfiles.errors import ParseError
+from memfiles.format.ids import ID_RE
 from memfiles.format.model import Entry, MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.toc import INDEX_START_PREFIX
-from memfiles.store.fileio import read_text
 
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "build", "dist", "venv", "env"}
 _ENTRY_LINE = re.compile(r"^### [A-Z][A-Z0-9]*-\d+: ", re.MULTILINE)
@@ -46,6 +47,36 @@ class Located:
     @property
     def where(self) -> str:
         return f"{self.file.rel}:{self.entry.line}"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What a read of the project found: the files that parse, one ParseError per file that does not,
+    and the ids whose headings stand in those broken files (id -> file), which exist but cannot be read."""
+
+    files: list[LoadedFile]
+    problems: list[ParseError]
+    unreadable_ids: dict[str, str] = field(default_factory=dict)
+
+    def __iter__(self) -> Iterator[list[Any]]:
+        # `files, problems = project.load_all()`, as before this class existed
+        return iter((self.files, self.problems))
+
+    def entries(self) -> Iterator[Located]:
+        for loaded in self.files:
+            for section in loaded.memory.sections:
+                for entry in section.entries:
+                    yield Located(entry, loaded, section.name)
+
+
+def _not_utf8(rel: str, data: bytes, error: UnicodeDecodeError) -> ParseError:
+    """The first byte that is not UTF-8, at its real line and column (1-based, counted in bytes)."""
+    line_start = data.rfind(b"\n", 0, error.start) + 1
+    line = data.count(b"\n", 0, error.start) + 1
+    column = error.start - line_start + 1
+    return ParseError(
+        rel, line, f"not UTF-8 text: byte 0x{data[error.start]:02x} at column {column} (save the file as UTF-8)"
+    )
 
 
 class Project:
@@ -104,11 +135,25 @@ class Project:
         return files
 
     def load_file(self, path: Path) -> LoadedFile | None:
-        """The file parsed, or None when it is Markdown that is not a memory file; ParseError when broken."""
-        text = read_text(path)
+        """The file parsed, or None when it is Markdown that is not a memory file.
+
+        ParseError when it is a memory file that cannot be used: broken structure, bytes that are not UTF-8
+        (named with the line and column of the first bad byte), or a file that cannot be read.
+        """
+        rel = self.rel(path)
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise ParseError(rel, None, f"cannot read: {error.strerror or error}") from error
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            if not is_memory_text(data.decode("utf-8", errors="replace")):
+                return None
+            raise _not_utf8(rel, data, error) from error
         if not is_memory_text(text):
             return None
-        return LoadedFile(path, self.rel(path), text, parse(text, self.rel(path)))
+        return LoadedFile(path, rel, text, parse(text, rel))
 
     def load(self) -> list[LoadedFile]:
         """Every memory file; the first broken one raises ParseError (the write path refuses to guess)."""
@@ -119,22 +164,40 @@ class Project:
                 loaded.append(item)
         return loaded
 
-    def load_all(self) -> tuple[list[LoadedFile], list[ParseError]]:
-        """Every memory file that parses, and the errors of those that do not (for check)."""
+    def load_all(self) -> Loaded:
+        """Every memory file that parses, and one ParseError for each that does not (for the read side).
+
+        Unpacks as `files, problems`. Reads (list, show, audit, refs, status, search) use what parses and
+        name what does not; writes use `load()`, which refuses.
+        """
         loaded: list[LoadedFile] = []
-        errors: list[ParseError] = []
+        problems: list[ParseError] = []
         for path in self.markdown_files():
             try:
                 item = self.load_file(path)
             except ParseError as error:
-                errors.append(error)
-                continue
-            except UnicodeDecodeError as error:
-                errors.append(ParseError(self.rel(path), None, f"not UTF-8 text ({error.reason})"))
+                problems.append(error)
                 continue
             if item is not None:
                 loaded.append(item)
-        return loaded, errors
+        return Loaded(loaded, problems, self._ids_in_broken(problems))
+
+    def _ids_in_broken(self, problems: list[ParseError]) -> dict[str, str]:
+        """The ids whose headings stand in files that do not parse, so that a reference to one is not
+        called dangling when it is only unreadable."""
+        found: dict[str, str] = {}
+        for problem in problems:
+            if problem.path is None:
+                continue
+            try:
+                text = (self.root / problem.path).read_bytes().decode("utf-8", errors="replace")
+            except OSError:
+                continue
+            for heading in _ENTRY_LINE.finditer(text):
+                entry_id = ID_RE.search(heading.group(0))
+                if entry_id:
+                    found.setdefault(entry_id.group(0), problem.path)
+        return found
 
     def entries(self, files: list[LoadedFile] | None = None) -> Iterator[Located]:
         for loaded in files if files is not None else self.load():

@@ -1,0 +1,217 @@
+"""The read side of a project, shared by list, show, audit and refs: files that do not parse are set aside
+and named (each an `unparseable` finding) while the rest is used; ids as users type them; pruned entries.
+
+Writes never come here: they load with `Project.load()`, which refuses a broken file.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any
+
+from memfiles.contract import Finding, entry_object, finding
+from memfiles.errors import MemfilesError, ParseError
+from memfiles.format.ids import Kind, Schema, format_id, split_id
+from memfiles.format.model import Entry
+from memfiles.format.parse import parse
+from memfiles.store.ledger import Ledger
+from memfiles.store.project import Loaded, Located, Project
+
+
+def unparseable(problem: ParseError) -> Finding:
+    """A memory file set aside because it does not parse (or is not UTF-8, or cannot be read)."""
+    return finding("unparseable", problem.path, problem.line, problem.message)
+
+
+@dataclass(frozen=True)
+class PrunedLedger:
+    """memory/pruned.jsonl as the read side sees it: records by id, the line of each, and its problem if the
+    ledger does not parse (then no record is known, and the problem is reported like a broken file)."""
+
+    rel: str
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
+    problem: ParseError | None = None
+
+
+def read_pruned(project: Project) -> PrunedLedger:
+    ledger = Ledger(project.settings.memory_dir / "pruned.jsonl")
+    rel = project.rel(ledger.path)
+    try:
+        records = ledger.read()
+    except ParseError as error:
+        return PrunedLedger(rel, problem=ParseError(rel, error.line, error.message))
+    numbers = [n for n, line in enumerate((ledger.text() or "").splitlines(), start=1) if line.strip()]
+    by_id = {record["id"]: record for record in records}
+    lines = {record["id"]: number for number, record in zip(numbers, records, strict=True)}
+    return PrunedLedger(rel, by_id, lines)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a read command works from: the files that parse, the pruned ledger, and what was set aside."""
+
+    loaded: Loaded
+    pruned: PrunedLedger
+
+    @property
+    def problems(self) -> list[ParseError]:
+        return [*self.loaded.problems, *([self.pruned.problem] if self.pruned.problem else [])]
+
+    @property
+    def skipped(self) -> list[Finding]:
+        """Every file set aside, as findings (the `skipped` list of a read command's JSON)."""
+        return [unparseable(problem) for problem in self.problems]
+
+
+def read_project(project: Project) -> Reading:
+    return Reading(project.load_all(), read_pruned(project))
+
+
+def normalize_id(text: str) -> tuple[str, int]:
+    """(prefix, number) of an id as a user or agent types it: `D-002`, `d-002`, `@@D-002`, `D-2`."""
+    token = text.strip()
+    token = token[2:] if token.startswith("@@") else token
+    try:
+        return split_id(token.upper())
+    except ValueError:
+        raise MemfilesError(f"not an id: {text!r} (expected PREFIX-NUMBER, like D-476)") from None
+
+
+@dataclass(frozen=True)
+class PrunedEntry:
+    """An entry that exists only in memory/pruned.jsonl: the record and the entry rebuilt from it."""
+
+    entry: Entry
+    record: dict[str, Any]
+    ledger_rel: str
+    ledger_line: int | None
+
+
+def _rebuild(record: dict[str, Any]) -> Entry:
+    """The entry a pruned record holds (its text as it stood), or a bare one from the record's fields."""
+    try:
+        entries = parse(str(record.get("entry", ""))).entries
+    except ParseError:
+        entries = []
+    if entries and entries[0].id == record["id"]:
+        return entries[0]
+    return Entry(record["id"], str(record.get("title", "")), "", "", "")
+
+
+def find_entry(reading: Reading, text: str, schema: Schema) -> Located | PrunedEntry:
+    """The entry `text` names, live or pruned; MemfilesError when there is none, or two (ambiguous)."""
+    wanted = normalize_id(text)
+    shown = format_id(wanted[0], wanted[1], schema.id_width)
+    found = [located for located in reading.loaded.entries() if _same(located.entry.id, wanted)]
+    if len(found) > 1:
+        places = " and ".join(located.where for located in found)
+        raise MemfilesError(f"{found[0].entry.id} is ambiguous: it is used at {places}; renumber one of them first")
+    if found:
+        return found[0]
+    for entry_id, record in reading.pruned.records.items():
+        if _same(entry_id, wanted):
+            return PrunedEntry(_rebuild(record), record, reading.pruned.rel, reading.pruned.lines.get(entry_id))
+    for entry_id, rel in reading.loaded.unreadable_ids.items():
+        if _same(entry_id, wanted):
+            problem = next(p for p in reading.loaded.problems if p.path == rel)
+            raise MemfilesError(f"{entry_id} is in {rel}, which does not parse: {problem}")
+    unsure = f" ({reading.pruned.rel} does not parse)" if reading.pruned.problem else ""
+    raise MemfilesError(f"no entry {shown}{unsure}")
+
+
+def _same(entry_id: str, wanted: tuple[str, int]) -> bool:
+    try:
+        return split_id(entry_id) == wanted
+    except ValueError:
+        return False
+
+
+def entry_json(located: Located, schema: Schema, *, body: bool = True) -> dict[str, Any]:
+    kind = schema.kind_of(located.entry.id)
+    return entry_object(
+        located.entry,
+        kind=kind.name if kind else None,
+        path=located.file.rel,
+        line=located.entry.line,
+        section=located.section,
+        body=body,
+    )
+
+
+def pruned_json(pruned: PrunedEntry, schema: Schema) -> dict[str, Any]:
+    kind = schema.kind_of(pruned.entry.id)
+    record = pruned.record
+    return entry_object(
+        pruned.entry,
+        kind=kind.name if kind else None,
+        path=record.get("path"),
+        line=None,
+        section=None,
+        pruned={"date": record.get("date"), "reason": record.get("reason")},
+    )
+
+
+def resolve_kinds(schema: Schema, names: tuple[str, ...]) -> list[Kind]:
+    """The kinds named (by name or prefix, any case); MemfilesError naming the known ones otherwise."""
+    kinds = []
+    for name in names:
+        kind = next((k for k in schema.kinds if name.strip().lower() in (k.name, k.prefix.lower())), None)
+        if kind is None:
+            known = ", ".join(f"{k.name} ({k.prefix})" for k in schema.kinds)
+            raise MemfilesError(f"unknown kind {name!r} (known: {known})")
+        kinds.append(kind)
+    return kinds
+
+
+def resolve_statuses(schema: Schema, names: tuple[str, ...]) -> list[str]:
+    known = schema.status_order
+    statuses = []
+    for name in names:
+        status = name.strip().lower()
+        if status not in known:
+            raise MemfilesError(f"unknown status {name!r} (known: {', '.join(known)})")
+        statuses.append(status)
+    return statuses
+
+
+@dataclass(frozen=True)
+class EntryFilter:
+    """--kind/--area/--status/--path as given: any value within one filter, every filter at once.
+
+    Build it before reading anything, so that `--kind nonsense` is refused (exit 2) at once.
+    """
+
+    kinds: tuple[Kind, ...] = ()
+    areas: frozenset[str] = frozenset()
+    statuses: tuple[str, ...] = ()
+    path_glob: str | None = None
+    schema: Schema = field(default_factory=Schema)
+
+    @classmethod
+    def build(
+        cls,
+        schema: Schema,
+        *,
+        kinds: tuple[str, ...] = (),
+        areas: tuple[str, ...] = (),
+        statuses: tuple[str, ...] = (),
+        path_glob: str | None = None,
+    ) -> EntryFilter:
+        return cls(
+            tuple(resolve_kinds(schema, kinds)),
+            frozenset(area.strip().casefold() for area in areas),
+            tuple(resolve_statuses(schema, statuses)),
+            path_glob,
+            schema,
+        )
+
+    def matches(self, located: Located) -> bool:
+        entry = located.entry
+        return (
+            (not self.kinds or self.schema.kind_of(entry.id) in self.kinds)
+            and (not self.statuses or entry.status in self.statuses)
+            and (not self.areas or entry.area.casefold() in self.areas)
+            and (not self.path_glob or fnmatch.fnmatch(located.file.rel, self.path_glob))
+        )
