@@ -7,7 +7,7 @@ import datetime as dt
 import re
 from dataclasses import asdict, dataclass
 
-from memfiles.format.ids import ID_RE, RETIRED
+from memfiles.format.ids import RETIRED
 from memfiles.store.ledger import Ledger
 from memfiles.store.project import Located, Project
 
@@ -50,7 +50,7 @@ def audit_project(project: Project, today: dt.date | None = None) -> list[Findin
     today = today or dt.date.today()
     entries = list(project.entries())
     by_id = {located.entry.id: located for located in entries}
-    prefixes = {kind.prefix for kind in project.settings.schema.kinds}
+    grammar = project.settings.schema.grammar
     ledger = Ledger(project.settings.memory_dir / "pruned.jsonl")
     pruned = {record["id"]: record for record in ledger.read()}
     findings: list[Finding] = []
@@ -59,7 +59,7 @@ def audit_project(project: Project, today: dt.date | None = None) -> list[Findin
         entry, where = located.entry, located.where
         path, line = where.rsplit(":", 1)
         mentioned = [*entry.refs, *([entry.successor] if entry.successor else [])]
-        mentioned += [m.group(0) for m in ID_RE.finditer(entry.body) if m.group(1) in prefixes]
+        mentioned += grammar.ids_in(entry.body)
         for ref in dict.fromkeys(mentioned):
             if ref == entry.id:
                 continue

@@ -10,6 +10,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from memfiles.format.grammar import ID_PATTERN
 from memfiles.format.ids import RETIRED
 from memfiles.format.toc import Slugger
 from memfiles.services.audit import successor_chain
@@ -17,7 +18,7 @@ from memfiles.store.ledger import Ledger
 from memfiles.store.project import Project
 
 REF_RE = re.compile(
-    r"@@(?:(?P<id>[A-Z][A-Z0-9]{0,7}-\d{1,9})\b"
+    rf"@@(?:(?P<id>{ID_PATTERN})\b"
     r"|doc:(?P<doc>[A-Za-z0-9_./-]+?)(?:#(?P<doc_anchor>[\w-]+))?(?=[\s)\]'\",;]|$)"
     r"|skill:(?P<skill>[\w.-]+?)(?:#(?P<skill_anchor>[\w-]+))?(?=[\s)\]'\",;]|$))"
 )

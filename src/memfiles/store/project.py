@@ -4,25 +4,24 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from memfiles.config import MEMORY_DIR, Settings
 from memfiles.errors import ParseError
+from memfiles.format.ids import Schema
 from memfiles.format.model import Entry, MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.toc import INDEX_START_PREFIX
-from memfiles.store.fileio import read_text
+from memfiles.store.fileio import read_memory_text
 
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "build", "dist", "venv", "env"}
-_ENTRY_LINE = re.compile(r"^### [A-Z][A-Z0-9]*-\d+: ", re.MULTILINE)
 
 
-def is_memory_text(text: str) -> bool:
-    """A Markdown file in a memory folder is a memory file once it has an index or an entry."""
-    return INDEX_START_PREFIX in text or _ENTRY_LINE.search(text) is not None
+def is_memory_text(text: str, schema: Schema | None = None) -> bool:
+    """A Markdown file in a memory folder is a memory file once it has an index or an entry (see @@D-009)."""
+    return INDEX_START_PREFIX in text or (schema or Schema()).grammar.has_entry(text)
 
 
 @dataclass(frozen=True)
@@ -105,10 +104,12 @@ class Project:
 
     def load_file(self, path: Path) -> LoadedFile | None:
         """The file parsed, or None when it is Markdown that is not a memory file; ParseError when broken."""
-        text = read_text(path)
-        if not is_memory_text(text):
+        rel = self.rel(path)
+        text = read_memory_text(path, rel)
+        schema = self.settings.schema
+        if not is_memory_text(text, schema):
             return None
-        return LoadedFile(path, self.rel(path), text, parse(text, self.rel(path)))
+        return LoadedFile(path, rel, text, parse(text, rel, schema))
 
     def load(self) -> list[LoadedFile]:
         """Every memory file; the first broken one raises ParseError (the write path refuses to guess)."""
@@ -126,11 +127,8 @@ class Project:
         for path in self.markdown_files():
             try:
                 item = self.load_file(path)
-            except ParseError as error:
+            except ParseError as error:  # a file that is not UTF-8 too (NotUtf8Error), with its line
                 errors.append(error)
-                continue
-            except UnicodeDecodeError as error:
-                errors.append(ParseError(self.rel(path), None, f"not UTF-8 text ({error.reason})"))
                 continue
             if item is not None:
                 loaded.append(item)
