@@ -41,15 +41,30 @@ class TestEntryHeadings:
         assert run("check").exit_code == 0
 
     @pytest.mark.parametrize(
-        "line", ["### D-12 Title", "### D-12:Title", "### D-12:", "### D-12", "###D-12: Title", "### D-1234567890: x"]
+        ("line", "fix"),
+        [
+            ("### D-12 Title", "### D-12: Title"),
+            ("### D-12:Title", "### D-12: Title"),
+            ("### D-12:", "### D-12: Title"),
+            ("### D-12", "### D-12: Title"),
+            ("###D-12: Done", "### D-12: Done"),
+            ("### F-7 - Dash", "### F-7: - Dash"),
+        ],
     )
-    def test_broken_heading_of_a_known_prefix_is_a_parse_error(self, line: str) -> None:
-        """A line that starts like a known kind's entry heading but is not one stops the parse at its line."""
+    def test_broken_heading_of_a_known_prefix_is_a_parse_error(self, line: str, fix: str) -> None:
+        """A line that starts like a known kind's entry heading but is not one stops the parse at its line,
+        and the message shows the line as it should read."""
         text = _file("Body.") + f"\n{line}\n"
         with pytest.raises(ParseError) as caught:
             parse(text)
         assert caught.value.line == text.split("\n").index(line) + 1
-        assert "broken entry heading" in caught.value.message
+        assert caught.value.message == f"broken entry heading: write it as '{fix}' (id, colon, space, title)"
+
+    def test_an_id_number_of_ten_digits_is_a_broken_heading(self) -> None:
+        """'### D-1234567890: x' is refused at its line: an id's number has at most 9 digits."""
+        with pytest.raises(ParseError, match="at most 9 digits") as caught:
+            parse(_file("Body.") + "\n### D-1234567890: x\n")
+        assert caught.value.line is not None and caught.value.line > 10
 
     @pytest.mark.parametrize("line", ["#### D-012: deeper", "### D-12a notes", "### d-12: lower case", "## D-012"])
     def test_other_levels_and_shapes_are_not_entry_headings(self, line: str) -> None:

@@ -33,7 +33,10 @@ def check(app: App, as_json: bool) -> None:
     else:
         for item in findings:
             click.echo(str(item))
-        click.echo(f"{count} files, {len(findings)} findings" if findings else f"{count} files ok", err=True)
+        files = f"{count} file{'s' * (count != 1)}"
+        click.echo(
+            f"{files}, {len(findings)} finding{'s' * (len(findings) != 1)}" if findings else f"{files} ok", err=True
+        )
     raise SystemExit(1 if fails(findings) else 0)
 
 

@@ -57,7 +57,7 @@ BOM = "\ufeff"
 # An entry heading's shape for any syntactically valid prefix; Grammar narrows it to the known ones.
 _ANY_ENTRY_RE = re.compile(rf"^###[ \t]+({ID_PATTERN}):[ \t]+(\S.*?)[ \t]*$")
 _SECTION_RE = re.compile(r"^##(?:[ \t]+(.*?))?[ \t]*$")
-META_RE = re.compile(r"^- ([a-z][a-z-]*):[ \t]*(.*?)\s*$")
+META_RE = re.compile(r"^-[ \t]+([a-z][a-z-]*):[ \t]*(.*?)\s*$")
 _FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 
@@ -166,11 +166,13 @@ class Grammar:
         return match.group(1), match.group(2)
 
     def broken_heading(self, line: str) -> str | None:
-        """The id when `line` starts like a known kind's entry heading but is not one (`### D-12 Title`)."""
+        """The line as it should read when it starts like a known kind's entry heading but is not one
+        (`### D-12 Title` -> `### D-12: Title`); None for an entry heading or any other line."""
         match = self._broken.match(line)
         if match is None or self.entry_heading(line) is not None:
             return None
-        return match.group(1)
+        title = line[match.end() :].strip(" \t").lstrip(":").strip(" \t")
+        return f"### {match.group(1)}: {title or 'Title'}"
 
     def unknown_entry(self, lines: list[str], index: int) -> str | None:
         """The id when lines[index] is shaped like an entry heading of an unknown kind and metadata follows."""

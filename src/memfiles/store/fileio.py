@@ -24,7 +24,8 @@ def not_utf8(shown: str, error: UnicodeDecodeError) -> NotUtf8Error:
     """The decode error of read_text as a ParseError naming the real line and column of the bad byte."""
     data = error.object if isinstance(error.object, bytes) else b""
     line = data.count(b"\n", 0, error.start) + 1
-    column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+    line_start = data.rfind(b"\n", 0, error.start) + 1
+    column = len(data[line_start : error.start].decode("utf-8", errors="replace")) + 1  # in characters
     byte = data[error.start : error.start + 1].hex() or "??"
     return NotUtf8Error(
         shown, line, f"not UTF-8 text: byte 0x{byte} at column {column} ({error.reason}); save the file as UTF-8"
