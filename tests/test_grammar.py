@@ -314,3 +314,20 @@ class TestWrap:
         body = "aaaa bbbb\n- cccc"
         assert normalize_body(body, 100) == body
         assert normalize_body("aaaa 1. bbbb", 5) == "aaaa 1. bbbb"
+
+
+class TestDoubledCarriageReturns:
+    def test_file_converted_to_crlf_twice_is_named_and_fmt_repairs_it(self, run: Run, root: Path) -> None:
+        """CR CR LF line ends (unix2dos run twice): check says stray-cr at line 1, fmt writes plain CRLF."""
+        run("add", "-k", "D", "-t", "First", "-a", "a", "--body", "b")
+        path = root / "memory" / "decisions.md"
+        path.write_bytes(path.read_bytes().replace(b"\n", b"\r\r\n"))
+        result = run("check")
+        assert result.exit_code == 1
+        assert result.stdout.splitlines() == [
+            "memory/decisions.md:1: stray-cr more than one carriage return (CR) ends the line: run memfiles fmt"
+        ]
+        assert run("fmt").exit_code == 0
+        data = path.read_bytes()
+        assert b"\r\r" not in data and data.count(b"\n") == data.count(b"\r\n")
+        assert run("check").exit_code == 0

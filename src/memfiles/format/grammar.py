@@ -98,7 +98,7 @@ def line_endings(text: str) -> LineEndings:
             first_crlf = first_crlf or number
         elif ended:
             first_lf = first_lf or number
-        if "\r" in (line.rstrip("\r") if ended else line):
+        if "\r" in (line[:-1] if ended and line.endswith("\r") else line):
             stray = stray or number
     return LineEndings(first_crlf, first_lf, stray)
 
@@ -141,7 +141,7 @@ def outside_fences(lines: Iterable[str], start: int = 1) -> Iterator[tuple[int, 
 
 def section_name(line: str) -> str | None:
     """The name of a level-2 heading (`## Name` -> "Name", `##` -> ""), or None for any other line."""
-    match = _SECTION_RE.match(line)
+    match = _SECTION_RE.match(line) if line.startswith("##") else None
     return None if match is None else (match.group(1) or "")
 
 
@@ -160,23 +160,27 @@ class Grammar:
 
     def entry_heading(self, line: str) -> tuple[str, str] | None:
         """(id, title) when `line` is an entry heading of a known kind."""
-        match = _ANY_ENTRY_RE.match(line)
+        match = _ANY_ENTRY_RE.match(line) if line.startswith("###") else None
         if match is None or match.group(1).split("-", 1)[0] not in self.prefixes:
             return None
         return match.group(1), match.group(2)
 
     def broken_heading(self, line: str) -> str | None:
-        """The line as it should read when it starts like a known kind's entry heading but is not one
-        (`### D-12 Title` -> `### D-12: Title`); None for an entry heading or any other line."""
+        """What is wrong with a line that starts like a known kind's entry heading but is not one, said as
+        the fix (`### D-12 Title` -> "write it as '### D-12: Title' ..."); None for any other line."""
+        if not line.startswith("###"):
+            return None
         match = self._broken.match(line)
         if match is None or self.entry_heading(line) is not None:
             return None
+        if len(match.group(1).split("-", 1)[1]) > 9:
+            return "an id's number has at most 9 digits"
         title = line[match.end() :].strip(" \t").lstrip(":").strip(" \t")
-        return f"### {match.group(1)}: {title or 'Title'}"
+        return f"write it as '### {match.group(1)}: {title or 'Title'}' (id, colon, space, title)"
 
     def unknown_entry(self, lines: list[str], index: int) -> str | None:
         """The id when lines[index] is shaped like an entry heading of an unknown kind and metadata follows."""
-        match = _ANY_ENTRY_RE.match(lines[index])
+        match = _ANY_ENTRY_RE.match(lines[index]) if lines[index].startswith("###") else None
         if match is None or match.group(1).split("-", 1)[0] in self.prefixes:
             return None
         for following in lines[index + 1 :]:

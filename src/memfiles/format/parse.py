@@ -116,10 +116,8 @@ def parse(text: str, path: str | Path | None = None, schema: Schema | None = Non
             i += 1
             continue
         broken = grammar.broken_heading(line)
-        if broken == line:
-            raise ParseError(path, lineno, "broken entry heading: an id's number has at most 9 digits")
         if broken:
-            raise ParseError(path, lineno, f"broken entry heading: write it as '{broken}' (id, colon, space, title)")
+            raise ParseError(path, lineno, f"broken entry heading: {broken}")
         if entry is not None and in_meta:
             if not line.strip():
                 if entry.meta:

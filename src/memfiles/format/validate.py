@@ -194,7 +194,11 @@ def _text_findings(path: str, text: str) -> list[Finding]:
         message = f"mixed line endings: the file's lines end in {first} but this one in {other}: run memfiles fmt"
         found.append(finding("mixed-line-endings", path, line, message))
     if endings.stray_cr is not None:
-        message = "a carriage return (CR) that ends no line: viewers break the line there; delete it"
+        line = text.split("\n")[endings.stray_cr - 1]
+        if "\r" in line.rstrip("\r"):
+            message = "a carriage return (CR) inside the line: viewers break the line there; delete it"
+        else:
+            message = "more than one carriage return (CR) ends the line: run memfiles fmt"
         found.append(finding("stray-cr", path, endings.stray_cr, message))
     stray_bom = text.find(BOM, 1)
     if stray_bom >= 0:
