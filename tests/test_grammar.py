@@ -14,7 +14,7 @@ from memfiles.format.ids import DEFAULT_KINDS, Kind, Schema
 from memfiles.format.validate import body_problem
 from memfiles.format.wrap import normalize_body
 from memfiles.store.project import is_memory_text
-from tests.conftest import Run, snapshot
+from tests.conftest import REPO, Run, snapshot
 
 ENTRY = "### D-001: First\n\n- date: 2026-01-01\n- area: a\n- status: accepted\n\n"
 
@@ -243,7 +243,7 @@ class TestLineEndings:
 class TestEncoding:
     @pytest.mark.parametrize("bad_line", [18, 900])
     def test_bad_byte_is_named_at_its_real_line(self, run: Run, root: Path, bad_line: int) -> None:
-        """A non-UTF-8 byte on line N: check says line N (even past the first read buffer); reads refuse at N."""
+        """A non-UTF-8 byte on line N: check, add, list, audit and status name line N (past the first buffer too)."""
         run("add", "-k", "D", "-t", "First", "-a", "a", "--body", "b")
         path = root / "memory" / "decisions.md"
         path.write_text(path.read_text() + "".join(f"my note {n}\n" for n in range(1000)))
@@ -256,9 +256,11 @@ class TestEncoding:
         assert result.stdout.startswith(f"memory/decisions.md:{bad_line}: not-utf8 not UTF-8 text: byte 0xe9")
         found = json.loads(run("check", "--json").stdout)["findings"]
         assert [(f["code"], f["line"]) for f in found] == [("not-utf8", bad_line)]
-        for args in (["list"], ["add", "-k", "D", "-t", "t", "-a", "a", "--body", "b"]):
-            refused = run(*args)
-            assert refused.exit_code == 2 and f"memory/decisions.md:{bad_line}: not UTF-8" in refused.stderr
+        added = run("add", "-k", "D", "-t", "t", "-a", "a", "--body", "b")
+        assert added.exit_code == 2 and f"memory/decisions.md:{bad_line}: not UTF-8" in added.stderr
+        for command in ("list", "audit", "status"):  # each names the file at the bad byte's line
+            result = run(command)
+            assert f"memory/decisions.md:{bad_line}: not UTF-8" in result.stderr + result.stdout, command
         assert snapshot(root) == before
 
 
@@ -331,3 +333,19 @@ class TestDoubledCarriageReturns:
         data = path.read_bytes()
         assert b"\r\r" not in data and data.count(b"\n") == data.count(b"\r\n")
         assert run("check").exit_code == 0
+
+
+class TestOnePlace:
+    FORBIDDEN = ("[A-Z][A-Z0-9]", "`{3", "~{3", 'r"^###', 'r"^##', 'startswith("## ")', 'startswith("### ")')
+
+    def test_no_module_but_grammar_writes_the_id_heading_or_fence_rules(self) -> None:
+        """The id regex, heading shapes and fence markers are spelled out in format/grammar.py and nowhere else."""
+        source = REPO / "src" / "memfiles"
+        offenders = [
+            f"{path.relative_to(source)}: {pattern}"
+            for path in sorted(source.rglob("*.py"))
+            if path.name != "grammar.py"
+            for pattern in self.FORBIDDEN
+            if pattern in path.read_text(encoding="utf-8")
+        ]
+        assert offenders == []

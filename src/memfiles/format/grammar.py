@@ -128,6 +128,11 @@ class Fence:
         return True
 
 
+def opens_fence(line: str) -> bool:
+    """True when `line` would open a fenced code block."""
+    return Fence().feed(line)
+
+
 def outside_fences(lines: Iterable[str], start: int = 1) -> Iterator[tuple[int, str]]:
     """(line number, line) for every line that is not inside, opening or closing a fence."""
     fence = Fence()
@@ -147,6 +152,16 @@ def section_name(line: str) -> str | None:
 
 def is_manual_heading(line: str) -> bool:
     return section_name(line) == MANUAL_NAME
+
+
+def section_heading(name: str) -> str:
+    """A level-2 heading as fmt writes it."""
+    return f"## {name}".rstrip()
+
+
+def entry_heading(entry_id: str, title: str) -> str:
+    """An entry heading as fmt writes it: `### D-476: Title`."""
+    return f"### {entry_id}: {title}"
 
 
 class Grammar:

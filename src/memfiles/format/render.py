@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memfiles.format.grammar import BOM
+from memfiles.format.grammar import BOM, entry_heading, section_heading
 from memfiles.format.ids import Schema
 from memfiles.format.model import Entry, MemoryFile
 from memfiles.format.toc import render_index
@@ -10,7 +10,7 @@ from memfiles.format.toc import render_index
 
 def render_entry(entry: Entry) -> str:
     """An entry as it stands in a file: heading, metadata list, body."""
-    parts = [f"### {entry.id}: {entry.title}", "\n".join(f"- {key}: {value}" for key, value in entry.meta())]
+    parts = [entry_heading(entry.id, entry.title), "\n".join(f"- {key}: {value}" for key, value in entry.meta())]
     if entry.body:
         parts.append(entry.body)
     return "\n\n".join(parts)
@@ -26,7 +26,7 @@ def render(memory: MemoryFile, schema: Schema | None = None) -> str:
     blocks.append(render_index(memory, schema or Schema()))
     for section in memory.sections:
         if section.name is not None:
-            blocks.append(f"## {section.name}".rstrip())
+            blocks.append(section_heading(section.name))
         if section.intro:
             blocks.append(section.intro)
         blocks.extend(render_entry(entry) for entry in section.entries)

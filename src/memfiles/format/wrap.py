@@ -11,13 +11,12 @@ from __future__ import annotations
 import re
 import textwrap
 
-from memfiles.format.grammar import Fence
+from memfiles.format.grammar import Fence, opens_fence
 
 _BLOCK_START = re.compile(
     r"^(?:\s{4}|\t"  # indented code
     r"|[-*+](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)"  # list items
     r"|>|#|\||<"  # quotes, headings, table rows, HTML
-    r"|`{3}|~{3}"  # fences
     r"| {0,3}(?:=+|-+)[ \t]*$"  # setext underlines
     r"| {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$"  # thematic breaks
     r"| {0,3}\[[^\]]+\]:)"  # link reference definitions
@@ -27,7 +26,7 @@ _TABLE_DELIMITER = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+(?:[ \t]*:?-+
 
 
 def _starts_block(line: str) -> bool:
-    return _BLOCK_START.match(line) is not None
+    return _BLOCK_START.match(line) is not None or opens_fence(line)
 
 
 def _wrappable(paragraph: list[str]) -> bool:
