@@ -49,11 +49,13 @@ def parse(text: str, path: str | Path | None = None, schema: Schema | None = Non
     `schema` says which id prefixes make entries (the default kinds when None).
     """
     grammar = (schema or Schema()).grammar
-    bom = text.startswith(BOM)
-    if bom:
-        text = text[len(BOM) :]
     newline = newline_of(text)
     lines = split_lines(text)
+    # A byte-order mark before the first text (blank lines aside) is the file's: render writes it first.
+    first = next((n for n, line in enumerate(lines) if line.strip()), None)
+    bom = first is not None and lines[first].startswith(BOM)
+    if bom:
+        lines[first] = lines[first][len(BOM) :]
     title: str | None = None
     preamble: list[str] = []
     sections: list[_SectionDraft] = [_SectionDraft(None, 0)]
