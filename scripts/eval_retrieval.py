@@ -27,7 +27,7 @@ def read_jsonl(path: Path) -> list[dict]:
 
 def as_body(text: str) -> str:
     """Public text made fit for an entry body: headings escaped, a fence left open closed."""
-    from memfiles.format.parse import Fence
+    from memfiles.format.grammar import Fence
 
     lines = ["\\" + line if line.startswith("#") else line for line in text.strip().split("\n")]
     fence = Fence()

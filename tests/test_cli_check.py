@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import DATA, Run, snapshot
+from tests.conftest import DATA, REPO, Run, snapshot
 
 
 def _write(root: Path, rel: str, text: str) -> Path:
@@ -22,7 +22,7 @@ class TestCheck:
         result = run("check")
         assert result.exit_code == 0 and result.stdout == ""
 
-    def test_problems_are_reported_as_path_line_message(self, run: Run, root: Path) -> None:
+    def test_findings_are_reported_as_path_line_code_message(self, run: Run, root: Path) -> None:
         """Bad date, unknown status, unknown prefix, duplicate id, stale index: each at its line, exit 1."""
         text = (DATA / "canonical.md").read_text()
         text = text.replace("- date: 2026-10-02", "- date: 2026-13-02").replace("status: open", "status: opne")
@@ -36,11 +36,47 @@ class TestCheck:
         result = run("check")
         assert result.exit_code == 1
         lines = result.stdout.splitlines()
-        assert "memory/knowledge.md:17: F-014: date '2026-13-02' is not a date (YYYY-MM-DD)" in lines
-        assert "memory/knowledge.md:17: F-014: status 'opne' is not one of open, resolved, wontfix, retired" in lines
-        assert "pkg/memory/notes.md:3: F-014 is used twice; also at memory/knowledge.md:17" in lines
-        assert any(line.startswith("pkg/memory/notes.md:11: X-001: unknown id prefix 'X'") for line in lines)
-        assert any("generated index is missing or stale" in line for line in lines)
+        assert "memory/knowledge.md:17: bad-date F-014: date '2026-13-02' is not a date (YYYY-MM-DD)" in lines
+        assert (
+            "memory/knowledge.md:17: bad-status F-014: status 'opne' is not one of open, resolved, wontfix, retired"
+            in lines
+        )
+        assert "pkg/memory/notes.md:3: duplicate-id F-014 is used twice; also at memory/knowledge.md:17" in lines
+        assert any(line.startswith("pkg/memory/notes.md:11: unknown-prefix X-001 is not read") for line in lines)
+        assert "pkg/memory/notes.md:3: stale-index the generated index is missing or stale: run fmt" in lines
+
+    def test_json_prints_files_and_finding_objects(self, run: Run, root: Path) -> None:
+        """check --json: {"files", "findings"}; each finding has the contract's keys, a code and a severity."""
+        run("add", "-k", "D", "-t", "t", "-a", "a", "--body", "b")
+        run("add", "-k", "D", "-t", "u", "-a", "a", "--body", "c")
+        path = root / "memory" / "decisions.md"
+        text = path.read_text().replace("### D-002:", "### D-001:")
+        path.write_text(text)
+        first, second = (n for n, line in enumerate(text.split("\n"), start=1) if line.startswith("### D-001:"))
+        result = run("check", "--json")
+        assert result.exit_code == 1
+        data = json.loads(result.stdout)
+        assert data["files"] == 1 and set(data) == {"files", "findings"}
+        duplicate = next(f for f in data["findings"] if f["code"] == "duplicate-id")
+        assert set(duplicate) == {"code", "severity", "id", "path", "line", "message", "target", "detail"}
+        assert duplicate["severity"] == "error" and duplicate["id"] == "D-001" and duplicate["line"] == second
+        assert duplicate["target"] == {
+            "type": "entry",
+            "id": "D-001",
+            "title": "t",
+            "status": None,
+            "path": "memory/decisions.md",
+            "line": first,
+        }
+        assert json.loads(run("check", "--json").stdout)["findings"][0]["path"] == "memory/decisions.md"
+
+    def test_every_finding_code_is_documented(self) -> None:
+        """Each code check can emit has a row in docs/json.md's Finding codes table, with its severity."""
+        from memfiles.contract import FINDING_CODES
+
+        doc = (REPO / "docs" / "json.md").read_text(encoding="utf-8")
+        for code, severity in FINDING_CODES.items():
+            assert f"| `{code}` | {severity} |" in doc, code
 
     def test_malformed_file_is_named_with_its_line(self, run: Run, root: Path) -> None:
         """An entry without metadata is a parse error at its line; check exits 1, add refuses with exit 2."""
@@ -48,7 +84,7 @@ class TestCheck:
         before = snapshot(root)
         result = run("check")
         assert result.exit_code == 1
-        assert "memory/decisions.md:5: D-001 has no metadata" in result.stdout
+        assert "memory/decisions.md:5: parse-error D-001 has no metadata" in result.stdout
         add = run("add", "-k", "D", "-t", "t", "-a", "a", "--body", "b")
         assert add.exit_code == 2 and "memory/decisions.md:5" in add.stderr
         assert snapshot(root) == before
@@ -59,7 +95,7 @@ class TestCheck:
         path = root / "memory" / "decisions.md"
         path.write_text(path.read_text() + "\n### D-002: Typed here by hand\n")
         result = run("check")
-        assert result.exit_code == 1 and "inside ## Manual is not an entry" in result.stdout
+        assert result.exit_code == 1 and "entry-in-manual an entry heading inside ## Manual" in result.stdout
 
     def test_non_memory_markdown_is_ignored(self, run: Run, root: Path) -> None:
         """A README in memory/ with no entries and no index is not a memory file."""
@@ -81,6 +117,26 @@ class TestFmt:
         mtime = path.stat().st_mtime_ns
         assert run("fmt").exit_code == 0 and path.stat().st_mtime_ns == mtime
         assert run("fmt", "--check").exit_code == 0
+
+    def test_fmt_names_unreadable_files_as_findings_and_formats_the_rest(self, run: Run, root: Path) -> None:
+        """A broken file and a non-UTF-8 one are named (exit 2) and left alone; --json lists them as findings."""
+        good = _write(root, "memory/frictions.md", (DATA / "messy.md").read_text())
+        broken = _write(root, "memory/decisions.md", "# D\n\n### D-001 no colon\n")
+        latin = root / "memory" / "lessons.md"
+        latin.write_bytes(b"# L\n\n### L-001: caf\xe9\n")
+        untouched = {path: path.read_bytes() for path in (broken, latin)}
+        result = run("fmt", "--json")
+        assert result.exit_code == 2
+        data = json.loads(result.stdout)
+        assert data["changed"] == ["memory/frictions.md"] and data["unchanged"] == 0
+        assert [(f["code"], f["path"], f["line"]) for f in data["findings"]] == [
+            ("parse-error", "memory/decisions.md", 3),
+            ("not-utf8", "memory/lessons.md", 3),
+        ]
+        assert good.read_text() == (DATA / "messy.expected.md").read_text()
+        assert all(path.read_bytes() == data for path, data in untouched.items())
+        text = run("fmt", "--check")
+        assert text.exit_code == 2 and "memory/decisions.md:3: parse-error broken entry heading" in text.stderr
 
 
 class TestAudit:
@@ -253,7 +309,7 @@ class TestLedger:
         (root / "memory" / "pruned.jsonl").write_text('{"id": "T-009", "reason": "r"}\n{broken\n')
         before = snapshot(root)
         result = run("check")
-        assert result.exit_code == 1 and "memory/pruned.jsonl:2: invalid JSON" in result.stdout
+        assert result.exit_code == 1 and "memory/pruned.jsonl:2: bad-ledger invalid JSON" in result.stdout
         add = run("add", "-k", "T", "-t", "u", "-a", "a", "--body", "b")
         assert add.exit_code == 2 and "pruned.jsonl:2" in add.stderr
         assert snapshot(root) == before

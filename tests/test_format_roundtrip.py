@@ -5,10 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memfiles import Entry, MemoryFile, Section, parse, render
+from memfiles.errors import OpError, ParseError
+from memfiles.format.ids import Schema
+from memfiles.format.validate import body_problem, validate_file
+from memfiles.format.wrap import normalize_body
+from memfiles.store.ops import parse_op
 from tests.conftest import DATA, REPO
 
 
@@ -45,9 +50,14 @@ class TestRoundTrip:
         assert text.endswith("no newline at the end")
         assert render(parse(text)) == text
 
-    def test_crlf_file_is_read_and_written_with_lf(self) -> None:
-        """A file saved with CRLF parses; fmt writes LF."""
-        text = render(MemoryFile(title="T")).replace("\n", "\r\n")
+    def test_crlf_file_keeps_crlf_throughout(self) -> None:
+        """A file saved with CRLF parses and formats back to CRLF everywhere, the Manual included."""
+        text = render(MemoryFile(title="T", manual="## Manual\n\nmine\n")).replace("\n", "\r\n")
+        assert render(parse(text)) == text
+
+    def test_mixed_file_formats_to_its_first_line_ending(self) -> None:
+        """A file whose first line ends in LF but whose Manual has CRLF lines formats to LF throughout."""
+        text = render(MemoryFile(title="T")) + "\n## Manual\r\n\r\nmine\r\n"
         assert "\r" not in render(parse(text))
 
 
@@ -56,8 +66,40 @@ class TestRoundTrip:
 _word = st.text(alphabet=st.characters(whitelist_categories=("Lu", "Ll", "Nd")), min_size=1, max_size=8)
 _line = st.lists(_word, min_size=1, max_size=6).map(" ".join)
 _date = st.dates().map(lambda d: f"{d.year:04d}-{d.month:02d}-{d.day:02d}")
-_body_line = st.one_of(_line, _line.map(lambda s: "- " + s), _line.map(lambda s: "> " + s), st.just(""))
-_body = st.lists(_body_line, min_size=1, max_size=6).map(lambda ls: "\n".join(ls).strip() or "x")
+# Markdown's structural characters, indentation, tabs and stray CRs, as a hand or an agent types them.
+_MARKS = "`~#:->*|<=_[]()!\\. \t\r"
+_rich_line = st.one_of(
+    _line,
+    st.text(alphabet=_MARKS + "abcDFXU0123", max_size=24),
+    st.sampled_from(
+        ["```", "````", "~~~", "```py", "   ```", "    code", "### UTF-8 handling", "### Step-1 of it", "# x", "|a|b|"]
+    ),
+    st.tuples(st.sampled_from(["", " ", "  ", "    ", "\t"]), _line).map("".join),
+    st.tuples(st.sampled_from(["- ", "> ", "1. ", "### ", "#### ", "* "]), _line).map("".join),
+)
+_rich_text = st.lists(_rich_line, min_size=1, max_size=8).map("\n".join)
+
+
+def _valid_body(body: str) -> bool:
+    """A body the model can hold: what the write path would accept, and stored as the parser reads it."""
+    lines = body.split("\n")
+    return (
+        bool(lines[0].strip())
+        and bool(lines[-1].strip())
+        and not any(line.endswith("\r") for line in lines)
+        and body_problem(body) is None
+    )
+
+
+_body = st.one_of(
+    st.lists(
+        st.one_of(_line, _line.map(lambda s: "- " + s), _line.map(lambda s: "> " + s), st.just("")), min_size=1
+    ).map(lambda ls: "\n".join(ls).strip() or "x"),
+    _rich_text.filter(_valid_body),
+)
+_title = st.one_of(_line, st.text(alphabet=_MARKS + "abc", min_size=1, max_size=20)).filter(
+    lambda t: t.strip() == t and t != ""
+)
 _ids = st.lists(st.integers(1, 999), min_size=1, max_size=6, unique=True)
 
 
@@ -67,7 +109,7 @@ def memory_files(draw: st.DrawFn) -> MemoryFile:
     entries = [
         Entry(
             id=f"D-{n:03d}",
-            title=draw(_line),
+            title=draw(_title),
             date=draw(_date),
             area=draw(_word),
             status=draw(st.sampled_from(["proposed", "accepted", "superseded"])),
@@ -81,12 +123,15 @@ def memory_files(draw: st.DrawFn) -> MemoryFile:
     sections = [Section(None, "", tuple(entries[:split]))] if split else []
     if entries[split:]:
         sections.append(Section(draw(_line), draw(st.one_of(st.just(""), _line)), tuple(entries[split:])))
-    manual = draw(st.one_of(st.none(), _body.map(lambda b: f"## Manual\n\n{b}\n")))
+    manual_text = _rich_text.filter(lambda b: not any(line.endswith("\r") for line in b.split("\n")))
+    manual = draw(st.one_of(st.none(), manual_text.map(lambda b: f"## Manual\n\n{b}\n")))
     return MemoryFile(
         title=draw(st.one_of(st.none(), _line)),
         preamble=draw(st.one_of(st.just(""), _line)),
         sections=tuple(sections),
         manual=manual,
+        newline=draw(st.sampled_from(["\n", "\r\n"])),
+        bom=draw(st.booleans()),
     )
 
 
@@ -94,18 +139,19 @@ class TestHypothesis:
     @settings(max_examples=200, deadline=None)
     @given(memory_files())
     def test_parse_of_render_is_identity(self, memory: MemoryFile) -> None:
-        """parse(render(m)) == m, and the rendered text is a fixed point of formatting."""
+        """parse(render(m)) == m, and the rendered text is a fixed point of formatting that check accepts."""
         text = render(memory)
         again = parse(text)
         assert again == memory
         assert render(again) == text
+        assert {item.code for item in validate_file("x.md", again, text, Schema())} <= {"stray-cr", "entry-in-manual"}
 
-    @settings(max_examples=200, deadline=None)
-    @given(st.text(alphabet="#-: \nabcDF0123`~>", max_size=200))
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(alphabet="#-: \n\r\t`~>|abcDF0123\ufeff", max_size=200))
+    @example("\n\ufeff")  # a BOM after blank lines once moved and changed the file on a second fmt
+    @example("a\r\r\nb\n")
     def test_arbitrary_text_parses_or_fails_cleanly(self, text: str) -> None:
         """Any text either parses (and then formats idempotently) or raises ParseError with a line."""
-        from memfiles.errors import ParseError
-
         try:
             memory = parse(text)
         except ParseError as error:
@@ -113,6 +159,23 @@ class TestHypothesis:
             return
         once = render(memory)
         assert render(parse(once)) == once
+        codes = {item.code for item in validate_file("x.md", parse(once), once, Schema())}
+        assert not codes & {"stale-index", "not-canonical", "mixed-line-endings"}
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.one_of(_rich_text, st.text(alphabet=_MARKS + "\nab", max_size=120)), st.sampled_from([0, 12, 100]))
+    def test_write_path_never_writes_an_unparseable_file(self, body: str, width: int) -> None:
+        """A body the add op accepts renders to a file that parses back to that body, and wrapping is stable."""
+        schema = Schema()
+        try:
+            op = parse_op({"op": "add", "kind": "D", "title": "t", "area": "a", "body": body}, 1, schema, width)
+        except OpError:
+            return
+        stored = op.fields["body"]
+        assert normalize_body(stored, width) == stored
+        entry = Entry(id="D-001", title="t", date="2026-01-01", area="a", status="proposed", body=stored)
+        text = render(MemoryFile(title="T", sections=(Section(None, "", (entry,)),), manual="## Manual\n"))
+        assert parse(text).entries[0].body == stored
 
 
 def test_fixture_directory_exists() -> None:

@@ -45,7 +45,7 @@ class TestBrokenFiles:
         assert [line.split()[0] for line in result.stdout.splitlines()] == ["D-001", "F-001"]
         assert result.stderr == (
             "memfiles: warning: memory/lessons.md:18: not UTF-8 text: byte 0xe9 at column 16"
-            " (save the file as UTF-8) (skipped)\n"
+            " (invalid continuation byte); save the file as UTF-8 (skipped)\n"
         )
         output = json.loads(two_files("list", "--json").stdout)
         assert [entry["id"] for entry in output["entries"]] == ["D-001", "F-001"]
@@ -68,7 +68,7 @@ class TestBrokenFiles:
         assert refused.exit_code == 2
         assert refused.stderr == (
             "memfiles: L-001 is in memory/lessons.md, which does not parse: memory/lessons.md:18: not UTF-8 text:"
-            " byte 0xe9 at column 16 (save the file as UTF-8)\n"
+            " byte 0xe9 at column 16 (invalid continuation byte); save the file as UTF-8\n"
         )
 
     def test_unparseable_file_does_not_stop_list_show_audit(self, two_files: Run, root: Path) -> None:

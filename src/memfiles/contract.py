@@ -28,6 +28,28 @@ SEVERITIES = ("error", "warning", "info")
 # "Finding codes" table lists each one (tests/test_json_contract.py holds the two together, and fails on a
 # literal code passed to Finding() or finding() that is not here). Add your code here when you add a check.
 FINDING_CODES: dict[str, str] = {
+    # check and fmt (format/validate.py, services/check.py)
+    "parse-error": "error",
+    "not-utf8": "error",
+    "unknown-prefix": "error",
+    "id-format": "error",
+    "duplicate-id": "error",
+    "bad-status": "error",
+    "bad-date": "error",
+    "title-too-long": "error",
+    "body-empty": "error",
+    "body-too-long": "error",
+    "bad-ref": "error",
+    "successor-not-retired": "error",
+    "retired-without-reason": "error",
+    "entry-in-manual": "error",
+    "stale-index": "error",
+    "not-canonical": "error",
+    "mixed-line-endings": "error",
+    "stray-cr": "error",
+    "stray-bom": "error",
+    "pruned-id-reused": "error",
+    "bad-ledger": "error",
     # the read side (list, show, audit, refs): a memory file set aside
     "unparseable": "error",
     # audit

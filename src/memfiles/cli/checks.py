@@ -9,7 +9,7 @@ import click
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json
 from memfiles.cli.reads import read_with_warnings
 from memfiles.services.audit import audit_project
-from memfiles.services.check import check_project, format_project
+from memfiles.services.check import check_project, fails, format_project
 from memfiles.services.refs import scan_references
 
 
@@ -17,24 +17,28 @@ from memfiles.services.refs import scan_references
 @json_option
 @pass_app
 def check(app: App, as_json: bool) -> None:
-    """Check every promise of the format; print problems as path:line: message, exit 1 if any.
+    """Check every promise of the format; print findings as path:line: code message, exit 1 if any.
 
-    Parseable files, unique ids, known kinds and statuses, valid dates, the title and body limits,
-    indexes up to date, the Manual section left alone, canonical form.
+    Parseable UTF-8 files, unique ids, known kinds and statuses, valid dates, the title and body limits,
+    indexes up to date, the Manual section left alone, one kind of line ending, canonical form.
+    With --json: {"files": n, "findings": [...]} (docs/json.md lists the codes).
 
     \b
     Example:
       memfiles check && echo ok
     """
     with errors_to_exit():
-        problems, count = check_project(app.project)
+        findings, count = check_project(app.project)
     if as_json:
-        print_json({"files": count, "problems": [p.__dict__ for p in problems]})
+        print_json({"files": count, "findings": [item.as_json() for item in findings]})
     else:
-        for problem in problems:
-            click.echo(str(problem))
-        click.echo(f"{count} files, {len(problems)} problems" if problems else f"{count} files ok", err=True)
-    raise SystemExit(1 if problems else 0)
+        for item in findings:
+            click.echo(str(item))
+        files = f"{count} file{'s' * (count != 1)}"
+        click.echo(
+            f"{files}, {len(findings)} finding{'s' * (len(findings) != 1)}" if findings else f"{files} ok", err=True
+        )
+    raise SystemExit(1 if fails(findings) else 0)
 
 
 @click.command()
@@ -44,6 +48,10 @@ def check(app: App, as_json: bool) -> None:
 def fmt(app: App, check_only: bool, as_json: bool) -> None:
     """Rewrite memory files in canonical form, with fresh indexes. Bodies are left as written.
 
+    A file keeps its line ending (the first line's, CRLF or LF) throughout, Manual included. Files that
+    cannot be read are named (exit 2) and left alone. With --json: {"changed": [paths], "unchanged": n,
+    "findings": [...]}.
+
     \b
     Example:
       memfiles fmt --check || memfiles fmt
@@ -52,7 +60,11 @@ def fmt(app: App, check_only: bool, as_json: bool) -> None:
         result = format_project(app.project, write=not check_only)
     if as_json:
         print_json(
-            {"changed": result.changed, "unchanged": result.unchanged, "errors": [str(e) for e in result.errors]}
+            {
+                "changed": result.changed,
+                "unchanged": result.unchanged,
+                "findings": [item.as_json() for item in result.errors],
+            }
         )
     else:
         for error in result.errors:

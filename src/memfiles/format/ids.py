@@ -1,13 +1,15 @@
-"""The id grammar (`D-476`), the kinds and their prefixes and statuses, and next-id allocation."""
+"""The kinds and their prefixes and statuses, the Schema, and next-id allocation.
+
+The id grammar itself (`D-476`) is format/grammar.py's; ID_RE and FULL_ID_RE are re-exported here."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-ID_RE = re.compile(r"\b([A-Z][A-Z0-9]{0,7})-(\d{1,9})\b")
-FULL_ID_RE = re.compile(r"^([A-Z][A-Z0-9]{0,7})-(\d{1,9})$")
+from memfiles.format.grammar import FULL_ID_RE, Grammar, grammar_for
+from memfiles.format.grammar import ID_RE as ID_RE  # re-exported: callers import the id regexes from here
+
 RETIRED = "retired"
 
 
@@ -53,6 +55,15 @@ class Schema:
             f"title: one line of at most {self.title_limit} characters; body: at most {self.body_limit}"
             f" characters; kinds: {kinds}; date: YYYY-MM-DD"
         )
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        return tuple(kind.prefix for kind in self.kinds)
+
+    @property
+    def grammar(self) -> Grammar:
+        """The entry-heading grammar for this schema's prefixes."""
+        return grammar_for(self.prefixes)
 
     def kind(self, name_or_prefix: str) -> Kind | None:
         """The kind named `name_or_prefix`, or whose prefix it is; None when unknown."""

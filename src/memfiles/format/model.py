@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memfiles.format.grammar import MANUAL_HEADING as MANUAL_HEADING  # re-exported for the write path
+
 # Metadata keys in the order they are rendered; the first three are required on every entry.
 META_KEYS: tuple[str, ...] = (
     "date",
@@ -21,8 +23,6 @@ META_KEYS: tuple[str, ...] = (
 )
 REQUIRED_KEYS: tuple[str, ...] = ("date", "area", "status")
 LIST_KEYS: frozenset[str] = frozenset({"refs", "tags", "evidence"})
-
-MANUAL_HEADING = "## Manual"
 
 
 @dataclass(frozen=True)
@@ -76,13 +76,19 @@ class Section:
 
 @dataclass(frozen=True)
 class MemoryFile:
-    """A parsed memory file. `manual` is the `## Manual` section verbatim, to the end of the file."""
+    """A parsed memory file. `manual` is the `## Manual` section verbatim, to the end of the file.
+
+    Every text in the model has LF line ends; `newline` is how the file ends its lines ("\n" or "\r\n")
+    and `bom` whether it starts with a byte-order mark: render writes both back as the file had them.
+    """
 
     title: str | None
     preamble: str = ""
     sections: tuple[Section, ...] = ()
     manual: str | None = None
     manual_line: int = field(default=0, compare=False)
+    newline: str = "\n"
+    bom: bool = False
 
     @property
     def entries(self) -> list[Entry]:

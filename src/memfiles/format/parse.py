@@ -1,30 +1,20 @@
 """Text to MemoryFile. Strict where structure matters (headings, metadata), verbatim everywhere else.
 
-Errors are ParseError(path, line, message) with the 1-based line where the file stopped making sense.
+What is a heading, an id, a fence or a line end is format/grammar.py's to say; this module walks the
+lines with it. Errors are ParseError(path, line, message) with the 1-based line where the file stopped
+making sense.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from memfiles.errors import ParseError
-from memfiles.format.model import (
-    LIST_KEYS,
-    MANUAL_HEADING,
-    META_KEYS,
-    REQUIRED_KEYS,
-    Entry,
-    MemoryFile,
-    Section,
-)
+from memfiles.format.grammar import BOM, MANUAL_NAME, META_RE, Fence, newline_of, section_name, split_lines
+from memfiles.format.ids import Schema
+from memfiles.format.model import LIST_KEYS, META_KEYS, REQUIRED_KEYS, Entry, MemoryFile, Section
 from memfiles.format.toc import INDEX_END, INDEX_START_PREFIX
-
-ENTRY_HEADING_RE = re.compile(r"^### ([A-Z][A-Z0-9]{0,7}-\d{1,9}): (\S.*?)\s*$")
-LOOKS_LIKE_ENTRY_RE = re.compile(r"^###\s+[A-Za-z][A-Za-z0-9]*-\d+")
-META_RE = re.compile(r"^- ([a-z][a-z-]*): ?(.*?)\s*$")
-FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 @dataclass
@@ -53,32 +43,19 @@ def _trim(lines: list[str]) -> str:
     return "\n".join(lines[start:end])
 
 
-class Fence:
-    """Tracks fenced code blocks so that a `##` inside one is not taken for a heading."""
+def parse(text: str, path: str | Path | None = None, schema: Schema | None = None) -> MemoryFile:
+    """Parse a memory file; raises ParseError naming the line for anything structurally wrong.
 
-    def __init__(self) -> None:
-        self.marker: str | None = None
-        self.opened_at = 0
-
-    def feed(self, line: str, lineno: int) -> bool:
-        """True when `line` is inside (or opens or closes) a fence."""
-        match = FENCE_RE.match(line)
-        if self.marker is None:
-            if match:
-                self.marker = match.group(1)
-                self.opened_at = lineno
-                return True
-            return False
-        closes = match and match.group(1)[0] == self.marker[0] and len(match.group(1)) >= len(self.marker)
-        if closes and not line.strip().lstrip(self.marker[0]):
-            self.marker = None
-        return True
-
-
-def parse(text: str, path: str | Path | None = None) -> MemoryFile:
-    """Parse a memory file; raises ParseError naming the line for anything structurally wrong."""
-    raw_lines = text.split("\n")
-    lines = [line[:-1] if line.endswith("\r") else line for line in raw_lines]
+    `schema` says which id prefixes make entries (the default kinds when None).
+    """
+    grammar = (schema or Schema()).grammar
+    newline = newline_of(text)
+    lines = split_lines(text)
+    # A byte-order mark before the first text (blank lines aside) is the file's: render writes it first.
+    first = next((n for n, line in enumerate(lines) if line.strip()), None)
+    bom = first is not None and lines[first].startswith(BOM)
+    if bom:
+        lines[first] = lines[first][len(BOM) :]
     title: str | None = None
     preamble: list[str] = []
     sections: list[_SectionDraft] = [_SectionDraft(None, 0)]
@@ -122,25 +99,27 @@ def parse(text: str, path: str | Path | None = None) -> MemoryFile:
             seen_index = True
             i = end + 1
             continue
-        if line.rstrip() == MANUAL_HEADING:
-            manual = "\n".join(raw_lines[i:])
+        name = section_name(line)
+        if name == MANUAL_NAME:
+            manual = "\n".join(lines[i:])
             manual_line = lineno
             break
-        if line.startswith("## "):
+        if name is not None:
             entry = None
             in_meta = False
-            sections.append(_SectionDraft(line[3:].strip(), lineno))
+            sections.append(_SectionDraft(name, lineno))
             i += 1
             continue
-        heading = ENTRY_HEADING_RE.match(line)
+        heading = grammar.entry_heading(line)
         if heading:
-            entry = _EntryDraft(heading.group(1), heading.group(2), lineno)
+            entry = _EntryDraft(heading[0], heading[1], lineno)
             sections[-1].entries.append(entry)
             in_meta = True
             i += 1
             continue
-        if LOOKS_LIKE_ENTRY_RE.match(line):
-            raise ParseError(path, lineno, "an entry heading must read '### ID: Title' (like '### D-476: Title')")
+        broken = grammar.broken_heading(line)
+        if broken:
+            raise ParseError(path, lineno, f"broken entry heading: {broken}")
         if entry is not None and in_meta:
             if not line.strip():
                 if entry.meta:
@@ -180,6 +159,8 @@ def parse(text: str, path: str | Path | None = None) -> MemoryFile:
         sections=tuple(_freeze_section(section, path) for section in sections if _keep(section)),
         manual=manual,
         manual_line=manual_line,
+        newline=newline,
+        bom=bom,
     )
 
 

@@ -1,7 +1,9 @@
 """Body text as the write path stores it: trailing space trimmed, prose paragraphs wrapped.
 
-Only plain paragraphs are re-wrapped. Lists, quotes, tables, headings, indented and fenced code and
-lines ending in a hard break are left exactly as written: re-flowing them would change what they mean.
+Only plain paragraphs are re-wrapped. Code (fenced, by the fence rule of format/grammar.py, and
+indented), lists, quotes, tables, HTML, headings, thematic breaks, link definitions, paragraphs holding
+a tab and lines ending in a hard break are left exactly as written: re-flowing them would change what
+they mean.
 """
 
 from __future__ import annotations
@@ -9,19 +11,46 @@ from __future__ import annotations
 import re
 import textwrap
 
-_BLOCK_START = re.compile(r"^(\s{4}|\t|[-*+] |\d+[.)] |>|#|\||<|`{3}|~{3}|={3}|-{3})")
+from memfiles.format.grammar import Fence, opens_fence
+
+_BLOCK_START = re.compile(
+    r"^(?:\s{4}|\t"  # indented code
+    r"|[-*+](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)"  # list items
+    r"|>|#|\||<"  # quotes, headings, table rows, HTML
+    r"| {0,3}(?:=+|-+)[ \t]*$"  # setext underlines
+    r"| {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$"  # thematic breaks
+    r"| {0,3}\[[^\]]+\]:)"  # link reference definitions
+)
+# A table's delimiter row (`--|--`, `| :-- | --: |`): the paragraph around it is a table, pipes or not.
+_TABLE_DELIMITER = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+(?:[ \t]*:?-+:?[ \t]*)?\|?[ \t]*$")
+
+
+def _starts_block(line: str) -> bool:
+    return _BLOCK_START.match(line) is not None or opens_fence(line)
 
 
 def _wrappable(paragraph: list[str]) -> bool:
-    return all(not _BLOCK_START.match(line) and not line.endswith(("  ", "\\")) for line in paragraph)
+    if paragraph[0][:1] in (" ", "\t"):  # indented: a list item's continuation or code; keep its place
+        return False
+    return all(
+        not _starts_block(line)
+        and not line.endswith(("  ", "\\"))
+        and "\t" not in line
+        and not _TABLE_DELIMITER.match(line)
+        for line in paragraph
+    )
 
 
 def normalize_body(text: str, width: int = 100) -> str:
-    """Trim, collapse runs of blank lines and wrap prose at `width` (0: no wrapping)."""
-    lines = [line.rstrip() if not line.endswith("  ") else line for line in text.replace("\r\n", "\n").split("\n")]
+    """Trim, collapse runs of blank lines and wrap prose at `width` (0: no wrapping).
+
+    A lone CR is a line end, as Markdown viewers take it, so the checks that follow see the same lines.
+    """
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = [line.rstrip() if not line.endswith("  ") else line for line in text.split("\n")]
     out: list[str] = []
     paragraph: list[str] = []
-    in_fence: str | None = None
+    fence = Fence()
 
     def flush() -> None:
         if not paragraph:
@@ -30,24 +59,16 @@ def normalize_body(text: str, width: int = 100) -> str:
             joined = " ".join(line.strip() for line in paragraph)
             wrapped = textwrap.wrap(joined, width=width, break_long_words=False, break_on_hyphens=False)
             # A wrapped line that starts like a list item or heading would change the meaning: keep as written.
-            if _wrappable(wrapped) and not any(_BLOCK_START.match(line) for line in wrapped):
-                out.extend(wrapped)
-            else:
-                out.extend(paragraph)
+            out.extend(wrapped if _wrappable(wrapped) else paragraph)
         else:
             out.extend(paragraph)
         paragraph.clear()
 
     for line in lines:
-        stripped = line.lstrip()
-        if in_fence is not None:
-            out.append(line)
-            if stripped.startswith(in_fence):
-                in_fence = None
-            continue
-        if stripped.startswith(("```", "~~~")):
-            flush()
-            in_fence = stripped[:3]
+        was_open = fence.marker is not None
+        if fence.feed(line):
+            if not was_open:
+                flush()
             out.append(line)
             continue
         if not line.strip():

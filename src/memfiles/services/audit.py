@@ -7,7 +7,7 @@ import datetime as dt
 import re
 
 from memfiles.contract import Finding, entry_ref, finding
-from memfiles.format.ids import ID_RE, RETIRED
+from memfiles.format.ids import RETIRED
 from memfiles.services.read import Reading, read_project
 from memfiles.store.project import Located, Project
 
@@ -43,14 +43,14 @@ def audit_project(project: Project, today: dt.date | None = None, reading: Readi
     reading = reading or read_project(project)
     entries = list(reading.loaded.entries())
     by_id = {located.entry.id: located for located in entries}
-    prefixes = {kind.prefix for kind in project.settings.schema.kinds}
+    grammar = project.settings.schema.grammar
     pruned = reading.pruned.records
     findings: list[Finding] = []
 
     for located in entries:
         entry, path, line = located.entry, located.file.rel, located.entry.line
         mentioned = [*entry.refs, *([entry.successor] if entry.successor else [])]
-        mentioned += [m.group(0) for m in ID_RE.finditer(entry.body) if m.group(1) in prefixes]
+        mentioned += grammar.ids_in(entry.body)
         for ref in dict.fromkeys(mentioned):
             if ref == entry.id or ref in reading.loaded.unreadable_ids:
                 continue

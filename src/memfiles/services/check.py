@@ -1,51 +1,78 @@
-"""`check` and `fmt`: every promise of the format over the project's files, and the canonical rewrite."""
+"""`check` and `fmt`: every promise of the format over the project's files, and the canonical rewrite.
+
+check_project is a list of Findings built in steps (files that do not read, each file alone, ids across
+files, the pruned ledger); a new check is one more step that appends its findings.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from memfiles.contract import Finding
+from memfiles.errors import ParseError
 from memfiles.format.render import render
-from memfiles.format.validate import Problem, validate_file, validate_ids
-from memfiles.store.fileio import write_if_changed
+from memfiles.format.validate import finding, finding_order, validate_file, validate_ids
+from memfiles.store.fileio import NotUtf8Error, write_if_changed
 from memfiles.store.ledger import Ledger
 from memfiles.store.lock import FileLock
-from memfiles.store.project import Project
+from memfiles.store.project import LoadedFile, Project
 
 
-def check_project(project: Project) -> tuple[list[Problem], int]:
-    """All problems of the project's memory files, sorted by place, and how many files were read."""
-    files, errors = project.load_all()
-    problems = [Problem(e.path or "?", e.line or 1, e.message) for e in errors]
-    schema = project.settings.schema
-    for loaded in files:
-        problems.extend(validate_file(loaded.rel, loaded.memory, loaded.text, schema))
-    problems.extend(validate_ids((f.rel, f.memory) for f in files))
+def parse_finding(error: ParseError) -> Finding:
+    """A file that cannot be read as a memory file, as a finding (`not-utf8` or `parse-error`)."""
+    code = "not-utf8" if isinstance(error, NotUtf8Error) else "parse-error"
+    return finding(code, error.path, error.line, error.message)
+
+
+def _ledger_findings(project: Project, files: list[LoadedFile]) -> list[Finding]:
     ledger = Ledger(project.settings.memory_dir / "pruned.jsonl")
     try:
         pruned = {record["id"]: record for record in ledger.read()}
-    except Exception as error:  # a broken ledger is a problem to report, not a crash
-        problems.append(Problem(project.rel(ledger.path), getattr(error, "line", 1) or 1, str(error)))
-        pruned = {}
+    except Exception as error:  # a broken ledger is a finding to report, not a crash
+        line = getattr(error, "line", None) or 1
+        return [finding("bad-ledger", project.rel(ledger.path), line, getattr(error, "message", str(error)))]
+    found = []
     for loaded in files:
         for entry in loaded.memory.entries:
             if entry.id in pruned:
-                problems.append(Problem(loaded.rel, entry.line, f"{entry.id} was pruned; its number cannot be reused"))
-    return sorted(problems), len(files) + len(errors)
+                message = f"{entry.id} was pruned; its number cannot be reused"
+                found.append(finding("pruned-id-reused", loaded.rel, entry.line, message, entry.id))
+    return found
+
+
+def check_project(project: Project) -> tuple[list[Finding], int]:
+    """Every finding of the project's memory files, sorted by place, and how many files were read."""
+    files, errors = project.load_all()
+    schema = project.settings.schema
+    findings = [parse_finding(error) for error in errors]
+    for loaded in files:
+        findings.extend(validate_file(loaded.rel, loaded.memory, loaded.text, schema))
+    findings.extend(validate_ids((loaded.rel, loaded.memory) for loaded in files))
+    findings.extend(_ledger_findings(project, files))
+    return sorted(findings, key=finding_order), len(files) + len(errors)
+
+
+def fails(findings: list[Finding]) -> bool:
+    """True when a finding is an error or a warning: check exits 1. Info findings are only told."""
+    return any(item.severity != "info" for item in findings)
 
 
 @dataclass
 class FmtResult:
     changed: list[str]
     unchanged: int
-    errors: list[Problem]
+    errors: list[Finding] = field(default_factory=list)
 
 
 def format_project(project: Project, write: bool) -> FmtResult:
-    """Rewrite every memory file in canonical form with a fresh index (or, with write=False, only tell)."""
-    result = FmtResult([], 0, [])
+    """Rewrite every memory file in canonical form with a fresh index (or, with write=False, only tell).
+
+    Files that cannot be read are left alone and come back as `errors` (parse-error or not-utf8 findings).
+    """
+    result = FmtResult([], 0)
     with FileLock(project.settings.state_dir / "write.lock", project.settings.lock_timeout):
         files, errors = project.load_all()
-        result.errors = [Problem(e.path or "?", e.line or 1, e.message) for e in errors]
+        result.errors = sorted((parse_finding(error) for error in errors), key=finding_order)
         for loaded in files:
             text = render(loaded.memory, project.settings.schema)
             if text == loaded.text:

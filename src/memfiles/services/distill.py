@@ -161,7 +161,7 @@ def distil_domain(
         return report
     findings = drafter(summary, experiences) if drafter else draft_findings(experiences, settings.schema.title_limit)
     path = project.root / rel
-    memory = parse(read_text(path), rel) if path.exists() else None
+    memory = parse(read_text(path), rel, project.settings.schema) if path.exists() else None
     existing = {e.id: e for e in memory.entries} if memory else {}
     sections = {i: memory.section_of(i) for i in existing} if memory else {}
     by_title = {e.title.lower(): e for e in existing.values()}

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memfiles.contract import Finding, entry_ref, finding
+from memfiles.format.grammar import ID_PATTERN
 from memfiles.format.ids import RETIRED
 from memfiles.format.toc import Slugger
 from memfiles.services.audit import located_ref, successor_chain
@@ -20,7 +21,7 @@ from memfiles.services.read import Reading, read_project
 from memfiles.store.project import Located, Project
 
 REF_RE = re.compile(
-    r"@@(?:(?P<id>[A-Z][A-Z0-9]{0,7}-\d{1,9})\b"
+    rf"@@(?:(?P<id>{ID_PATTERN})\b"
     r"|doc:(?P<doc>[A-Za-z0-9_./-]+?)(?:#(?P<doc_anchor>[\w-]+))?(?=[\s)\]'\",;]|$)"
     r"|skill:(?P<skill>[\w.-]+?)(?:#(?P<skill_anchor>[\w-]+))?(?=[\s)\]'\",;]|$))"
 )

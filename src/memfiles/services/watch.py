@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memfiles.errors import LockTimeout, MemfilesError, ParseError
+from memfiles.format.grammar import headings_of
 from memfiles.services.index import embedder_for
 from memfiles.services.ipc import pid_path, serve, socket_path
 from memfiles.store.fileio import ensure_private_dir, read_text
@@ -312,7 +312,7 @@ class Watcher:
         """Files outside `paths` whose text holds one of the `leaving` ids' headings: a move, not a delete."""
         if not leaving:
             return set()
-        pattern = re.compile(r"^### (" + "|".join(re.escape(i) for i in leaving) + r"): ", re.MULTILINE)
+        pattern = headings_of(leaving)
         found = set()
         for path in self.project.markdown_files():
             rel = self.project.rel(path)

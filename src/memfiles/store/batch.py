@@ -135,7 +135,7 @@ class Batch:
             text = render(draft.freeze(), self.schema)
             if text != draft.old_text:
                 try:  # the safety net: never write a file that would not read back
-                    parse(text, rel)
+                    parse(text, rel, self.schema)
                 except ParseError as error:
                     raise OpError(
                         None, f"the batch would leave {rel} unreadable ({error.message}); nothing was written"

@@ -7,10 +7,37 @@ import os
 import tempfile
 from pathlib import Path
 
+from memfiles.errors import ParseError
+
+
+class NotUtf8Error(ParseError):
+    """A file that is not UTF-8 text, at the line and column of its first undecodable byte."""
+
 
 def read_text(path: Path) -> str:
-    with open(path, encoding="utf-8", newline="") as handle:
-        return handle.read()
+    """The file's text exactly as stored (no newline translation); UnicodeDecodeError when not UTF-8."""
+    # Decoding the whole byte string (not a stream) makes the error's offset count from the file's start.
+    return path.read_bytes().decode("utf-8")
+
+
+def not_utf8(shown: str, error: UnicodeDecodeError) -> NotUtf8Error:
+    """The decode error of read_text as a ParseError naming the real line and column of the bad byte."""
+    data = error.object if isinstance(error.object, bytes) else b""
+    line = data.count(b"\n", 0, error.start) + 1
+    line_start = data.rfind(b"\n", 0, error.start) + 1
+    column = len(data[line_start : error.start].decode("utf-8", errors="replace")) + 1  # in characters
+    byte = data[error.start : error.start + 1].hex() or "??"
+    return NotUtf8Error(
+        shown, line, f"not UTF-8 text: byte 0x{byte} at column {column} ({error.reason}); save the file as UTF-8"
+    )
+
+
+def read_memory_text(path: Path, shown: str) -> str:
+    """read_text for a memory file: a file that is not UTF-8 raises NotUtf8Error naming `shown` and the line."""
+    try:
+        return read_text(path)
+    except UnicodeDecodeError as error:
+        raise not_utf8(shown, error) from None
 
 
 def atomic_write(path: Path, text: str) -> None:

@@ -112,7 +112,7 @@ def parse_op(value: Any, position: int, schema: Schema, wrap: int = 100) -> Op:
             if not isinstance(item, str):
                 raise OpError(position, "intro must be text")
             intro = normalize_body(item, wrap)
-            problem = body_problem(intro)
+            problem = body_problem(intro, schema)
             if problem:
                 raise OpError(position, problem.replace("body", "intro"))
             op.fields[key] = intro
@@ -122,7 +122,7 @@ def parse_op(value: Any, position: int, schema: Schema, wrap: int = 100) -> Op:
             body = normalize_body(item, wrap)
             if not body:
                 raise OpError(position, "body is empty")
-            problem = body_problem(body)
+            problem = body_problem(body, schema)
             if problem:
                 raise OpError(position, problem)
             if len(body) > schema.body_limit:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,18 +11,19 @@ from typing import Any
 
 from memfiles.config import MEMORY_DIR, Settings
 from memfiles.errors import ParseError
-from memfiles.format.ids import ID_RE
+from memfiles.format.grammar import split_lines
+from memfiles.format.ids import Schema
 from memfiles.format.model import Entry, MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.toc import INDEX_START_PREFIX
+from memfiles.store.fileio import not_utf8
 
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "build", "dist", "venv", "env"}
-_ENTRY_LINE = re.compile(r"^### [A-Z][A-Z0-9]*-\d+: ", re.MULTILINE)
 
 
-def is_memory_text(text: str) -> bool:
-    """A Markdown file in a memory folder is a memory file once it has an index or an entry."""
-    return INDEX_START_PREFIX in text or _ENTRY_LINE.search(text) is not None
+def is_memory_text(text: str, schema: Schema | None = None) -> bool:
+    """A Markdown file in a memory folder is a memory file once it has an index or an entry (see @@D-009)."""
+    return INDEX_START_PREFIX in text or (schema or Schema()).grammar.has_entry(text)
 
 
 @dataclass(frozen=True)
@@ -67,16 +67,6 @@ class Loaded:
             for section in loaded.memory.sections:
                 for entry in section.entries:
                     yield Located(entry, loaded, section.name)
-
-
-def _not_utf8(rel: str, data: bytes, error: UnicodeDecodeError) -> ParseError:
-    """The first byte that is not UTF-8, at its real line and column (1-based, counted in bytes)."""
-    line_start = data.rfind(b"\n", 0, error.start) + 1
-    line = data.count(b"\n", 0, error.start) + 1
-    column = error.start - line_start + 1
-    return ParseError(
-        rel, line, f"not UTF-8 text: byte 0x{data[error.start]:02x} at column {column} (save the file as UTF-8)"
-    )
 
 
 class Project:
@@ -141,6 +131,7 @@ class Project:
         (named with the line and column of the first bad byte), or a file that cannot be read.
         """
         rel = self.rel(path)
+        schema = self.settings.schema
         try:
             data = path.read_bytes()
         except OSError as error:
@@ -148,12 +139,12 @@ class Project:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as error:
-            if not is_memory_text(data.decode("utf-8", errors="replace")):
+            if not is_memory_text(data.decode("utf-8", errors="replace"), schema):
                 return None
-            raise _not_utf8(rel, data, error) from error
-        if not is_memory_text(text):
+            raise not_utf8(rel, error) from None
+        if not is_memory_text(text, schema):
             return None
-        return LoadedFile(path, rel, text, parse(text, rel))
+        return LoadedFile(path, rel, text, parse(text, rel, schema))
 
     def load(self) -> list[LoadedFile]:
         """Every memory file; the first broken one raises ParseError (the write path refuses to guess)."""
@@ -175,7 +166,7 @@ class Project:
         for path in self.markdown_files():
             try:
                 item = self.load_file(path)
-            except ParseError as error:
+            except ParseError as error:  # a file that is not UTF-8 too (NotUtf8Error), with its line
                 problems.append(error)
                 continue
             if item is not None:
@@ -193,10 +184,11 @@ class Project:
                 text = (self.root / problem.path).read_bytes().decode("utf-8", errors="replace")
             except OSError:
                 continue
-            for heading in _ENTRY_LINE.finditer(text):
-                entry_id = ID_RE.search(heading.group(0))
-                if entry_id:
-                    found.setdefault(entry_id.group(0), problem.path)
+            grammar = self.settings.schema.grammar
+            for line in split_lines(text):
+                heading = grammar.entry_heading(line)
+                if heading:
+                    found.setdefault(heading[0], problem.path)
         return found
 
     def entries(self, files: list[LoadedFile] | None = None) -> Iterator[Located]:

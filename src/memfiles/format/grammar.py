@@ -1,0 +1,229 @@
+"""The one place that knows the text grammar of a memory file: ids, headings, fences, line endings.
+
+Parse, validate, the wrapper, discovery, references, audit and the watcher ask this module; none of
+them writes its own regex for these rules.
+
+**Ids.** `PREFIX-NUMBER`: the prefix is an upper-case letter then up to 7 upper-case letters or digits,
+the number 1 to 9 digits (`D-476`). Any such token is an id for `refs`; in the files only ids of a
+*known* prefix (a kind of the project's Schema) make entries.
+
+**Entry heading.** `### D-476: Title`: a line starting with `###`, whitespace, an id with a known
+prefix, a colon, whitespace and a non-empty title. fmt writes one space in each place (a tab is
+whitespace there, as CommonMark says; inside titles and bodies a tab is content and is kept).
+
+**Broken entry heading** (a ParseError, because it would otherwise swallow an entry into the one
+above it): a line that starts with `###` (then optional whitespace) followed by an id of a known prefix
+and then a colon, whitespace or the end of the line, but is not an entry heading. So, with the default
+kinds, `### D-12 Title`, `### D-12:Title`, `### D-12:`, `### D-12` and `###D-12: Title` are broken;
+`### UTF-8 handling`, `### Step-1 of the fix`, `### RFC-9110: semantics`, `### D-12a` and
+`#### D-12: x` are ordinary sub-headings of a body.
+
+**Entry of an unknown kind**: a line shaped like an entry heading whose prefix is not known
+(`### X-001: Title`) and whose next non-blank line is a metadata line (`- date: ...`). It is not an
+entry (it stays text where it stands) but `check` reports it (`unknown-prefix`) and the write path
+refuses it in a body, so an entry is never lost silently when a kind leaves the configuration.
+
+**Sections.** `## Name` (a tab may stand for the space); `##` alone is an empty one. `## Manual`
+starts the user's own section, which runs to the end of the file.
+
+**Fences** (CommonMark): up to 3 spaces of indentation, then at least 3 backticks or 3 tildes; a
+backtick fence's info string holds no backtick (`` ```x``` `` is inline code, not a fence). The fence
+closes at a line of up to 3 spaces, the same character at least as many times, and only whitespace
+after. Inside a fence nothing is structure. A tab-indented line is indented code, never a fence.
+
+**Line endings.** A line ends at LF; CRs before it are part of the line ending, not of the line. A
+file's newline is its first line's (CRLF or LF) and canonical form writes that newline throughout,
+the Manual included, so a checkout with core.autocrlf stays as git wrote it. A file mixing the two,
+or holding a CR that ends no line, is reported by check. A UTF-8 byte-order mark at the start is
+kept as the file had it; one anywhere else is reported.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+PREFIX_PATTERN = r"[A-Z][A-Z0-9]{0,7}"
+ID_PATTERN = rf"{PREFIX_PATTERN}-\d{{1,9}}"
+ID_RE = re.compile(rf"\b({PREFIX_PATTERN})-(\d{{1,9}})\b")
+FULL_ID_RE = re.compile(rf"^({PREFIX_PATTERN})-(\d{{1,9}})$")
+
+MANUAL_NAME = "Manual"
+MANUAL_HEADING = f"## {MANUAL_NAME}"
+BOM = "\ufeff"
+
+# An entry heading's shape for any syntactically valid prefix; Grammar narrows it to the known ones.
+_ANY_ENTRY_RE = re.compile(rf"^###[ \t]+({ID_PATTERN}):[ \t]+(\S.*?)[ \t]*$")
+_SECTION_RE = re.compile(r"^##(?:[ \t]+(.*?))?[ \t]*$")
+META_RE = re.compile(r"^-[ \t]+([a-z][a-z-]*):[ \t]*(.*?)\s*$")
+_FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
+
+
+# --- lines and line endings -----------------------------------------------------------------------
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of `text` without their endings: split at LF, CRs just before it dropped."""
+    return [line.rstrip("\r") for line in text.split("\n")]
+
+
+def newline_of(text: str) -> str:
+    """The file's newline: its first line's ending, CRLF or LF (LF for a file of one line)."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
+@dataclass(frozen=True)
+class LineEndings:
+    """How the lines of a file end: the first line ending in CRLF and in bare LF, and stray CRs."""
+
+    first_crlf: int | None
+    first_lf: int | None
+    stray_cr: int | None  # a CR that ends no line (old Mac line end or a paste): viewers split there
+
+    @property
+    def mixed(self) -> bool:
+        return self.first_crlf is not None and self.first_lf is not None
+
+
+def line_endings(text: str) -> LineEndings:
+    first_crlf = first_lf = stray = None
+    lines = text.split("\n")
+    for number, line in enumerate(lines, start=1):
+        ended = number < len(lines)  # the last piece has no LF after it
+        if ended and line.endswith("\r"):
+            first_crlf = first_crlf or number
+        elif ended:
+            first_lf = first_lf or number
+        if "\r" in (line[:-1] if ended and line.endswith("\r") else line):
+            stray = stray or number
+    return LineEndings(first_crlf, first_lf, stray)
+
+
+# --- fences -----------------------------------------------------------------------------------------
+
+
+class Fence:
+    """Tracks CommonMark fenced code blocks line by line, so that nothing inside one is taken for structure."""
+
+    def __init__(self) -> None:
+        self.marker: str | None = None
+        self.opened_at = 0
+
+    def feed(self, line: str, lineno: int = 0) -> bool:
+        """True when `line` is inside a fence, or opens or closes one."""
+        if self.marker is None:
+            match = _FENCE_OPEN_RE.match(line)
+            if match is None or (match.group(1)[0] == "`" and "`" in match.group(2)):
+                return False
+            self.marker = match.group(1)
+            self.opened_at = lineno
+            return True
+        close = _FENCE_CLOSE_RE.match(line)
+        if close and close.group(1)[0] == self.marker[0] and len(close.group(1)) >= len(self.marker):
+            self.marker = None
+        return True
+
+
+def opens_fence(line: str) -> bool:
+    """True when `line` would open a fenced code block."""
+    return Fence().feed(line)
+
+
+def outside_fences(lines: Iterable[str], start: int = 1) -> Iterator[tuple[int, str]]:
+    """(line number, line) for every line that is not inside, opening or closing a fence."""
+    fence = Fence()
+    for number, line in enumerate(lines, start=start):
+        if not fence.feed(line, number):
+            yield number, line
+
+
+# --- headings ---------------------------------------------------------------------------------------
+
+
+def section_name(line: str) -> str | None:
+    """The name of a level-2 heading (`## Name` -> "Name", `##` -> ""), or None for any other line."""
+    match = _SECTION_RE.match(line) if line.startswith("##") else None
+    return None if match is None else (match.group(1) or "")
+
+
+def is_manual_heading(line: str) -> bool:
+    return section_name(line) == MANUAL_NAME
+
+
+def section_heading(name: str) -> str:
+    """A level-2 heading as fmt writes it."""
+    return f"## {name}".rstrip()
+
+
+def entry_heading(entry_id: str, title: str) -> str:
+    """An entry heading as fmt writes it: `### D-476: Title`."""
+    return f"### {entry_id}: {title}"
+
+
+class Grammar:
+    """The entry-heading rules for one set of known id prefixes (a Schema's kinds)."""
+
+    def __init__(self, prefixes: Iterable[str]) -> None:
+        self.prefixes = frozenset(prefixes)
+        known = "|".join(re.escape(prefix) for prefix in sorted(self.prefixes, key=len, reverse=True))
+        known_id = rf"((?:{known})-\d+)" if known else r"((?!))"
+        self._broken = re.compile(rf"^###[ \t]*{known_id}(?=[:\s]|$)")
+
+    def entry_heading(self, line: str) -> tuple[str, str] | None:
+        """(id, title) when `line` is an entry heading of a known kind."""
+        match = _ANY_ENTRY_RE.match(line) if line.startswith("###") else None
+        if match is None or match.group(1).split("-", 1)[0] not in self.prefixes:
+            return None
+        return match.group(1), match.group(2)
+
+    def broken_heading(self, line: str) -> str | None:
+        """What is wrong with a line that starts like a known kind's entry heading but is not one, said as
+        the fix (`### D-12 Title` -> "write it as '### D-12: Title' ..."); None for any other line."""
+        if not line.startswith("###"):
+            return None
+        match = self._broken.match(line)
+        if match is None or self.entry_heading(line) is not None:
+            return None
+        if len(match.group(1).split("-", 1)[1]) > 9:
+            return "an id's number has at most 9 digits"
+        title = line[match.end() :].strip(" \t").lstrip(":").strip(" \t")
+        return f"write it as '### {match.group(1)}: {title or 'Title'}' (id, colon, space, title)"
+
+    def unknown_entry(self, lines: list[str], index: int) -> str | None:
+        """The id when lines[index] is shaped like an entry heading of an unknown kind and metadata follows."""
+        match = _ANY_ENTRY_RE.match(lines[index]) if lines[index].startswith("###") else None
+        if match is None or match.group(1).split("-", 1)[0] in self.prefixes:
+            return None
+        for following in lines[index + 1 :]:
+            if following.strip():
+                return match.group(1) if META_RE.match(following) else None
+        return None
+
+    def has_entry(self, text: str) -> bool:
+        """True when `text` holds, outside fences, an entry heading: a known kind's, a broken one, or one of an
+        unknown kind with metadata under it (so that check can name what is wrong with it)."""
+        lines = split_lines(text)
+        for number, line in outside_fences(lines):
+            if self.entry_heading(line) or self.broken_heading(line) or self.unknown_entry(lines, number - 1):
+                return True
+        return False
+
+    def ids_in(self, text: str) -> list[str]:
+        """The ids of known prefixes that `text` mentions, in order (repeats kept)."""
+        return [match.group(0) for match in ID_RE.finditer(text) if match.group(1) in self.prefixes]
+
+
+@lru_cache(maxsize=32)
+def grammar_for(prefixes: tuple[str, ...]) -> Grammar:
+    """The Grammar of a set of prefixes (cached: every file of a project shares one)."""
+    return Grammar(prefixes)
+
+
+def headings_of(ids: Iterable[str]) -> re.Pattern[str]:
+    """A multiline pattern that finds the entry heading of any of `ids` in a file's text."""
+    alternatives = "|".join(re.escape(entry_id) for entry_id in sorted(ids))
+    return re.compile(rf"^###[ \t]+(?:{alternatives}):[ \t]+\S", re.MULTILINE)

@@ -1,0 +1,351 @@
+"""The one text grammar: entry headings of known prefixes, the CommonMark fence rule, line endings, encodings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memfiles import parse, render
+from memfiles.errors import ParseError
+from memfiles.format.grammar import Fence, grammar_for, headings_of
+from memfiles.format.ids import DEFAULT_KINDS, Kind, Schema
+from memfiles.format.validate import body_problem
+from memfiles.format.wrap import normalize_body
+from memfiles.store.project import is_memory_text
+from tests.conftest import REPO, Run, snapshot
+
+ENTRY = "### D-001: First\n\n- date: 2026-01-01\n- area: a\n- status: accepted\n\n"
+
+
+def _file(body: str) -> str:
+    """A one-entry decisions file around `body`, in canonical form."""
+    return render(parse(f"# Decisions\n\n{ENTRY}{body}\n"))
+
+
+class TestEntryHeadings:
+    @pytest.mark.parametrize("line", ["### UTF-8 handling", "### Step-1 of the fix", "### RFC-9110: semantics"])
+    def test_sub_heading_that_is_not_a_known_id_is_body_text(self, line: str) -> None:
+        """A hand-written body sub-heading that starts like an id of no known kind parses as body text."""
+        memory = parse(_file(f"Intro.\n\n{line}\n\nMore."))
+        assert [entry.id for entry in memory.entries] == ["D-001"]
+        assert line in memory.entries[0].body
+
+    @pytest.mark.parametrize("line", ["### UTF-8 handling", "### Step-1 of the fix"])
+    def test_write_path_accepts_sub_heading_like_an_id(self, run: Run, root: Path, line: str) -> None:
+        """add takes a body holding '### UTF-8 handling' and the file passes check."""
+        body = f"Intro.\n\n{line}\n\nMore."
+        assert run("add", "-k", "D", "-t", "t", "-a", "a", "--body", body).exit_code == 0
+        assert parse((root / "memory" / "decisions.md").read_text()).entries[0].body == body
+        assert run("check").exit_code == 0
+
+    @pytest.mark.parametrize(
+        ("line", "fix"),
+        [
+            ("### D-12 Title", "### D-12: Title"),
+            ("### D-12:Title", "### D-12: Title"),
+            ("### D-12:", "### D-12: Title"),
+            ("### D-12", "### D-12: Title"),
+            ("###D-12: Done", "### D-12: Done"),
+            ("### F-7 - Dash", "### F-7: - Dash"),
+        ],
+    )
+    def test_broken_heading_of_a_known_prefix_is_a_parse_error(self, line: str, fix: str) -> None:
+        """A line that starts like a known kind's entry heading but is not one stops the parse at its line,
+        and the message shows the line as it should read."""
+        text = _file("Body.") + f"\n{line}\n"
+        with pytest.raises(ParseError) as caught:
+            parse(text)
+        assert caught.value.line == text.split("\n").index(line) + 1
+        assert caught.value.message == f"broken entry heading: write it as '{fix}' (id, colon, space, title)"
+
+    def test_an_id_number_of_ten_digits_is_a_broken_heading(self) -> None:
+        """'### D-1234567890: x' is refused at its line: an id's number has at most 9 digits."""
+        with pytest.raises(ParseError, match="at most 9 digits") as caught:
+            parse(_file("Body.") + "\n### D-1234567890: x\n")
+        assert caught.value.line is not None and caught.value.line > 10
+
+    @pytest.mark.parametrize("line", ["#### D-012: deeper", "### D-12a notes", "### d-12: lower case", "## D-012"])
+    def test_other_levels_and_shapes_are_not_entry_headings(self, line: str) -> None:
+        """Only level 3 with a known prefix and a number is an entry heading; the rest is text or a section."""
+        memory = parse(_file(f"Body.\n\n{line}\n\nMore."))
+        assert [entry.id for entry in memory.entries] == ["D-001"]
+
+    def test_tabs_and_extra_spaces_in_a_heading_are_whitespace(self) -> None:
+        """'###<tab>D-001:<tab>Title' is an entry; fmt writes it with single spaces."""
+        memory = parse("# D\n\n###\tD-001:\t Title\t\n\n- date:\t2026-01-01\n- area: a\n- status: accepted\n\nB.\n")
+        assert memory.entries[0].title == "Title" and memory.entries[0].date == "2026-01-01"
+        assert "### D-001: Title\n" in render(memory)
+
+    def test_configured_prefix_makes_entries_only_with_its_schema(self) -> None:
+        """'### R-001: x' is an entry when the schema has a kind with prefix R, and text without it."""
+        schema = Schema(kinds=(*DEFAULT_KINDS, Kind("risk", "R", ("open", "retired"), "risks.md")))
+        text = "# Risks\n\n### R-001: Lock-in\n\n- date: 2026-01-01\n- area: a\n- status: open\n\nB.\n"
+        assert [entry.id for entry in parse(text, None, schema).entries] == ["R-001"]
+        assert parse(text).entries == []
+
+    def test_body_problem_uses_the_same_grammar(self) -> None:
+        """The write path refuses exactly what parse would take for structure, and nothing else."""
+        assert body_problem("### UTF-8 handling\n\ntext") is None
+        assert body_problem("### Step-1 of the fix") is None
+        assert "looks like an entry heading" in (body_problem("### D-12 Title") or "")
+        assert "looks like an entry heading" in (body_problem("### F-001: x") or "")
+        assert "level-2 heading" in (body_problem("##") or "")
+        assert "metadata under it" in (body_problem("### X-001: y\n\n- date: 2026-01-01") or "")
+        assert body_problem("```\n### D-001: fenced\n## x\n```") is None
+
+    def test_unknown_kind_entry_is_reported_by_check(self, run: Run, root: Path) -> None:
+        """An entry whose prefix no kind has is named by check (unknown-prefix), not silently dropped."""
+        run("add", "-k", "D", "-t", "t", "-a", "a", "--body", "b")
+        path = root / "memory" / "decisions.md"
+        text = path.read_text()
+        cut = text.index("## Manual")
+        extra = "### Q-001: From a removed kind\n\n- date: 2026-01-01\n- area: a\n- status: open\n\nB.\n\n"
+        path.write_text(text[:cut] + extra + text[cut:])
+        result = run("check")
+        line = (text[:cut] + extra).split("\n").index("### Q-001: From a removed kind") + 1
+        assert result.exit_code == 1
+        assert f"memory/decisions.md:{line}: unknown-prefix Q-001 is not read as an entry" in result.stdout
+
+    def test_unknown_kind_entry_in_a_body_is_refused(self, run: Run, root: Path) -> None:
+        """A body holding an entry heading of an unknown kind with metadata under it: exit 2, nothing written."""
+        body = "Text.\n\n### Q-001: x\n\n- date: 2026-01-01"
+        result = run("add", "-k", "D", "-t", "t", "-a", "a", "--body", body)
+        assert result.exit_code == 2 and "body line 3 is an entry heading with metadata" in result.stderr
+        assert snapshot(root) == {}
+
+    def test_readme_with_a_fenced_example_is_not_a_memory_file(self) -> None:
+        """A README that shows the format inside a fence has no entry: discovery skips it."""
+        readme = "# About\n\n```markdown\n### D-001: Example\n\n- date: 2026-01-01\n```\n"
+        assert not is_memory_text(readme)
+        assert is_memory_text("### D-001: Real\n")
+
+    def test_watcher_heading_pattern_finds_only_those_ids(self) -> None:
+        """headings_of(ids) finds a moved entry's heading, tabs allowed, and not a mere mention."""
+        pattern = headings_of({"D-001", "F-002"})
+        assert pattern.search("x\n### D-001: t\n") and pattern.search("###\tF-002:\tt")
+        assert not pattern.search("see D-001: there\n### D-0011: t\n")
+
+    def test_ids_in_counts_only_known_prefixes(self) -> None:
+        """Audit's id mentions in a body come from the grammar: known prefixes only."""
+        assert grammar_for(("D", "F")).ids_in("D-001, UTF-8 and F-2 but not X-9") == ["D-001", "F-2"]
+
+
+class TestFence:
+    @pytest.mark.parametrize(
+        ("lines", "inside"),
+        [
+            (["````", "```", "## x", "````"], [True, True, True, True]),
+            (["~~~", "```", "## x", "~~~"], [True, True, True, True]),
+            (["```", "``` not a close", "```"], [True, True, True]),
+            (["```js", "x", "   ```"], [True, True, True]),
+            (["```x```", "## x"], [False, False]),
+            (["    ```", "## x"], [False, False]),
+            (["\t```", "## x"], [False, False]),
+            (["   ~~~~", "~~~", "~~~~~"], [True, True, True]),
+        ],
+    )
+    def test_commonmark_fences(self, lines: list[str], inside: list[bool]) -> None:
+        """Backticks or tildes, 3 or more, up to 3 spaces in; closed by the same char at least as long."""
+        fence = Fence()
+        assert [fence.feed(line, n) for n, line in enumerate(lines, start=1)] == inside
+
+    def test_level_two_heading_inside_a_long_fence_is_code(self) -> None:
+        """A 4-backtick fence holding a 3-backtick line and '## x' keeps them in the entry's body."""
+        body = "Intro.\n\n````md\n```\n## not a section\n```\n````"
+        memory = parse(_file(body))
+        assert memory.entries[0].body == body and [s.name for s in memory.sections] == [None]
+
+    def test_inline_code_with_three_backticks_does_not_open_a_fence(self) -> None:
+        """'```x```' is inline code, so a heading after it is still a heading."""
+        memory = parse(_file("Use ```x``` inline.") + "## Next\n")
+        assert [s.name for s in memory.sections] == [None, "Next"]
+
+
+class TestLineEndings:
+    def test_crlf_file_stays_crlf_through_add_fmt_and_check(self, run: Run, root: Path) -> None:
+        """A CRLF file (core.autocrlf) passes check, and add and fmt keep every line CRLF, Manual included."""
+        run("add", "-k", "D", "-t", "First", "-a", "a", "--body", "b")
+        path = root / "memory" / "decisions.md"
+        path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+        assert run("check").exit_code == 0 and run("fmt", "--check").exit_code == 0
+        assert run("add", "-k", "D", "-t", "Second", "-a", "a", "--body", "c").exit_code == 0
+        data = path.read_bytes()
+        assert data.count(b"\n") == data.count(b"\r\n") and b"D-002" in data
+        assert run("check").exit_code == 0
+
+    def test_mixed_line_endings_are_named_and_fmt_makes_them_one(self, run: Run, root: Path) -> None:
+        """CRLF from line 1, LF in the Manual: check says mixed-line-endings at that line; fmt writes CRLF."""
+        run("add", "-k", "D", "-t", "First", "-a", "a", "--body", "b")
+        path = root / "memory" / "decisions.md"
+        text = path.read_text()
+        cut = text.index("## Manual")
+        path.write_bytes(text[:cut].replace("\n", "\r\n").encode() + (text[cut:] + "mine\n").encode())
+        line = text[:cut].count("\n") + 1
+        result = run("check")
+        assert result.exit_code == 1
+        assert result.stdout.splitlines() == [
+            f"memory/decisions.md:{line}: mixed-line-endings mixed line endings: the file's lines end in CRLF"
+            " but this one in LF: run memfiles fmt"
+        ]
+        assert run("fmt").exit_code == 0
+        data = path.read_bytes()
+        assert data.count(b"\n") == data.count(b"\r\n") and data.endswith(b"mine\r\n")
+        assert run("check").exit_code == 0
+
+    def test_lf_file_with_crlf_manual_is_made_lf_by_fmt(self, run: Run, root: Path) -> None:
+        """An LF file whose Manual was pasted with CRLF becomes LF throughout (the old 'LF above, CRLF below')."""
+        run("add", "-k", "D", "-t", "First", "-a", "a", "--body", "b")
+        path = root / "memory" / "decisions.md"
+        path.write_bytes(path.read_bytes() + b"pasted\r\nnotes\r\n")
+        assert "mixed-line-endings" in run("check").stdout
+        assert run("fmt").exit_code == 0
+        assert b"\r" not in path.read_bytes() and path.read_text().endswith("pasted\nnotes\n")
+
+    def test_stray_carriage_return_is_named_with_its_line(self, run: Run, root: Path) -> None:
+        """A CR in the middle of a line (viewers break there, memfiles does not) is reported at its line."""
+        run("add", "-k", "D", "-t", "First", "-a", "a", "--body", "b")
+        path = root / "memory" / "decisions.md"
+        text = path.read_text().replace("\nb\n", "\nb\r## Hidden\n")
+        path.write_text(text)
+        line = text.split("\n").index("b\r## Hidden") + 1
+        assert f"memory/decisions.md:{line}: stray-cr" in run("check").stdout
+
+    def test_write_path_turns_a_lone_cr_into_a_line_end(self, run: Run, root: Path) -> None:
+        """A body with a lone CR is split there, so '## x' after it is refused like any level-2 heading."""
+        result = run("add", "-k", "D", "-t", "t", "-a", "a", "--body", "text\r## Section")
+        assert result.exit_code == 2 and "body line 2 is a level-2 heading" in result.stderr
+        assert run("add", "-k", "D", "-t", "t", "-a", "a", "--body", "one\rtwo").exit_code == 0
+        assert parse((root / "memory" / "decisions.md").read_text()).entries[0].body == "one two"
+
+    def test_bom_at_the_start_is_kept_and_the_title_still_read(self, run: Run, root: Path) -> None:
+        """A file saved with a UTF-8 byte-order mark keeps it through add and fmt, and passes check."""
+        run("add", "-k", "D", "-t", "First", "-a", "a", "--body", "b")
+        path = root / "memory" / "decisions.md"
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+        assert parse(path.read_text()).title == "Decisions"
+        assert run("check").exit_code == 0
+        assert run("add", "-k", "D", "-t", "Second", "-a", "a", "--body", "c").exit_code == 0
+        assert path.read_bytes().startswith(b"\xef\xbb\xbf# Decisions\n")
+        assert run("check").exit_code == 0 and run("fmt", "--check").exit_code == 0
+
+    def test_bom_inside_the_file_is_named(self, run: Run, root: Path) -> None:
+        """A byte-order mark after the start (it hides a heading from the parser) is reported at its line."""
+        run("add", "-k", "D", "-t", "First", "-a", "a", "--body", "b")
+        path = root / "memory" / "decisions.md"
+        text = path.read_text().replace("\nb\n", "\nb\n\n\ufeff### D-002: hidden\n")
+        path.write_text(text)
+        line = text.split("\n").index("\ufeff### D-002: hidden") + 1
+        assert f"memory/decisions.md:{line}: stray-bom" in run("check").stdout
+
+
+class TestEncoding:
+    @pytest.mark.parametrize("bad_line", [18, 900])
+    def test_bad_byte_is_named_at_its_real_line(self, run: Run, root: Path, bad_line: int) -> None:
+        """A non-UTF-8 byte on line N: check, add, list, audit and status name line N (past the first buffer too)."""
+        run("add", "-k", "D", "-t", "First", "-a", "a", "--body", "b")
+        path = root / "memory" / "decisions.md"
+        path.write_text(path.read_text() + "".join(f"my note {n}\n" for n in range(1000)))
+        lines = path.read_bytes().split(b"\n")
+        lines[bad_line - 1] = lines[bad_line - 1] + b" caf\xe9"
+        path.write_bytes(b"\n".join(lines))
+        before = snapshot(root)
+        result = run("check")
+        assert result.exit_code == 1
+        assert result.stdout.startswith(f"memory/decisions.md:{bad_line}: not-utf8 not UTF-8 text: byte 0xe9")
+        found = json.loads(run("check", "--json").stdout)["findings"]
+        assert [(f["code"], f["line"]) for f in found] == [("not-utf8", bad_line)]
+        added = run("add", "-k", "D", "-t", "t", "-a", "a", "--body", "b")
+        assert added.exit_code == 2 and f"memory/decisions.md:{bad_line}: not UTF-8" in added.stderr
+        for command in ("list", "audit", "status"):  # each names the file at the bad byte's line
+            result = run(command)
+            assert f"memory/decisions.md:{bad_line}: not UTF-8" in result.stderr + result.stdout, command
+        assert snapshot(root) == before
+
+
+class TestWrap:
+    LONG = "word " * 30
+
+    def test_plain_paragraph_is_wrapped(self) -> None:
+        """A prose paragraph of short lines is joined and wrapped at the width."""
+        assert normalize_body("one\ntwo\nthree", 100) == "one two three"
+        assert all(len(line) <= 40 for line in normalize_body(self.LONG, 40).split("\n"))
+
+    @pytest.mark.parametrize(
+        "block",
+        [
+            "````md\n```\nshort\nlines\n```\nstill\ncode\n````",  # a 4-backtick fence holding a 3-backtick line
+            "~~~\nshort\nlines\n~~~",
+            "  ```\nshort\nlines\n  ```",
+            "    indented\n    code",
+            "- one\n- two\n  continued",
+            "* one\n+ two",
+            "1. one\n2) two",
+            "> quoted\n> lines",
+            "| a | b |\n|---|---|\n| 1 | 2 |",
+            "a | b\n--|--\n1 | 2",
+            "<div>\nhtml\n</div>",
+            "### Heading\ntext",
+            "Title\n===",
+            "Title\n-",
+            "text\n***",
+            "text\n_ _ _",
+            "[a]: https://example.com/a\n[b]: https://example.com/b",
+            "hard break  \nnext",
+            "backslash break\\\nnext",
+            "a\tb tab\nin prose",
+        ],
+    )
+    def test_blocks_are_never_rewrapped(self, block: str) -> None:
+        """Code, lists, quotes, tables, HTML, headings, breaks and link definitions keep their lines."""
+        assert normalize_body(block, 10) == block
+
+    def test_code_after_a_long_fence_keeps_its_lines_and_prose_after_it_wraps(self) -> None:
+        """The fence closes only at a fence as long as the opener: prose after it is wrapped again."""
+        body = "````\n```\na\nb\n```\n````\nafter\nfence"
+        assert normalize_body(body, 100) == "````\n```\na\nb\n```\n````\nafter fence"
+
+    def test_list_item_continuation_paragraph_keeps_its_indentation(self) -> None:
+        """An indented paragraph under a list item is not pulled out of the item by wrapping."""
+        body = "- item\n\n  more about\n  the item"
+        assert normalize_body(body, 100) == body
+
+    def test_wrapped_line_that_would_start_a_list_is_kept_as_written(self) -> None:
+        """If wrapping would put '1.' or '-' at a line start, the paragraph stays as written."""
+        body = "aaaa bbbb\n- cccc"
+        assert normalize_body(body, 100) == body
+        assert normalize_body("aaaa 1. bbbb", 5) == "aaaa 1. bbbb"
+
+
+class TestDoubledCarriageReturns:
+    def test_file_converted_to_crlf_twice_is_named_and_fmt_repairs_it(self, run: Run, root: Path) -> None:
+        """CR CR LF line ends (unix2dos run twice): check says stray-cr at line 1, fmt writes plain CRLF."""
+        run("add", "-k", "D", "-t", "First", "-a", "a", "--body", "b")
+        path = root / "memory" / "decisions.md"
+        path.write_bytes(path.read_bytes().replace(b"\n", b"\r\r\n"))
+        result = run("check")
+        assert result.exit_code == 1
+        assert result.stdout.splitlines() == [
+            "memory/decisions.md:1: stray-cr more than one carriage return (CR) ends the line: run memfiles fmt"
+        ]
+        assert run("fmt").exit_code == 0
+        data = path.read_bytes()
+        assert b"\r\r" not in data and data.count(b"\n") == data.count(b"\r\n")
+        assert run("check").exit_code == 0
+
+
+class TestOnePlace:
+    FORBIDDEN = ("[A-Z][A-Z0-9]", "`{3", "~{3", 'r"^###', 'r"^##', 'startswith("## ")', 'startswith("### ")')
+
+    def test_no_module_but_grammar_writes_the_id_heading_or_fence_rules(self) -> None:
+        """The id regex, heading shapes and fence markers are spelled out in format/grammar.py and nowhere else."""
+        source = REPO / "src" / "memfiles"
+        offenders = [
+            f"{path.relative_to(source)}: {pattern}"
+            for path in sorted(source.rglob("*.py"))
+            if path.name != "grammar.py"
+            for pattern in self.FORBIDDEN
+            if pattern in path.read_text(encoding="utf-8")
+        ]
+        assert offenders == []
