@@ -142,12 +142,16 @@ class TestImport:
         (root / "ops.json").write_text(json.dumps(ops))
         result = run("import", str(root / "ops.json"), "--json")
         assert result.exit_code == 0, result.output
-        assert json.loads(result.stdout) == {
+        data = json.loads(result.stdout)
+        assert {key: data[key] for key in ("added", "updated", "retired", "pruned", "renumbered", "replayed")} == {
             "added": ["D-001", "F-001"],
             "updated": ["D-001"],
             "retired": ["F-001"],
             "pruned": [],
+            "renumbered": {},
+            "replayed": False,
         }
+        assert [(e["id"], e["status"]) for e in data["entries"]] == [("D-001", "accepted"), ("F-001", "retired")]
 
     def test_bad_op_names_position_and_field_and_touches_nothing(self, run: Run, root: Path) -> None:
         """op 3 with a long title: the error says so and no file is written, not even for ops 1 and 2."""
@@ -194,7 +198,8 @@ class TestImport:
         after_first = snapshot(root)
         second = run("import", str(root / "ops.json"), "--request-id", "landing-7", "--json")
         assert first.exit_code == second.exit_code == 0
-        assert json.loads(second.stdout) == json.loads(first.stdout)
+        assert json.loads(second.stdout) == {**json.loads(first.stdout), "replayed": True}
+        assert second.stderr == ""
         assert snapshot(root) == after_first
         third = run("import", str(root / "ops.json"), "--request-id", "landing-8", "--json")
         assert json.loads(third.stdout)["added"] == ["D-003", "D-004"]

@@ -164,7 +164,22 @@ def error_object(
     line: int | None = None,
     op: int | None = None,
     key: str | None = None,
+    field: str | None = None,
+    problems: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Why a command refused: code (parse, op, config, usage, lock, index, refused, io), the message,
-    and whichever of path/line, op (1-based position in a batch) or config key applies."""
-    return {"error": {"code": code, "message": message, "path": path, "line": line, "op": op, "key": key}}
+    """Why a command refused: code (parse, op, config, usage, lock, index, refused, io, ambiguous), the
+    message, and whichever of path/line, op (1-based position in a batch) and field, or config key applies.
+    `problems` lists every problem of a batch ({"op", "field", "message"}), the first of which the
+    top-level op and field name."""
+    return {
+        "error": {
+            "code": code,
+            "message": message,
+            "path": path,
+            "line": line,
+            "op": op,
+            "key": key,
+            "field": field,
+            "problems": list(problems or []),
+        }
+    }

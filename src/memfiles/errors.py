@@ -9,10 +9,13 @@ class MemfilesError(Exception):
     """Base of every error memfiles raises for a reason it can explain."""
 
     exit_code = 2
+    code = "usage"  # the error object's code (docs/json.md): what kind of input was at fault
 
 
 class ParseError(MemfilesError):
     """A memory file (or JSON input) that does not follow the format, with the place it broke."""
+
+    code = "parse"
 
     def __init__(self, path: str | Path | None, line: int | None, message: str) -> None:
         self.path = str(path) if path is not None else None
@@ -30,25 +33,77 @@ class ParseError(MemfilesError):
 class OpError(MemfilesError):
     """An op of a write batch that cannot be applied; names the op's position (1-based) and field."""
 
-    def __init__(self, position: int | None, message: str) -> None:
+    code = "op"
+
+    def __init__(self, position: int | None, message: str, field: str | None = None) -> None:
         self.position = position
         self.message = message
+        self.field = field
         super().__init__(f"op {position}: {message}" if position is not None else message)
+
+
+class BatchError(OpError):
+    """Every problem of a batch at once (each an OpError with its position and field), so one run shows
+    them all."""
+
+    def __init__(self, problems: list[OpError]) -> None:
+        self.problems = list(problems)
+        first = self.problems[0]
+        lines = "".join(f"\n  {problem}" for problem in self.problems)
+        count = len(self.problems)
+        message = f"{count} problems in the batch; nothing was written:{lines}" if count > 1 else first.message
+        super().__init__(first.position, message, first.field)
+        if count > 1:  # the whole list is the message; `position` and `field` still name the first
+            self.args = (message,)
+
+
+class ReadError(MemfilesError):
+    """An input file that cannot be read as asked (missing, a folder, not UTF-8, empty), named with its path."""
+
+    code = "io"
+
+    def __init__(self, path: str | Path, message: str, line: int | None = None) -> None:
+        self.path = str(path)
+        self.line = line
+        self.message = message
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+class AmbiguousId(MemfilesError):
+    """An id that two entries carry (by hand or from a merge): a command naming it cannot tell which."""
+
+    code = "ambiguous"
+
+    def __init__(self, entry_id: str, places: list[str]) -> None:
+        self.id = entry_id
+        self.places = list(places)
+        super().__init__(
+            f"{entry_id} is ambiguous: {len(places)} entries carry it ({', '.join(places)}); give one a new id"
+            f" with memfiles renumber {entry_id} --at {places[-1]}"
+        )
 
 
 class ConfigError(MemfilesError):
     """Configuration that cannot be used: unknown keys, bad values, no project root."""
 
+    code = "config"
+
 
 class LockTimeout(MemfilesError):
     """Another process held the project lock for longer than we were willing to wait."""
+
+    code = "lock"
 
 
 class RefusedError(MemfilesError):
     """The command ran and the answer is no (for example `add --unique` found a duplicate)."""
 
     exit_code = 1
+    code = "refused"
 
 
 class IndexUnavailable(MemfilesError):
     """The semantic index cannot be reached, is busy, or does not exist yet."""
+
+    code = "index"

@@ -11,12 +11,13 @@ from memfiles.format.ids import ID_RE, RETIRED
 from memfiles.store.ledger import Ledger
 from memfiles.store.project import Located, Project
 
-SEVERE = ("dangling", "retired-ref", "duplicate-title", "stale")
+SEVERE = ("dangling", "retired-ref", "duplicate-title", "stale", "successor-cycle")
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One thing audit found; `kind` is dangling, retired-ref, duplicate-title, stale or pruned."""
+    """One thing audit found; `kind` is dangling, retired-ref, duplicate-title, stale, successor-cycle or
+    pruned."""
 
     kind: str
     path: str
@@ -43,6 +44,26 @@ def successor_chain(entry_id: str, by_id: dict[str, Located]) -> str | None:
     if current is None or current.entry.id == entry_id:
         return None
     return current.entry.id
+
+
+def successor_cycles(entries: list[Located]) -> list[list[Located]]:
+    """Every cycle of successors (`D-001 -> D-002 -> D-001`), once each, starting at its first entry in file
+    order. Such a chain never reaches a live entry, so references along it lead nowhere."""
+    by_id: dict[str, Located] = {}
+    for located in entries:
+        by_id.setdefault(located.entry.id, located)
+    cycles: list[list[Located]] = []
+    seen: set[str] = set()
+    for located in entries:
+        chain: list[str] = []
+        current: str | None = located.entry.id
+        while current is not None and current in by_id and current not in seen and current not in chain:
+            chain.append(current)
+            current = by_id[current].entry.successor
+        if current is not None and current in chain:
+            cycles.append([by_id[entry_id] for entry_id in chain[chain.index(current) :]])
+        seen.update(chain)
+    return cycles
 
 
 def audit_project(project: Project, today: dt.date | None = None) -> list[Finding]:
@@ -73,6 +94,15 @@ def audit_project(project: Project, today: dt.date | None = None) -> list[Findin
                 live = successor_chain(ref, by_id)
                 hint = f"; its successor is {live}" if live else "; it has no successor"
                 findings.append(Finding("retired-ref", path, int(line), f"{entry.id} refers to retired {ref}{hint}"))
+
+    for cycle in successor_cycles(entries):
+        path, line = cycle[0].where.rsplit(":", 1)
+        names = " -> ".join(item.entry.id for item in [*cycle, cycle[0]])
+        findings.append(
+            Finding(
+                "successor-cycle", path, int(line), f"{names}: the successors go round and never reach a live entry"
+            )
+        )
 
     titles: dict[str, Located] = {}
     for located in entries:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memfiles.config import MEMORY_DIR, Settings
-from memfiles.errors import ParseError
+from memfiles.errors import AmbiguousId, ParseError
 from memfiles.format.model import Entry, MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.toc import INDEX_START_PREFIX
@@ -143,7 +143,8 @@ class Project:
                     yield Located(entry, loaded, section.name)
 
     def find(self, entry_id: str, files: list[LoadedFile] | None = None) -> Located | None:
-        for located in self.entries(files):
-            if located.entry.id == entry_id:
-                return located
-        return None
+        """The entry carrying `entry_id`, or None; AmbiguousId when two entries carry it (never the first)."""
+        found = [located for located in self.entries(files) if located.entry.id == entry_id]
+        if len(found) > 1:
+            raise AmbiguousId(entry_id, [located.where for located in found])
+        return found[0] if found else None
