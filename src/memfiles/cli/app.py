@@ -117,7 +117,7 @@ def warn(message: str) -> None:
 
 root_option = click.option(
     "--root",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # checked by find_root, which names the problem (and --json reports it)
     envvar="MEMFILES_ROOT",
     help=(
         "Project root (the folder holding memory/); must be an existing folder. Default: the topmost folder"
