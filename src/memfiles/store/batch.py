@@ -95,7 +95,7 @@ class Batch:
             for folder in self.project.memory_dirs():
                 remove_debris(folder)
             digest = ops_digest(ops)
-            if request_id:
+            if request_id and not problems:  # a batch with bad ops was never applied: no replay to answer
                 receipt = self.journal.receipt(request_id)
                 if receipt is not None:
                     if receipt.get("digest") not in (None, digest):
