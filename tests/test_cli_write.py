@@ -386,6 +386,13 @@ class TestBadInput:
         (root / "ops.json").write_bytes(b"\xef\xbb\xbf" + add_ops(1).encode())
         assert run("import", str(root / "ops.json")).exit_code == 0
 
+    def test_a_document_without_an_ops_list_names_the_file(self, run: Run, root: Path) -> None:
+        """{"ops": {}}: exit 2, the file named, code parse."""
+        (root / "ops.json").write_text('{"ops": {}}')
+        result = run("import", str(root / "ops.json"), "--json")
+        assert result.exit_code == 2 and f'{root / "ops.json"}: expected {{"ops": [...]}}' in result.stderr
+        assert json.loads(result.stdout)["error"]["code"] == "parse"
+
     def test_invalid_json_gives_the_parse_error_object(self, run: Run, root: Path) -> None:
         """Malformed JSON with --json: code parse, the path and the line."""
         (root / "ops.json").write_text('{"ops": [\n  {"op": "add",}\n]}')

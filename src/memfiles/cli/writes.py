@@ -359,7 +359,10 @@ def import_ops(app: App, file: Path, request_id: str | None, unique: bool, allow
     """
     with errors_to_exit():
         document = _load_json(file)
-        ops, problems = check_ops(document, app.settings.schema, app.settings.wrap)
+        try:
+            ops, problems = check_ops(document, app.settings.schema, app.settings.wrap)
+        except OpError as error:  # the document's shape, not an op: name the file
+            raise ParseError("<stdin>" if str(file) == "-" else file, None, error.message) from error
         duplicates: list[str] = []
         if unique and not problems:
             raw = document.get("ops", []) if isinstance(document, dict) else document
