@@ -75,7 +75,25 @@ SHAPES: dict[str, dict[str, str]] = {
         "entries": "[entry]",
         "warnings": "[str]",
     },
-    "error": {"code": "str", "message": "str", "path": "str?", "line": "int?", "op": "int?", "key": "str?"},
+    "error": {
+        "code": "str",
+        "message": "str",
+        "path": "str?",
+        "line": "int?",
+        "op": "int?",
+        "key": "str?",
+        "field": "str?",
+        "error": {
+            "code": "str",
+            "message": "str",
+            "path": "str?",
+            "line": "int?",
+            "op": "int?",
+            "key": "str?",
+            "field": "str?",
+            "problems": "[object]",
+        },
+    },
 }
 # The entry without its body, where a command documents that it leaves the body out (list without --body).
 SHAPES["entry_without_body"] = {key: spec for key, spec in SHAPES["entry"].items() if key != "body"}
@@ -83,7 +101,7 @@ SHAPES["entry_without_body"] = {key: spec for key, spec in SHAPES["entry"].items
 # The objects docs/json.md documents under their own heading (the others are parts of these).
 DOCUMENTED = ("entry", "finding", "hit", "write", "error")
 
-ERROR_CODES = ("parse", "op", "config", "usage", "lock", "index", "refused", "io")
+ERROR_CODES = ("parse", "op", "config", "usage", "lock", "index", "refused", "io", "ambiguous")
 
 # What each command prints with --json, by a label (a command name, or a name and a variant).
 COMMANDS: dict[str, dict[str, str]] = {
@@ -92,6 +110,18 @@ COMMANDS: dict[str, dict[str, str]] = {
     "show": {"entry": "entry", "skipped": "[finding]"},
     "audit": {"findings": "[finding]", "skipped": "[finding]"},
     "refs": {"findings": "[finding]", "skipped": "[finding]"},
+    "check": {"files": "int", "findings": "[finding]"},
+    "fmt": {"changed": "[str]", "unchanged": "int", "findings": "[finding]"},
+    "write": {
+        "added": "[str]",
+        "updated": "[str]",
+        "retired": "[str]",
+        "pruned": "[str]",
+        "renumbered": "object",
+        "replayed": "bool",
+        "entries": "[entry]",
+        "warnings": "[str]",
+    },
     "error": {"error": "error"},
 }
 

@@ -143,7 +143,7 @@ class TestAudit:
     def test_audit_finds_dangling_retired_duplicate_and_stale(self, run: Run, root: Path) -> None:
         """Each kind of leftover is reported once, with the entry it is about in `id`, and audit exits 1."""
         run("add", "-k", "D", "-t", "Same title", "-a", "a", "--body", "b", "--date", "2020-01-01")
-        run("add", "-k", "D", "-t", "same  Title", "-a", "a", "--body", "b", "--ref", "D-009")
+        run("add", "-k", "D", "-t", "same  Title", "-a", "a", "--body", "b", "--ref", "D-009", "--allow-dangling")
         run("add", "-k", "D", "-t", "Third", "-a", "a", "--body", "b")
         run("retire", "D-003", "--successor", "D-002", "--reason", "r")
         run("add", "-k", "F", "-t", "Points at old", "-a", "a", "--body", "See D-003.")

@@ -142,12 +142,16 @@ class TestImport:
         (root / "ops.json").write_text(json.dumps(ops))
         result = run("import", str(root / "ops.json"), "--json")
         assert result.exit_code == 0, result.output
-        assert json.loads(result.stdout) == {
+        data = json.loads(result.stdout)
+        assert {key: data[key] for key in ("added", "updated", "retired", "pruned", "renumbered", "replayed")} == {
             "added": ["D-001", "F-001"],
             "updated": ["D-001"],
             "retired": ["F-001"],
             "pruned": [],
+            "renumbered": {},
+            "replayed": False,
         }
+        assert [(e["id"], e["status"]) for e in data["entries"]] == [("D-001", "accepted"), ("F-001", "retired")]
 
     def test_bad_op_names_position_and_field_and_touches_nothing(self, run: Run, root: Path) -> None:
         """op 3 with a long title: the error says so and no file is written, not even for ops 1 and 2."""
@@ -194,7 +198,8 @@ class TestImport:
         after_first = snapshot(root)
         second = run("import", str(root / "ops.json"), "--request-id", "landing-7", "--json")
         assert first.exit_code == second.exit_code == 0
-        assert json.loads(second.stdout) == json.loads(first.stdout)
+        assert json.loads(second.stdout) == {**json.loads(first.stdout), "replayed": True}
+        assert second.stderr == ""
         assert snapshot(root) == after_first
         third = run("import", str(root / "ops.json"), "--request-id", "landing-8", "--json")
         assert json.loads(third.stdout)["added"] == ["D-003", "D-004"]
@@ -278,3 +283,69 @@ class TestSectionOp:
             result = run("import", str(root / "bad.json"))
             assert result.exit_code == 2 and words in result.stderr, (op, result.stderr)
         assert snapshot(root) == before
+
+
+class TestEveryProblemAtOnce:
+    def test_four_bad_ops_are_reported_in_one_run(self, run: Run, root: Path) -> None:
+        """Two malformed ops and two the batch cannot apply (a missing id, a missing successor): one run
+        lists all four by position and field, on stderr and in the JSON error object; nothing is written."""
+        run("add", "-k", "D", "-t", "Existing", "-a", "x", "--body", "b")
+        before = snapshot(root)
+        ops = [
+            {"op": "add", "kind": "decision", "title": "y" * 141, "area": "x", "body": "b"},
+            {"op": "update", "id": "D-404", "status": "accepted"},
+            {"op": "add", "kind": "wish", "title": "t", "area": "x", "body": "b", "colour": "red"},
+            {"op": "retire", "id": "D-001", "successor": "D-999", "reason": "r"},
+            {"op": "add", "kind": "decision", "title": "Fine", "area": "x", "body": "b"},
+        ]
+        (root / "ops.json").write_text(json.dumps({"ops": ops}))
+        result = run("import", str(root / "ops.json"), "--json")
+        assert result.exit_code == 2
+        for words in (
+            "op 1: title is 141 characters",
+            "op 2: id: no entry D-404",
+            "op 3: add does not take colour",
+            "op 3: kind: unknown kind 'wish'",
+            "op 4: successor: no entry D-999",
+        ):
+            assert words in result.stderr, words
+        error = json.loads(result.stdout)["error"]
+        assert error["code"] == "op" and error["op"] == 1 and error["field"] == "title"
+        assert [(p["op"], p["field"]) for p in error["problems"]] == [
+            (1, "title"),
+            (2, "id"),
+            (3, "colour"),
+            (3, "kind"),
+            (4, "successor"),
+        ]
+        assert snapshot(root) == before
+
+    def test_one_op_with_several_bad_fields_names_each(self, run: Run, root: Path) -> None:
+        """An add with a bad date, a bad ref and no body: three problems of op 1."""
+        op = {"op": "add", "kind": "D", "title": "t", "area": "a", "date": "yesterday", "refs": ["nope"]}
+        (root / "a.json").write_text(json.dumps({"ops": [op]}))
+        result = run("import", str(root / "a.json"))
+        assert result.exit_code == 2
+        assert "3 problems in the batch" in result.stderr
+        for words in (
+            "op 1: date: 'yesterday' is not a date",
+            "op 1: refs: 'nope' is not an id",
+            "op 1: add needs body",
+        ):
+            assert words in result.stderr
+
+
+class TestRequestIdDigest:
+    def test_a_request_id_reused_for_a_different_batch_is_refused(self, run: Run, root: Path) -> None:
+        """landing-7 applied to one batch, then sent with another: exit 2, the message says so, nothing written."""
+        (root / "one.json").write_text(add_ops(1))
+        (root / "two.json").write_text(add_ops(2))
+        assert run("import", str(root / "one.json"), "--request-id", "landing-7").exit_code == 0
+        before = snapshot(root)
+        result = run("import", str(root / "two.json"), "--request-id", "landing-7", "--json")
+        assert result.exit_code == 2
+        assert "request id 'landing-7' was already used for a different batch" in result.stderr
+        assert json.loads(result.stdout)["error"]["field"] == "request_id"
+        assert snapshot(root) == before
+        again = run("import", str(root / "one.json"), "--request-id", "landing-7")
+        assert again.exit_code == 0 and again.stdout.startswith("already applied: ")

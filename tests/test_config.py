@@ -241,4 +241,6 @@ class TestCommandLine:
             "line": None,
             "op": None,
             "key": "stale_days",
+            "field": None,
+            "problems": [],
         }

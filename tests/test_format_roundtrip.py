@@ -164,6 +164,7 @@ class TestHypothesis:
 
     @settings(max_examples=300, deadline=None)
     @given(st.one_of(_rich_text, st.text(alphabet=_MARKS + "\nab", max_size=120)), st.sampled_from([0, 12, 100]))
+    @example("0 0\n0000000000  0", 12)  # two spaces inside a line made a second wrap break elsewhere
     def test_write_path_never_writes_an_unparseable_file(self, body: str, width: int) -> None:
         """A body the add op accepts renders to a file that parses back to that body, and wrapping is stable."""
         schema = Schema()

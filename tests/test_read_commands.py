@@ -204,7 +204,7 @@ class TestShow:
         )
         result = shown("show", "D-002")
         assert result.exit_code == 2
-        assert "D-002 is ambiguous: it is used at memory/decisions.md:17 and pkg/memory/decisions.md:3" in (
+        assert "D-002 is ambiguous: 2 entries carry it (memory/decisions.md:17, pkg/memory/decisions.md:3)" in (
             result.stderr
         )
 

@@ -65,21 +65,45 @@ _ENV = {
 }
 
 
-def find_root(start: Path | None = None) -> Path:
-    """The nearest folder at or above `start` that holds memory/ or a pyproject.toml with [tool.memfiles]."""
-    override = os.environ.get("MEMFILES_ROOT")
-    if override:
-        return Path(override).resolve()
+def _is_root(folder: Path) -> bool:
+    """A folder that holds memory/ (memory/memfiles.toml included) or a pyproject.toml with [tool.memfiles]."""
+    if (folder / MEMORY_DIR).is_dir():
+        return True
+    pyproject = folder / "pyproject.toml"
+    try:
+        return pyproject.is_file() and "[tool.memfiles" in pyproject.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def find_root(start: Path | None = None, given: str | Path | None = None) -> Path:
+    """The project root: `given` (or MEMFILES_ROOT) when set, which must be an existing folder; else the
+    TOPMOST folder from `start` (default: the current one) upward that holds memory/ or a pyproject.toml
+    with [tool.memfiles], looking no higher than the repository top (the nearest folder with .git).
+
+    Topmost, so that `pkg/memory/` is never a root of its own while an ancestor is one: every folder of a
+    project resolves to the same root, and ids are allocated from the whole project.
+    """
+    given = given or os.environ.get("MEMFILES_ROOT") or None
+    if given is not None:
+        folder = Path(given).expanduser()
+        if not folder.exists():
+            raise ConfigError(f"--root {given}: no such folder (MEMFILES_ROOT or --root must name an existing one)")
+        if not folder.is_dir():
+            raise ConfigError(f"--root {given}: not a folder (MEMFILES_ROOT or --root must name the project root)")
+        return folder.resolve()
     here = (start or Path.cwd()).resolve()
+    found: Path | None = None
     for folder in (here, *here.parents):
-        if (folder / MEMORY_DIR).is_dir():
-            return folder
-        pyproject = folder / "pyproject.toml"
-        if pyproject.is_file() and "[tool.memfiles" in pyproject.read_text(encoding="utf-8", errors="replace"):
-            return folder
-    raise ConfigError(
-        f"no memory/ folder at or above {here}: run memfiles in a project that has one, or pass --root DIR"
-    )
+        if _is_root(folder):
+            found = folder
+        if (folder / ".git").exists():  # the repository top bounds the walk
+            break
+    if found is None:
+        raise ConfigError(
+            f"no memory/ folder at or above {here}: run memfiles in a project that has one, or pass --root DIR"
+        )
+    return found
 
 
 # Validation: one rule per setting, here and nowhere else. A rule returns the value to use or raises
@@ -335,12 +359,12 @@ def _unknown(key: str, source: str | None) -> ConfigError:
 
 
 def load_settings(root: Path | None = None, **overrides: Any) -> Settings:
-    """Settings for the project at `root` (found from the current folder when None).
+    """Settings for the project at `root` (found from the current folder when None; it must exist).
 
     Every value is checked against its rule; a bad one raises ConfigError naming the file and key (or the
     environment variable, or the flag) and the value. An empty environment variable counts as unset.
     """
-    root = Path(root).resolve() if root else find_root()
+    root = find_root(given=root)
     table, source = _file_config(root)
     values: dict[str, Any] = {}
     kinds = DEFAULT_KINDS

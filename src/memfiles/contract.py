@@ -50,6 +50,11 @@ FINDING_CODES: dict[str, str] = {
     "stray-bom": "error",
     "pruned-id-reused": "error",
     "bad-ledger": "error",
+    # ids (services/check.py id_findings, services/audit.py)
+    "successor-cycle": "error",
+    "missing-id": "error",
+    "ids-conflict": "error",
+    "ids-file": "error",
     # the read side (list, show, audit, refs): a memory file set aside
     "unparseable": "error",
     # audit
@@ -211,15 +216,35 @@ def error_object(
     line: int | None = None,
     op: int | None = None,
     key: str | None = None,
+    field: str | None = None,
+    problems: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Why a command refused: code (parse, op, config, usage, lock, index, refused, io), the message,
-    and whichever of path/line, op (1-based position in a batch) or config key applies."""
-    return {"error": {"code": code, "message": message, "path": path, "line": line, "op": op, "key": key}}
+    """Why a command refused: code (parse, op, config, usage, lock, index, refused, io, ambiguous), the
+    message, and whichever of path/line, op (1-based position in a batch) and field, or config key applies.
+    `problems` lists every problem of a batch ({"op", "field", "message"}), the first of which the
+    top-level op and field name."""
+    return {
+        "error": {
+            "code": code,
+            "message": message,
+            "path": path,
+            "line": line,
+            "op": op,
+            "key": key,
+            "field": field,
+            "problems": list(problems or []),
+        }
+    }
 
 
 def error_for(error: Exception) -> dict[str, Any]:
-    """The error object of a MemfilesError, with whatever place it carries (its message as on stderr)."""
+    """The error object of a MemfilesError, with whatever place it carries (its message as on stderr):
+    file and line, op position and field (and every problem of a batch), config key."""
     code = getattr(error, "code", None)
+    problems = [
+        {"op": problem.position, "field": problem.field, "message": problem.message}
+        for problem in getattr(error, "problems", [])
+    ]
     return error_object(
         code if isinstance(code, str) else "usage",
         str(error),
@@ -227,4 +252,6 @@ def error_for(error: Exception) -> dict[str, Any]:
         line=getattr(error, "line", None),
         op=getattr(error, "position", None),
         key=getattr(error, "key", None),
+        field=getattr(error, "field", None),
+        problems=problems,
     )

@@ -36,10 +36,53 @@ class OpError(MemfilesError):
 
     code = "op"
 
-    def __init__(self, position: int | None, message: str) -> None:
+    def __init__(self, position: int | None, message: str, field: str | None = None) -> None:
         self.position = position
         self.message = message
+        self.field = field
         super().__init__(f"op {position}: {message}" if position is not None else message)
+
+
+class BatchError(OpError):
+    """Every problem of a batch at once (each an OpError with its position and field), so one run shows
+    them all."""
+
+    def __init__(self, problems: list[OpError]) -> None:
+        self.problems = list(problems)
+        first = self.problems[0]
+        lines = "".join(f"\n  {problem}" for problem in self.problems)
+        count = len(self.problems)
+        message = f"{count} problems in the batch; nothing was written:{lines}" if count > 1 else first.message
+        super().__init__(first.position, message, first.field)
+        if count > 1:  # the whole list is the message; `position` and `field` still name the first
+            self.args = (message,)
+
+
+class ReadError(MemfilesError):
+    """An input file that cannot be read as asked (missing, a folder, not UTF-8, empty), named with its path."""
+
+    code = "io"
+
+    def __init__(self, path: str | Path, message: str, line: int | None = None) -> None:
+        self.path = str(path)
+        self.line = line
+        self.message = message
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+class AmbiguousId(MemfilesError):
+    """An id that two entries carry (by hand or from a merge): a command naming it cannot tell which."""
+
+    code = "ambiguous"
+
+    def __init__(self, entry_id: str, places: list[str]) -> None:
+        self.id = entry_id
+        self.places = list(places)
+        super().__init__(
+            f"{entry_id} is ambiguous: {len(places)} entries carry it ({', '.join(places)}); give one a new id"
+            f" with memfiles renumber {entry_id} --at {places[-1]}"
+        )
 
 
 class ConfigError(MemfilesError):
@@ -60,6 +103,8 @@ class ConfigError(MemfilesError):
         self.line = line
         self.message = message
         super().__init__(message)
+
+    code = "config"
 
 
 class LockTimeout(MemfilesError):

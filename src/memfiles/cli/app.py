@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from memfiles.config import Settings, load_settings
+from memfiles.contract import error_for, error_object
 from memfiles.errors import MemfilesError
 from memfiles.store.project import Project
 
@@ -47,18 +48,50 @@ class CommandError(click.ClickException):
         click.echo(f"memfiles: {self.format_message()}", err=True)
 
 
+def error_json(error: Exception) -> dict[str, Any]:
+    """The contract's error object for a domain error (or a usage error) with its place: file and line,
+    op position and field (and every problem of a batch), config key."""
+    if isinstance(error, click.UsageError):
+        return error_object("usage", error.format_message())
+    return error_for(error)
+
+
+def _wants_json() -> bool:
+    context = click.get_current_context(silent=True)
+    return bool(context is not None and context.params.get("as_json"))
+
+
 @contextmanager
-def errors_to_exit(as_json: bool = False) -> Iterator[None]:
-    """Turn the domain errors of the layers below into a message on stderr and an exit code; with
-    `as_json`, print the error object on stdout as well (docs/json.md)."""
+def errors_to_exit(as_json: bool | None = None) -> Iterator[None]:
+    """Turn the domain errors of the layers below into a message on stderr and an exit code; with --json
+    (or `as_json`), the error object on stdout as well, so a machine reads why without parsing the message."""
+    wants_json = _wants_json if as_json is None else (lambda: as_json)
     try:
         yield
     except MemfilesError as error:
-        if as_json:
-            from memfiles.contract import error_for
-
-            print_json(error_for(error))
+        if wants_json():
+            print_json(error_json(error))
         raise CommandError(str(error), error.exit_code) from error
+    except click.UsageError as error:
+        if _wants_json():
+            print_json(error_json(error))
+            error.json_printed = True  # type: ignore[attr-defined]  # the group must not print it again
+        raise
+
+
+class JsonErrorsGroup(click.Group):
+    """A group whose commands, given --json, print the error object for a usage error too (an unknown
+    option, a missing argument), which click raises before the command runs."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        args = [*getattr(ctx, "_protected_args", []), *ctx.args]  # click empties them before parsing
+        options = args[: args.index("--")] if "--" in args else args
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as error:
+            if "--json" in options and not getattr(error, "json_printed", False):
+                print_json(error_json(error))
+            raise
 
 
 def print_json(value: Any) -> None:
@@ -72,8 +105,12 @@ def warn(message: str) -> None:
 
 root_option = click.option(
     "--root",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # checked by find_root, which names the problem (and --json reports it)
     envvar="MEMFILES_ROOT",
-    help="Project root (the folder holding memory/). Default: the nearest one above the current folder.",
+    help=(
+        "Project root (the folder holding memory/); must be an existing folder. Default: the topmost folder"
+        " holding memory/ (or a pyproject.toml with [tool.memfiles]) from the current folder up to the"
+        " repository top, so every folder of a project finds the same root."
+    ),
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines instead of text.")

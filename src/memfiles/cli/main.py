@@ -7,15 +7,15 @@ from pathlib import Path
 import click
 
 from memfiles import __version__
-from memfiles.cli.app import App, root_option
+from memfiles.cli.app import App, JsonErrorsGroup, root_option
 from memfiles.cli.checks import audit, check, fmt, refs
 from memfiles.cli.distill_cmds import distil, dupes
 from memfiles.cli.index_cmds import backfill, status, watch
 from memfiles.cli.reads import list_entries, show
-from memfiles.cli.writes import add, import_ops, prune, retire, set_entry
+from memfiles.cli.writes import add, import_ops, prune, renumber, retire, set_entry
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=JsonErrorsGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @root_option
 @click.version_option(__version__, prog_name="memfiles")
 @click.pass_context
@@ -46,6 +46,7 @@ for command in (
     retire,
     prune,
     import_ops,
+    renumber,
     check,
     fmt,
     audit,

@@ -1,4 +1,5 @@
-"""Commands that write: add, set, retire, prune, import. Each builds ops; one write path applies them."""
+"""Commands that write: add, set, retire, prune, import, renumber. Each builds ops; one write path applies
+them, and with --json each prints the contract's write object (docs/json.md)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from typing import Any
 import click
 
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, warn
-from memfiles.errors import OpError, ParseError
-from memfiles.services.write import write_ops
+from memfiles.cli.infile import read_input
+from memfiles.errors import BatchError, OpError, ParseError
+from memfiles.services.write import renumber_warnings, write_json, write_ops
 from memfiles.store.batch import BatchResult
-from memfiles.store.ops import parse_op, parse_ops
+from memfiles.store.ops import check_ops
 from memfiles.store.project import Project
 
 
@@ -24,17 +26,18 @@ def notify_index(project: Project, result: BatchResult) -> str | None:
     return notify(project, result)
 
 
-def _check_duplicates(app: App, ops: list[dict[str, Any]], unique: bool, always: bool) -> None:
-    """Warn about (or, with --unique, refuse) adds that say what an existing entry says."""
+def _check_duplicates(app: App, ops: list[dict[str, Any]], unique: bool, always: bool) -> list[str]:
+    """Warn about (or, with --unique, refuse) adds that say what an existing entry says; the warnings."""
     from memfiles.errors import RefusedError
     from memfiles.services.dedupe import many_near_duplicates
 
     adds = [op for op in ops if isinstance(op, dict) and op.get("op") == "add"]
     if not adds or not (unique or always):
-        return
+        return []
     items = [(str(op.get("title", "")), str(op.get("body", "")), frozenset()) for op in adds]
     found, mode = many_near_duplicates(app.project, items)
     hits = [(op, candidates) for op, candidates in zip(adds, found, strict=True) if candidates]
+    warnings = []
     for op, candidates in hits:
         names = ", ".join(f"{c.id} {c.title!r} ({c.score:.2f})" for c in candidates[:3])
         message = f"{op.get('title')!r} is close to {names}" + (
@@ -42,29 +45,52 @@ def _check_duplicates(app: App, ops: list[dict[str, Any]], unique: bool, always:
         )
         if unique:
             raise RefusedError(f"refused, a near-duplicate exists: {message}")
-        warn(f"near-duplicate: {message}")
+        warnings.append(f"near-duplicate: {message}")
+    return warnings
 
 
 def _body(body: str | None, body_file: Path | None, required: bool) -> str | None:
     if body is not None and body_file is not None:
         raise click.UsageError("give --body or --body-file, not both")
     if body_file is not None:
-        return body_file.read_text(encoding="utf-8") if str(body_file) != "-" else sys.stdin.read()
+        return read_input(body_file, what="body")
     if body is None and required and not sys.stdin.isatty():
-        return sys.stdin.read()
+        return read_input(Path("-"), what="body")
     return body
 
 
-def _apply(app: App, ops_data: list[dict[str, Any]], request_id: str | None = None) -> BatchResult:
+def _apply(
+    app: App, ops_data: list[dict[str, Any]], request_id: str | None = None, allow_dangling: bool = False
+) -> tuple[BatchResult, list[str]]:
+    """Apply ops built from options; the result and every warning (also printed on stderr)."""
     settings = app.settings
     try:
-        ops = [parse_op(value, position, settings.schema, settings.wrap) for position, value in enumerate(ops_data, 1)]
-        result, warning = write_ops(app.project, ops, request_id=request_id, notify=notify_index)
-    except OpError as error:  # one op from options: say what is wrong without "op 1:"
-        raise OpError(None, error.message) from error
-    if warning:
-        warn(warning)
-    return result
+        ops, problems = check_ops(ops_data, settings.schema, settings.wrap)
+        result, warning = write_ops(
+            app.project,
+            ops,
+            request_id=request_id,
+            notify=notify_index,
+            allow_dangling=allow_dangling,
+            problems=problems,
+        )
+    except BatchError as error:  # ops from options: say what is wrong without "op 1:"
+        raise BatchError([OpError(None, p.message, p.field) for p in error.problems]) from error
+    return result, _warn_all(app, result, [warning] if warning else [])
+
+
+def _warn_all(app: App, result: BatchResult, extra: list[str]) -> list[str]:
+    warnings = [*result.warnings, *renumber_warnings(app.project, result), *extra]
+    for message in warnings:
+        warn(message)
+    return warnings[len(result.warnings) :]
+
+
+def _report(app: App, result: BatchResult, warnings: list[str], as_json: bool, text: str | None = None) -> None:
+    if as_json:
+        print_json(write_json(app.project, result, warnings))
+    else:
+        click.echo(text if text is not None else ("already applied: " if result.replayed else "") + result.summary())
 
 
 def _single(ops_data: dict[str, Any]) -> dict[str, Any]:
@@ -75,7 +101,7 @@ body_options = [
     click.option("--body", help="The body text: what was found, why, and what follows. Markdown."),
     click.option(
         "--body-file",
-        type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+        type=click.Path(path_type=Path, allow_dash=True),
         help="Read the body from this file ('-' for standard input).",
     ),
 ]
@@ -85,6 +111,13 @@ def with_body(function: Any) -> Any:
     for option in reversed(body_options):
         function = option(function)
     return function
+
+
+allow_dangling_option = click.option(
+    "--allow-dangling",
+    is_flag=True,
+    help="Keep a --ref to an id that does not exist (refused otherwise: a typo would lead nowhere).",
+)
 
 
 @click.command()
@@ -100,10 +133,11 @@ def with_body(function: Any) -> Any:
 @with_body
 @click.option("--file", "file_", help="Memory file to add to, relative to the root. Default: memory/<kind>s.md.")
 @click.option("--section", help="Level-2 section of the file to put the entry under (created if missing).")
-@click.option("--ref", "refs", multiple=True, help="Id of a related entry (repeatable).")
+@click.option("--ref", "refs", multiple=True, help="Id of a related entry (repeatable); it must exist.")
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--date", help="YYYY-MM-DD. Default: today.")
 @click.option("--unique", is_flag=True, help="Refuse (exit 1) instead of warning when a near-duplicate exists.")
+@allow_dangling_option
 @json_option
 @pass_app
 def add(
@@ -120,11 +154,13 @@ def add(
     tags: tuple[str, ...],
     date: str | None,
     unique: bool,
+    allow_dangling: bool,
     as_json: bool,
 ) -> None:
     """Add an entry and print its new id.
 
-    The body comes from --body, --body-file, or standard input.
+    The body comes from --body, --body-file, or standard input. A --ref to a retired id is kept with a
+    warning naming its successor; to an id that does not exist, refused (exit 2) unless --allow-dangling.
 
     \b
     Example:
@@ -149,20 +185,11 @@ def add(
             }
         )
         op.setdefault("body", "")
-        _check_duplicates(app, [op], unique, always=True)
-        result = _apply(app, [op])
-        new_id = result.added[0]
-        if as_json:
-            located = app.project.find(new_id)
-            print_json(
-                {
-                    "id": new_id,
-                    "path": located.file.rel if located else None,
-                    "line": located.entry.line if located else None,
-                }
-            )
-        else:
-            click.echo(new_id)
+        duplicates = _check_duplicates(app, [op], unique, always=True)
+        result, warnings = _apply(app, [op], allow_dangling=allow_dangling)
+        for message in duplicates:
+            warn(message)
+        _report(app, result, [*warnings, *duplicates], as_json, text=result.added[0])
 
 
 @click.command("set")
@@ -171,10 +198,11 @@ def add(
 @click.option("--area", "-a", help="New area.")
 @click.option("--status", "-s", help="New status (one of the kind's; retire with `memfiles retire`).")
 @with_body
-@click.option("--ref", "refs", multiple=True, help="Replace the refs with these ids (repeatable).")
+@click.option("--ref", "refs", multiple=True, help="Replace the refs with these ids (repeatable); they must exist.")
 @click.option("--tag", "tags", multiple=True, help="Replace the tags with these (repeatable).")
 @click.option("--section", help="Move the entry to this section of its file.")
 @click.option("--file", "file_", help="Move the entry to this memory file (it keeps its id).")
+@allow_dangling_option
 @json_option
 @pass_app
 def set_entry(
@@ -189,9 +217,10 @@ def set_entry(
     tags: tuple[str, ...],
     section: str | None,
     file_: str | None,
+    allow_dangling: bool,
     as_json: bool,
 ) -> None:
-    """Update an entry in place.
+    """Update an entry in place; what is not given stays as it is.
 
     \b
     Example:
@@ -212,8 +241,8 @@ def set_entry(
                 "file": file_,
             }
         )
-        result = _apply(app, [op])
-        print_json(result.as_json()) if as_json else click.echo(result.summary())
+        result, warnings = _apply(app, [op], allow_dangling=allow_dangling)
+        _report(app, result, warnings, as_json)
 
 
 @click.command()
@@ -225,13 +254,17 @@ def set_entry(
 def retire(app: App, entry_id: str, successor: str | None, reason: str, as_json: bool) -> None:
     """Retire an entry: it keeps its id and its text, gains status retired, a reason and a successor.
 
+    Retiring a retired entry again replaces the reason and keeps the successor unless a new one is given.
+    A successor that would lead back to the entry (D-001 -> D-002 -> D-001) is refused.
+
     \b
     Example:
       memfiles retire D-003 --successor D-009 --reason "Superseded by the journal design"
     """
     with errors_to_exit():
-        result = _apply(app, [_single({"op": "retire", "id": entry_id, "successor": successor, "reason": reason})])
-        print_json(result.as_json()) if as_json else click.echo(result.summary())
+        op = _single({"op": "retire", "id": entry_id, "successor": successor, "reason": reason})
+        result, warnings = _apply(app, [op])
+        _report(app, result, warnings, as_json)
 
 
 @click.command()
@@ -243,33 +276,72 @@ def prune(app: App, entry_id: str, reason: str, as_json: bool) -> None:
     """Remove an entry from its file. Its text, the date and the reason go to memory/pruned.jsonl, where
     audit reports them, and its number is never used again.
 
+    An id that check reports missing (deleted by hand) can be pruned too: the record then says so.
+
     \b
     Example:
       memfiles prune T-007 --reason "Duplicate of T-004"
     """
     with errors_to_exit():
-        result = _apply(app, [{"op": "prune", "id": entry_id, "reason": reason}])
-        print_json(result.as_json()) if as_json else click.echo(result.summary())
+        result, warnings = _apply(app, [{"op": "prune", "id": entry_id, "reason": reason}])
+        _report(app, result, warnings, as_json)
+
+
+@click.command()
+@click.argument("entry_id", metavar="ID")
+@click.option(
+    "--at",
+    "at",
+    required=True,
+    help="Which entry gets a new id: PATH:LINE as check prints it (PATH alone if it holds only one of them).",
+)
+@click.option(
+    "--follow",
+    multiple=True,
+    help="Id of an entry whose references to ID (refs, successor, mentions in the body) move to the new id"
+    " (repeatable). Others stay.",
+)
+@json_option
+@pass_app
+def renumber(app: App, entry_id: str, at: str, follow: tuple[str, ...], as_json: bool) -> None:
+    """Give one of two entries that carry the same id (by hand, or from a merge) a fresh id.
+
+    Nothing says which entry an old reference to ID meant, so references stay as they are unless their
+    entry is named with --follow; the command then lists every reference to ID left, in the memory files
+    and in code (@@ID), for you to check.
+
+    \b
+    Example:
+      memfiles check                     # memory/frictions.md:40: F-001 is used twice; also at ...:12
+      memfiles renumber F-001 --at memory/frictions.md:40 --follow D-007
+    """
+    with errors_to_exit():
+        op = _single({"op": "renumber", "id": entry_id, "at": at, "follow": list(follow) or None})
+        result, warnings = _apply(app, [op])
+        _report(app, result, warnings, as_json)
 
 
 def _load_json(path: Path) -> Any:
-    text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    text = read_input(path, what="batch")
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        raise ParseError(path, error.lineno, f"invalid JSON at column {error.colno}: {error.msg}") from error
+        name = "<stdin>" if str(path) == "-" else path
+        raise ParseError(name, error.lineno, f"invalid JSON at column {error.colno}: {error.msg}") from error
 
 
 @click.command("import")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path, allow_dash=True))
+@click.argument("file", type=click.Path(path_type=Path, allow_dash=True))
 @click.option("--request-id", help="Idempotency key: a batch with an id already applied changes nothing.")
 @click.option(
     "--unique", is_flag=True, help="Refuse the batch (exit 1) if an add has a near-duplicate. Off by default."
 )
+@allow_dangling_option
 @json_option
 @pass_app
-def import_ops(app: App, file: Path, request_id: str | None, unique: bool, as_json: bool) -> None:
-    """Apply a batch of ops from a JSON file, all or nothing, through the same path as add.
+def import_ops(app: App, file: Path, request_id: str | None, unique: bool, allow_dangling: bool, as_json: bool) -> None:
+    """Apply a batch of ops from a JSON file ('-': standard input), all or nothing, through the same path
+    as add.
 
     \b
     The file holds {"ops": [...]}; each op is one of
@@ -277,7 +349,9 @@ def import_ops(app: App, file: Path, request_id: str | None, unique: bool, as_js
       {"op": "update", "id", ...fields to change}
       {"op": "retire", "id", "reason", ["successor"]}
       {"op": "prune", "id", "reason"}
-    An error names the op's position and field; then no file is touched.
+      {"op": "renumber", "id", "at", ["follow"]}
+    Every problem is reported at once, each with the op's position and field; then no file is touched.
+    A request id already applied to the same batch changes nothing; to a different batch, it is refused.
 
     \b
     Example:
@@ -285,13 +359,21 @@ def import_ops(app: App, file: Path, request_id: str | None, unique: bool, as_js
     """
     with errors_to_exit():
         document = _load_json(file)
-        ops = parse_ops(document, app.settings.schema, app.settings.wrap)
-        if unique:
-            _check_duplicates(app, document.get("ops", []) if isinstance(document, dict) else document, True, False)
-        result, warning = write_ops(app.project, ops, request_id=request_id, notify=notify_index)
-        if warning:
-            warn(warning)
-        if as_json:
-            print_json(result.as_json())
-        else:
-            click.echo(("already applied: " if result.replayed else "") + result.summary())
+        try:
+            ops, problems = check_ops(document, app.settings.schema, app.settings.wrap)
+        except OpError as error:  # the document's shape, not an op: name the file
+            raise ParseError("<stdin>" if str(file) == "-" else file, None, error.message) from error
+        duplicates: list[str] = []
+        if unique and not problems:
+            raw = document.get("ops", []) if isinstance(document, dict) else document
+            duplicates = _check_duplicates(app, raw, True, False)
+        result, warning = write_ops(
+            app.project,
+            ops,
+            request_id=request_id,
+            notify=notify_index,
+            allow_dangling=allow_dangling,
+            problems=problems,
+        )
+        warnings = _warn_all(app, result, [warning] if warning else [])
+        _report(app, result, [*warnings, *duplicates], as_json)

@@ -36,6 +36,7 @@ def _wrappable(paragraph: list[str]) -> bool:
         not _starts_block(line)
         and not line.endswith(("  ", "\\"))
         and "\t" not in line
+        and "  " not in line.strip()  # spaces someone lined up (or a code span's): re-flowing moves them
         and not _TABLE_DELIMITER.match(line)
         for line in paragraph
     )

@@ -27,6 +27,26 @@ def successor_chain(entry_id: str, by_id: dict[str, Located]) -> str | None:
     return current.entry.id
 
 
+def successor_cycles(entries: list[Located]) -> list[list[Located]]:
+    """Every cycle of successors (`D-001 -> D-002 -> D-001`), once each, starting at its first entry in file
+    order. Such a chain never reaches a live entry, so references along it lead nowhere."""
+    by_id: dict[str, Located] = {}
+    for located in entries:
+        by_id.setdefault(located.entry.id, located)
+    cycles: list[list[Located]] = []
+    seen: set[str] = set()
+    for located in entries:
+        chain: list[str] = []
+        current: str | None = located.entry.id
+        while current is not None and current in by_id and current not in seen and current not in chain:
+            chain.append(current)
+            current = by_id[current].entry.successor
+        if current is not None and current in chain:
+            cycles.append([by_id[entry_id] for entry_id in chain[chain.index(current) :]])
+        seen.update(chain)
+    return cycles
+
+
 def located_ref(located: Located) -> dict[str, object]:
     """The contract's pointer to an entry that lives in a file."""
     entry = located.entry
@@ -83,6 +103,20 @@ def audit_project(project: Project, today: dt.date | None = None, reading: Readi
                         detail={"successor": live},
                     )
                 )
+
+    for cycle in successor_cycles(entries):
+        first = cycle[0]
+        names = " -> ".join(item.entry.id for item in [*cycle, first])
+        findings.append(
+            finding(
+                "successor-cycle",
+                first.file.rel,
+                first.entry.line,
+                f"{names}: the successors go round and never reach a live entry",
+                id=first.entry.id,
+                target=located_ref(cycle[1] if len(cycle) > 1 else first),
+            )
+        )
 
     titles: dict[str, Located] = {}
     for located in entries:

@@ -6,7 +6,7 @@ files, the pruned ledger); a new check is one more step that appends its finding
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memfiles.contract import Finding
 from memfiles.errors import ParseError
@@ -15,6 +15,7 @@ from memfiles.format.validate import finding, finding_order, validate_file, vali
 from memfiles.store.fileio import NotUtf8Error, write_if_changed
 from memfiles.store.ledger import Ledger
 from memfiles.store.lock import FileLock
+from memfiles.store.marks import MarksFile, used_numbers
 from memfiles.store.project import LoadedFile, Project
 
 
@@ -49,12 +50,79 @@ def check_project(project: Project) -> tuple[list[Finding], int]:
         findings.extend(validate_file(loaded.rel, loaded.memory, loaded.text, schema))
     findings.extend(validate_ids((loaded.rel, loaded.memory) for loaded in files))
     findings.extend(_ledger_findings(project, files))
+    findings.extend(id_findings(project, files, bool(errors)))
     return sorted(findings, key=finding_order), len(files) + len(errors)
 
 
 def fails(findings: list[Finding]) -> bool:
     """True when a finding is an error or a warning: check exits 1. Info findings are only told."""
     return any(item.severity != "info" for item in findings)
+
+
+def id_findings(project: Project, files: list[LoadedFile], broken: bool = False) -> list[Finding]:
+    """What check says about ids beyond the files' own promises: successor cycles, the id marks file
+    (memory/ids.txt) unreadable or left with merge conflict markers, and ids handed out that are gone
+    from the files without a prune record. `broken`: a memory file did not parse, so its ids are unknown
+    and none is reported missing."""
+    from memfiles.format.ids import format_id
+    from memfiles.services.audit import successor_cycles
+
+    findings: list[Finding] = []
+    for cycle in successor_cycles(list(project.entries(files))):
+        first = cycle[0]
+        names = " -> ".join(item.entry.id for item in [*cycle, first])
+        findings.append(
+            finding(
+                "successor-cycle",
+                first.file.rel,
+                first.entry.line,
+                f"{names}: the successors go round and never reach a live entry; give one a successor outside",
+                first.entry.id,
+            )
+        )
+    marks_file = MarksFile(project.settings.memory_dir)
+    rel = project.rel(marks_file.path)
+    try:
+        marks = marks_file.read()
+    except ParseError as error:
+        return [*findings, finding("ids-file", rel, error.line, error.message)]
+    if marks is None:
+        return findings  # a project from before the marks: the next write creates them
+    for line in marks.conflicts:
+        findings.append(
+            finding(
+                "ids-conflict",
+                rel,
+                line,
+                "a merge conflict marker: keep both sides' lines (memfiles takes the highest per prefix) and"
+                " delete the markers",
+            )
+        )
+    try:
+        pruned = [record["id"] for record in Ledger(project.settings.memory_dir / "pruned.jsonl").read()]
+    except ParseError:
+        return findings  # reported by check_project; the pruned ids are unknown
+    if broken:
+        return findings
+    used = used_numbers([*(entry.id for f in files for entry in f.memory.entries), *pruned])
+    for prefix in sorted(marks.high):
+        in_use = used.get(prefix, set())
+        never = marks.never.get(prefix, set())
+        for number in marks.numbers(prefix):
+            if number in in_use or number in never:
+                continue
+            entry_id = format_id(prefix, number, project.settings.schema.id_width)
+            findings.append(
+                finding(
+                    "missing-id",
+                    rel,
+                    marks.lines.get(prefix),
+                    f"{entry_id} is missing: deleted by hand? restore it (git log -S '### {entry_id}:') or record"
+                    f" it with memfiles prune {entry_id} --reason '...'",
+                    entry_id,
+                )
+            )
+    return findings
 
 
 @dataclass
@@ -73,6 +141,14 @@ def format_project(project: Project, write: bool) -> FmtResult:
     with FileLock(project.settings.state_dir / "write.lock", project.settings.lock_timeout):
         files, errors = project.load_all()
         result.errors = sorted((parse_finding(error) for error in errors), key=finding_order)
+        # Two entries with one id would get two index lines to one anchor: refuse until one is renumbered.
+        twice = [
+            replace(f, message=f"{f.message}; fmt writes nothing until one is renumbered (memfiles renumber)")
+            for f in validate_ids((f.rel, f.memory) for f in files)
+        ]
+        result.errors += twice
+        if twice:
+            return result
         for loaded in files:
             text = render(loaded.memory, project.settings.schema)
             if text == loaded.text:

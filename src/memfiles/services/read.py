@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memfiles.contract import Finding, entry_object, finding
-from memfiles.errors import MemfilesError, ParseError
+from memfiles.errors import AmbiguousId, MemfilesError, ParseError
 from memfiles.format.ids import Kind, Schema, format_id, split_id
 from memfiles.format.model import Entry
 from memfiles.format.parse import parse
@@ -106,8 +106,7 @@ def find_entry(reading: Reading, text: str, schema: Schema) -> Located | PrunedE
     shown = format_id(wanted[0], wanted[1], schema.id_width)
     found = [located for located in reading.loaded.entries() if _same(located.entry.id, wanted)]
     if len(found) > 1:
-        places = " and ".join(located.where for located in found)
-        raise MemfilesError(f"{found[0].entry.id} is ambiguous: it is used at {places}; renumber one of them first")
+        raise AmbiguousId(found[0].entry.id, [located.where for located in found])
     if found:
         return found[0]
     for entry_id, record in reading.pruned.records.items():

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
+from memfiles.contract import entry_object, write_object
+from memfiles.errors import OpError
 from memfiles.store.batch import Batch, BatchResult
 from memfiles.store.ops import Op
 from memfiles.store.project import Project
@@ -17,12 +20,17 @@ def write_ops(
     ops: list[Op],
     request_id: str | None = None,
     notify: IndexNotifier | None = None,
+    allow_dangling: bool = False,
+    problems: list[OpError] | None = None,
 ) -> tuple[BatchResult, str | None]:
     """Apply `ops`; then, if given, tell the index. Returns the result and a warning from the index, if any.
 
-    The file is the source of truth, so nothing the index does can undo or fail a write: see @@D-002.
+    `problems` are those check_ops found in ops it left out: nothing is written, and the batch's checks of
+    the other ops are reported with them in one BatchError. The batch's own warnings (references to
+    retired or ambiguous ids) are in `result.warnings`. The file is the source of truth, so nothing the
+    index does can undo or fail a write: see @@D-002.
     """
-    result = Batch(project).apply(ops, request_id=request_id)
+    result = Batch(project).apply(ops, request_id=request_id, allow_dangling=allow_dangling, problems=problems)
     warning = None
     if notify is not None and not result.replayed and (result.changed_ids or result.pruned):
         try:
@@ -30,3 +38,60 @@ def write_ops(
         except Exception as error:  # the write is done; an index problem is one warning, never a failure
             warning = f"index not updated ({type(error).__name__}: {error}); run memfiles backfill"
     return result, warning
+
+
+def write_json(project: Project, result: BatchResult, warnings: Iterable[str] = ()) -> dict[str, Any]:
+    """The contract's write object: ids by verb, and the entries the write touched as they now stand."""
+    wanted = [entry_id for entry_id in result.changed_ids if entry_id not in result.pruned]
+    entries: list[dict[str, Any]] = []
+    if wanted:
+        schema = project.settings.schema
+        found: dict[str, list[dict[str, Any]]] = {}
+        for located in project.entries():
+            if located.entry.id in wanted:
+                kind = schema.kind_of(located.entry.id)
+                found.setdefault(located.entry.id, []).append(
+                    entry_object(
+                        located.entry,
+                        kind=kind.name if kind else None,
+                        path=located.file.rel,
+                        line=located.entry.line,
+                        section=located.section,
+                    )
+                )
+        entries = [item for entry_id in wanted for item in found.get(entry_id, [])]
+    return write_object(
+        added=result.added,
+        updated=result.updated,
+        retired=result.retired,
+        pruned=result.pruned,
+        renumbered=result.renumbered,
+        replayed=result.replayed,
+        entries=entries,
+        warnings=[*result.warnings, *warnings],
+    )
+
+
+def renumber_warnings(project: Project, result: BatchResult) -> list[str]:
+    """For each renumbered id, the references to the old id left as they were, in the memory files and in
+    code: each now means the entry that kept the id, and a person must say whether it meant the other."""
+    from memfiles.services.refs import scan_references
+    from memfiles.store.renumber import id_token
+
+    if not result.renumbered:
+        return []
+    notes: list[str] = []
+    located = list(project.entries())
+    for old, new in result.renumbered.items():
+        token = id_token(old)
+        for item in located:
+            entry = item.entry
+            if entry.id == old:
+                continue
+            if old in entry.refs or entry.successor == old or token.search(entry.body):
+                notes.append(f"{item.where}: {entry.id} refers to {old}; if it meant the renumbered entry, write {new}")
+        for ref in scan_references(project):
+            token = ref.detail.get("token")
+            if token == f"@@{old}" and ref.path and not project.is_memory_path(project.root / ref.path):
+                notes.append(f"{ref.path}:{ref.line}: {token} in code; if it meant the renumbered entry, write @@{new}")
+    return notes

@@ -7,38 +7,45 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from memfiles.errors import OpError, ParseError
-from memfiles.format.ids import RETIRED, IdAllocator, Kind, Schema
-from memfiles.format.model import MANUAL_HEADING, Entry, MemoryFile, Section
+from memfiles.errors import BatchError, OpError, ParseError
+from memfiles.format.ids import RETIRED, IdAllocator, Kind, Schema, format_id, split_id
+from memfiles.format.model import MANUAL_HEADING, Entry, MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.render import render
 from memfiles.store.fileio import remove_debris
 from memfiles.store.journal import Journal
 from memfiles.store.ledger import Ledger
 from memfiles.store.lock import FileLock
-from memfiles.store.ops import Op, today
+from memfiles.store.marks import MarksFile, advance, render_marks, used_numbers
+from memfiles.store.ops import Op, ops_digest, today
+from memfiles.store.places import Draft, Workspace
 from memfiles.store.project import Project
+from memfiles.store.renumber import check_refs, renumber
 
 NEW_FILE_MANUAL = f"{MANUAL_HEADING}\n\n<!-- Your own notes: memfiles never edits this section. -->\n"
 
 
 @dataclass
 class BatchResult:
-    """What a batch did: ids by op, in op order, and which files and entries changed."""
+    """What a batch did: ids by op, in op order, which files and entries changed, and its warnings."""
 
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     retired: list[str] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)
+    renumbered: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     replayed: bool = False
 
-    def as_json(self) -> dict[str, Any]:
-        return {"added": self.added, "updated": self.updated, "retired": self.retired, "pruned": self.pruned}
+    def stored(self) -> dict[str, Any]:
+        """What a receipt keeps, to answer a replay of the same request id."""
+        return {key: value for key, value in self.__dict__.items() if key not in ("paths", "replayed")}
 
     @property
     def changed_ids(self) -> list[str]:
-        return list(dict.fromkeys(self.added + self.updated + self.retired))
+        moved = [entry_id for pair in self.renumbered.items() for entry_id in pair]
+        return list(dict.fromkeys(self.added + self.updated + self.retired + moved))
 
     def summary(self) -> str:
         parts = [
@@ -48,39 +55,11 @@ class BatchResult:
                 ("updated", self.updated),
                 ("retired", self.retired),
                 ("pruned", self.pruned),
+                ("renumbered", [f"{old} -> {new}" for old, new in self.renumbered.items()]),
             )
             if ids
         ]
         return "; ".join(parts) if parts else "no changes"
-
-
-class _Draft:
-    """A memory file being edited: mutable sections, frozen again to render."""
-
-    def __init__(self, memory: MemoryFile, old_text: str | None) -> None:
-        self.memory = memory
-        self.old_text = old_text
-        self.sections: list[list[Any]] = [[s.name, s.intro, list(s.entries)] for s in memory.sections]
-
-    def freeze(self) -> MemoryFile:
-        return replace(self.memory, sections=tuple(Section(n, i, tuple(e)) for n, i, e in self.sections))
-
-    def find(self, entry_id: str) -> tuple[list[Entry], int] | None:
-        for _name, _intro, entries in self.sections:
-            for index, entry in enumerate(entries):
-                if entry.id == entry_id:
-                    return entries, index
-        return None
-
-    def append(self, entry: Entry, section: str | None) -> None:
-        for name, _intro, entries in self.sections:
-            if name == section:
-                entries.append(entry)
-                return
-        if section is None:
-            self.sections.insert(0, [None, "", [entry]])
-        else:
-            self.sections.append([section, "", [entry]])
 
 
 class Batch:
@@ -92,46 +71,98 @@ class Batch:
         self.schema: Schema = project.settings.schema
         self.journal = Journal(self.settings.state_dir, project.root)
         self.ledger = Ledger(self.settings.memory_dir / "pruned.jsonl")
+        self.marks_file = MarksFile(self.settings.memory_dir)
 
     def lock(self) -> FileLock:
         return FileLock(self.settings.state_dir / "write.lock", self.settings.lock_timeout)
 
-    def apply(self, ops: list[Op], request_id: str | None = None, date: str | None = None) -> BatchResult:
+    def apply(
+        self,
+        ops: list[Op],
+        request_id: str | None = None,
+        date: str | None = None,
+        allow_dangling: bool = False,
+        problems: list[OpError] | None = None,
+    ) -> BatchResult:
+        """Apply `ops` whole or not at all. BatchError lists every op that cannot be applied.
+
+        `allow_dangling` lets `refs` name ids that do not exist (otherwise refused: a typo in an id
+        would leave a reference that leads nowhere). `problems`: those check_ops found in ops left out of
+        `ops`; the batch then writes nothing, and its own checks of the other ops join the one error.
+        """
         with self.lock():
             self.journal.recover()
             for folder in self.project.memory_dirs():
                 remove_debris(folder)
-            if request_id:
+            digest = ops_digest(ops)
+            if request_id and not problems:  # a batch with bad ops was never applied: no replay to answer
                 receipt = self.journal.receipt(request_id)
                 if receipt is not None:
+                    if receipt.get("digest") not in (None, digest):
+                        raise OpError(
+                            None,
+                            f"request id {request_id!r} was already used for a different batch; nothing was"
+                            " written: give this batch a request id of its own",
+                            "request_id",
+                        )
                     return BatchResult(**receipt["result"], paths=[], replayed=True)
-            return self._apply_locked(ops, request_id, date or today())
+            return self._apply_locked(ops, request_id, date or today(), allow_dangling, digest, list(problems or []))
 
-    def _apply_locked(self, ops: list[Op], request_id: str | None, date: str) -> BatchResult:
-        files = self.project.load()
-        self.drafts: dict[str, _Draft] = {f.rel: _Draft(f.memory, f.text) for f in files}
-        self.where: dict[str, str] = {}
-        for loaded in files:
-            for entry in loaded.memory.entries:
-                self.where.setdefault(entry.id, loaded.rel)
-        pruned_before = self.ledger.read()
-        allocator = IdAllocator([*self.where, *(record["id"] for record in pruned_before)], self.schema.id_width)
+    def _apply_locked(
+        self,
+        ops: list[Op],
+        request_id: str | None,
+        date: str,
+        allow_dangling: bool,
+        digest: str,
+        problems: list[OpError],
+    ) -> BatchResult:
+        self.work = Workspace(self.project.load())
+        self.pruned_before = self.ledger.read()
+        self.marks = self.marks_file.read()
+        issued = [format_id(prefix, high) for prefix, high in (self.marks.high.items() if self.marks else ())]
+        allocator = IdAllocator(
+            [*self.work.places, *(record["id"] for record in self.pruned_before), *issued], self.schema.id_width
+        )
         result = BatchResult()
         new_pruned: list[dict[str, Any]] = []
+        wrote: dict[int, str] = {}  # op position -> the id of the entry it wrote, for the refs check
         for op in ops:
-            if op.op == "add":
-                result.added.append(self._add(op, allocator, date))
-            elif op.op == "update":
-                result.updated.append(self._update(op))
-            elif op.op == "retire":
-                result.retired.append(self._retire(op))
-            elif op.op == "section":
-                self._section(op)
-            else:
-                new_pruned.append(self._prune(op, date))
-                result.pruned.append(op.id or "")
+            try:
+                if op.op == "add":
+                    wrote[op.position] = self._add(op, allocator, date)
+                    result.added.append(wrote[op.position])
+                elif op.op == "update":
+                    wrote[op.position] = self._update(op)
+                    result.updated.append(wrote[op.position])
+                elif op.op == "retire":
+                    result.retired.append(self._retire(op))
+                elif op.op == "section":
+                    self._section(op)
+                elif op.op == "renumber":
+                    old, new = renumber(self.work, op, allocator, self.project)
+                    result.renumbered[old] = new
+                else:
+                    new_pruned.append(self._prune(op, date))
+                    result.pruned.append(op.id or "")
+            except BatchError as error:
+                problems.extend(error.problems)
+            except OpError as error:
+                problems.append(error)
+        problems.extend(check_refs(self.work, ops, wrote, allow_dangling, result.warnings, self._missing_hint))
+        if problems:
+            raise BatchError(sorted(problems, key=lambda problem: problem.position or 0))
+        writes = self._writes(new_pruned)
+        result.paths = sorted(writes)
+        if writes or request_id:
+            self.journal.commit(writes, {"result": result.stored(), "digest": digest}, request_id)
+        return result
+
+    def _writes(self, new_pruned: list[dict[str, Any]]) -> dict[str, tuple[str | None, str]]:
+        """{rel: (old text, new text)} of every file the batch changes: memory files, ledger, id marks."""
         writes: dict[str, tuple[str | None, str]] = {}
-        for rel, draft in self.drafts.items():
+        for rel in sorted(self.work.touched):
+            draft = self.work.drafts[rel]
             text = render(draft.freeze(), self.schema)
             if text != draft.old_text:
                 try:  # the safety net: never write a file that would not read back
@@ -145,11 +176,29 @@ class Batch:
             rel = self.project.rel(self.ledger.path)
             old = self.ledger.text()
             writes[rel] = (old, (old or "") + "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in new_pruned))
-        result.paths = sorted(writes)
-        stored = {key: value for key, value in result.__dict__.items() if key not in ("paths", "replayed")}
-        if writes or request_id:
-            self.journal.commit(writes, {"result": stored}, request_id)
-        return result
+        if not writes:
+            return writes
+        # The marks go in the same journaled batch as the files, so a crash cannot leave them out of step.
+        in_use = [*self.work.places, *(r["id"] for r in self.pruned_before), *(r["id"] for r in new_pruned)]
+        marks = advance(self.marks, used_numbers(in_use))
+        old_marks = self.marks_file.text()
+        text = render_marks(marks)
+        if marks.high and text != old_marks:
+            writes[self.project.rel(self.marks_file.path)] = (old_marks, text)
+            old_attributes, attributes = self.marks_file.attributes_text()
+            if attributes != old_attributes:
+                writes[self.project.rel(self.marks_file.attributes)] = (old_attributes, attributes)
+        return writes
+
+    def _pruned_reason(self, entry_id: str) -> str | None:
+        for record in self.pruned_before:
+            if record["id"] == entry_id:
+                return str(record.get("reason") or "")
+        return None
+
+    def _missing_hint(self, entry_id: str) -> str:
+        reason = self._pruned_reason(entry_id)
+        return f" (it was pruned: {reason})" if reason is not None else ""
 
     # --- one method per op -------------------------------------------------------------------------
 
@@ -158,46 +207,52 @@ class Batch:
         assert kind is not None  # parse_op checked it
         return kind
 
-    def _draft_for(self, op: Op, rel: str | None, kind: Kind | None) -> tuple[str, _Draft]:
+    def _draft_for(self, op: Op, rel: str | None, kind: Kind | None) -> tuple[str, Draft]:
         if rel is None:
             assert kind is not None
             rel = f"memory/{kind.file}"
         path = (self.project.root / rel).resolve()
         rel = self.project.rel(path)
         if rel.startswith(("/", "..")) or not self.project.is_memory_path(path):
-            raise OpError(op.position, f"file: {rel!r} is not a Markdown file inside a memory/ folder of the project")
-        if rel not in self.drafts:
+            raise OpError(
+                op.position, f"file: {rel!r} is not a Markdown file inside a memory/ folder of the project", "file"
+            )
+        if rel not in self.work.drafts:
             if path.exists():
                 raise OpError(
-                    op.position, f"file: {rel} exists but is not a memory file (it has no index and no entries)"
+                    op.position, f"file: {rel} exists but is not a memory file (it has no index and no entries)", "file"
                 )
             title = kind.file[:-3].capitalize() if kind and kind.file == Path(rel).name else Path(rel).stem
             if Path(rel).parent.name != "memory":  # memory/<domain>/knowledge.md is "Knowledge: <domain>"
                 title = f"{title.capitalize()}: {Path(rel).parent.name}"
             memory = MemoryFile(title=title[:1].upper() + title[1:].replace("_", " "), manual=NEW_FILE_MANUAL)
-            self.drafts[rel] = _Draft(memory, None)
-        return rel, self.drafts[rel]
+            self.work.drafts[rel] = Draft(memory, None)
+        self.work.touched.add(rel)
+        return rel, self.work.drafts[rel]
 
     def _status(self, op: Op, kind: Kind, status: str | None) -> str:
         status = status or kind.default_status
         if status not in kind.statuses:
             raise OpError(
-                op.position, f"status: {status!r} is not a status of a {kind.name} ({', '.join(kind.statuses)})"
+                op.position,
+                f"status: {status!r} is not a status of a {kind.name} ({', '.join(kind.statuses)})",
+                "status",
             )
         if status == RETIRED and op.op != "retire":
-            raise OpError(op.position, "status: retire an entry with the retire op, which records the reason")
+            raise OpError(op.position, "status: retire an entry with the retire op, which records the reason", "status")
         return status
 
     def _add(self, op: Op, allocator: IdAllocator, date: str) -> str:
         kind = self._kind(op)
         rel, draft = self._draft_for(op, op.get("file"), kind)
+        status = self._status(op, kind, op.get("status"))
         entry_id = allocator.next_id(kind.prefix)
         entry = Entry(
             id=entry_id,
             title=op.get("title"),
             date=op.get("date", date),
             area=op.get("area"),
-            status=self._status(op, kind, op.get("status")),
+            status=status,
             body=op.get("body"),
             refs=op.get("refs", ()),
             tags=op.get("tags", ()),
@@ -208,24 +263,15 @@ class Batch:
             contradicted=op.get("contradicted"),
         )
         draft.append(entry, op.get("section"))
-        self.where[entry_id] = rel
+        self.work.moved(entry_id, None, rel)
         return entry_id
 
-    def _locate(self, op: Op) -> tuple[str, _Draft, list[Entry], int]:
-        assert op.id is not None
-        rel = self.where.get(op.id)
-        found = self.drafts[rel].find(op.id) if rel else None
-        if rel is None or found is None:
-            pruned = " (it was pruned)" if any(r["id"] == op.id for r in self.ledger.read()) else ""
-            raise OpError(op.position, f"id: no entry {op.id}{pruned}")
-        return rel, self.drafts[rel], found[0], found[1]
-
     def _update(self, op: Op) -> str:
-        rel, draft, entries, index = self._locate(op)
+        rel, draft, entries, index = self.work.locate(op, self._missing_hint(op.id or ""))
         entry = entries[index]
         kind = self.schema.kind_of(entry.id)
         if kind is None:
-            raise OpError(op.position, f"id: {entry.id} has an unknown prefix; fix the file first")
+            raise OpError(op.position, f"id: {entry.id} has an unknown prefix; fix the file first", "id")
         changes = {key: value for key, value in op.fields.items() if key not in ("file", "section")}
         if "status" in changes:
             self._status(op, kind, changes["status"])
@@ -233,24 +279,48 @@ class Batch:
         target_rel = op.get("file")
         section = op.get("section", draft.freeze().section_of(entry.id))
         if target_rel is not None or "section" in op.fields:
+            new_rel, target = self._draft_for(op, target_rel or rel, kind)  # may refuse: nothing moved yet
             del entries[index]
-            new_rel, target = self._draft_for(op, target_rel or rel, kind)
             target.append(updated, section)
-            self.where[entry.id] = new_rel
+            self.work.moved(entry.id, rel, new_rel)
         else:
             entries[index] = updated
         return entry.id
 
     def _retire(self, op: Op) -> str:
-        _rel, _draft, entries, index = self._locate(op)
-        successor = op.get("successor")
-        if successor is not None:
+        _rel, _draft, entries, index = self.work.locate(op, self._missing_hint(op.id or ""))
+        entry = entries[index]
+        # What the op does not change stays: retiring again with a new reason keeps the successor.
+        successor = op.get("successor", entry.successor)
+        if "successor" in op.fields:
             if successor == op.id:
-                raise OpError(op.position, "successor: an entry cannot succeed itself")
-            if successor not in self.where:
-                raise OpError(op.position, f"successor: no entry {successor}")
-        entries[index] = replace(entries[index], status=RETIRED, successor=successor, reason=op.get("reason"))
-        return entries[index].id
+                raise OpError(op.position, "successor: an entry cannot succeed itself", "successor")
+            if successor not in self.work.places:
+                raise OpError(
+                    op.position, f"successor: no entry {successor}{self._missing_hint(successor)}", "successor"
+                )
+            cycle = self._cycle(entry.id, successor)
+            if cycle:
+                raise OpError(
+                    op.position,
+                    f"successor: {' -> '.join(cycle)} would be a cycle; a chain of successors must end at a live entry",
+                    "successor",
+                )
+        entries[index] = replace(entry, status=RETIRED, successor=successor, reason=op.get("reason"))
+        return entry.id
+
+    def _cycle(self, entry_id: str, successor: str) -> list[str] | None:
+        """The chain `entry_id -> successor -> ...` when it comes back to `entry_id`, else None."""
+        chain = [entry_id, successor]
+        current = self.work.entry(successor)
+        while current is not None and current.successor:
+            chain.append(current.successor)
+            if current.successor == entry_id:
+                return chain
+            if current.successor in chain[:-1]:
+                return None  # a cycle elsewhere; check reports it
+            current = self.work.entry(current.successor)
+        return None
 
     def _section(self, op: Op) -> None:
         _rel, draft = self._draft_for(op, op.get("file"), None)
@@ -263,9 +333,13 @@ class Batch:
     def _prune(self, op: Op, date: str) -> dict[str, Any]:
         from memfiles.format.render import render_entry
 
-        rel, _draft, entries, index = self._locate(op)
+        assert op.id is not None
+        if op.id not in self.work.places and self._deleted_by_hand(op.id):
+            # An id handed out, then deleted by hand: recording it here is how `check` stops reporting it.
+            return {"id": op.id, "title": "", "date": date, "reason": op.get("reason"), "path": None, "entry": ""}
+        rel, _draft, entries, index = self.work.locate(op, self._missing_hint(op.id or ""))
         entry = entries.pop(index)
-        del self.where[entry.id]
+        self.work.moved(entry.id, rel, None)
         return {
             "id": entry.id,
             "title": entry.title,
@@ -274,3 +348,10 @@ class Batch:
             "path": rel,
             "entry": render_entry(entry),
         }
+
+    def _deleted_by_hand(self, entry_id: str) -> bool:
+        """True for an id below its prefix's mark that no entry, no pruned record and no gap accounts for."""
+        if self.marks is None or self._pruned_reason(entry_id) is not None:
+            return False
+        prefix, number = split_id(entry_id)
+        return number in self.marks.numbers(prefix) and number not in self.marks.never.get(prefix, set())

@@ -6,16 +6,19 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from memfiles.errors import OpError
+from memfiles.errors import BatchError, OpError
 from memfiles.format.ids import FULL_ID_RE, Schema
 from memfiles.format.model import MANUAL_HEADING
 from memfiles.format.validate import body_problem, is_date
 from memfiles.format.wrap import clip, normalize_body, one_line
 
-OPS = ("add", "update", "retire", "prune", "section")
+OPS = ("add", "update", "retire", "prune", "section", "renumber")
 TEXT_FIELDS = (
     "file",
     "kind",
@@ -32,7 +35,8 @@ TEXT_FIELDS = (
     "last_seen",
     "contradicted",
 )
-LIST_FIELDS = ("refs", "tags", "evidence")
+LIST_FIELDS = ("refs", "tags", "evidence", "follow")
+ID_LIST_FIELDS = ("refs", "follow")
 # What an entry op may set: everything of an entry but its id, plus where it lives (file, section).
 _ENTRY_FIELDS = frozenset(
     "file title area status date body section refs tags source confirmed last_seen evidence contradicted".split()  # noqa: SIM905
@@ -43,7 +47,17 @@ ALLOWED = {
     "retire": {"id", "successor", "reason"},
     "prune": {"id", "reason"},
     "section": {"file", "section", "intro"},  # sets the free text under a section heading (e.g. Notes)
+    # gives the entry at `at` (one of two carrying `id`) a fresh id; the entries in `follow` point at it
+    "renumber": {"id", "at", "follow"},
 }
+REQUIRED = {
+    "add": ("kind", "title", "area", "body"),
+    "section": ("file", "section", "intro"),
+    "retire": ("reason",),
+    "prune": ("reason",),
+    "renumber": ("at",),
+}
+_AT_RE = re.compile(r"^[^:\n]+\.md(?::[1-9][0-9]*)?$")
 
 
 @dataclass
@@ -59,124 +73,189 @@ class Op:
         return self.fields.get(name, default)
 
 
-def _text(position: int, name: str, value: Any, *, one_line_only: bool = True) -> str:
+class _Problems:
+    """The problems of one op, collected so that one run reports them all."""
+
+    def __init__(self, position: int) -> None:
+        self.position = position
+        self.items: list[OpError] = []
+
+    def add(self, message: str, field: str | None = None) -> None:
+        self.items.append(OpError(self.position, message, field))
+
+
+def _text(problems: _Problems, name: str, value: Any, *, one_line_only: bool = True) -> str | None:
     if not isinstance(value, str):
-        raise OpError(position, f"{name} must be text, got {type(value).__name__}")
+        problems.add(f"{name} must be text, got {type(value).__name__}", name)
+        return None
     value = value.strip()
     if not value:
-        raise OpError(position, f"{name} is empty")
+        problems.add(f"{name} is empty", name)
+        return None
     if one_line_only and "\n" in value:
-        raise OpError(position, f"{name} must be one line")
+        problems.add(f"{name} must be one line", name)
+        return None
     return value
 
 
-def _ids(position: int, name: str, value: Any) -> tuple[str, ...]:
+def _ids(problems: _Problems, name: str, value: Any) -> tuple[str, ...] | None:
     if isinstance(value, str):
         value = [part for part in value.split(",")]
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise OpError(position, f"{name} must be a list of text")
+        problems.add(f"{name} must be a list of text", name)
+        return None
     items = tuple(item.strip() for item in value if item.strip())
-    if name in ("refs",):
-        for item in items:
-            if not FULL_ID_RE.match(item):
-                raise OpError(position, f"{name}: {item!r} is not an id (like D-476)")
+    if name in ID_LIST_FIELDS:
+        bad = [item for item in items if not FULL_ID_RE.match(item)]
+        for item in bad:
+            problems.add(f"{name}: {item!r} is not an id (like D-476)", name)
+        if bad:
+            return None
     elif any("," in item or "\n" in item for item in items):
-        raise OpError(position, f"{name}: items cannot hold commas or newlines")
+        problems.add(f"{name}: items cannot hold commas or newlines", name)
+        return None
     return items
 
 
+def _body(problems: _Problems, key: str, item: Any, schema: Schema, wrap: int) -> str | None:
+    if not isinstance(item, str):
+        problems.add(f"{key} must be text, got {type(item).__name__}", key)
+        return None
+    text = normalize_body(item, wrap)
+    if key == "body" and not text:
+        problems.add("body is empty", key)
+        return None
+    problem = body_problem(text, schema)
+    if problem:
+        problems.add(problem if key == "body" else problem.replace("body", key), key)
+        return None
+    if key == "body" and len(text) > schema.body_limit:
+        problems.add(f"body is {len(text)} characters; at most {schema.body_limit}: shorten it or split it", key)
+        return None
+    return text
+
+
 def parse_op(value: Any, position: int, schema: Schema, wrap: int = 100) -> Op:
-    """`value` (a decoded JSON object) as a checked Op; OpError naming `position` for anything wrong."""
+    """`value` (a decoded JSON object) as a checked Op. Anything wrong raises BatchError listing every
+    problem of the op, each naming `position` and the field."""
+    problems = _Problems(position)
+    op = _parse_op(value, problems, schema, wrap)
+    if problems.items or op is None:
+        raise BatchError(problems.items)
+    return op
+
+
+def _parse_op(value: Any, problems: _Problems, schema: Schema, wrap: int) -> Op | None:
+    position = problems.position
     if not isinstance(value, dict):
-        raise OpError(position, f"expected an object, got {type(value).__name__}")
+        problems.add(f"expected an object, got {type(value).__name__}")
+        return None
     name = value.get("op")
     if name not in OPS:
-        raise OpError(position, f"op must be one of {', '.join(OPS)}, got {name!r}")
+        problems.add(f"op must be one of {', '.join(OPS)}, got {name!r}", "op")
+        return None
     keys = {key.replace("-", "_") for key in value if key != "op"}
     unknown = keys - ALLOWED[name]
     if unknown:
         allowed = ", ".join(sorted(ALLOWED[name]))
-        raise OpError(position, f"{name} does not take {', '.join(sorted(unknown))} (it takes {allowed})")
-    data = {key.replace("-", "_"): item for key, item in value.items() if key != "op"}
+        problems.add(f"{name} does not take {', '.join(sorted(unknown))} (it takes {allowed})", sorted(unknown)[0])
+    data = {key.replace("-", "_"): item for key, item in value.items() if key != "op" and key not in unknown}
     op = Op(position, name)
     if name not in ("add", "section"):
         if "id" not in data:
-            raise OpError(position, f"{name} needs the id of an entry")
-        op.id = _text(position, "id", data.pop("id"))
-        if not FULL_ID_RE.match(op.id):
-            raise OpError(position, f"id: {op.id!r} is not an id (like D-476)")
+            problems.add(f"{name} needs the id of an entry", "id")
+        else:
+            op.id = _text(problems, "id", data.pop("id"))
+            if op.id is not None and not FULL_ID_RE.match(op.id):
+                problems.add(f"id: {op.id!r} is not an id (like D-476)", "id")
     for key, item in data.items():
         if key in LIST_FIELDS:
-            op.fields[key] = _ids(position, key, item)
-        elif key == "intro":
-            if not isinstance(item, str):
-                raise OpError(position, "intro must be text")
-            intro = normalize_body(item, wrap)
-            problem = body_problem(intro, schema)
-            if problem:
-                raise OpError(position, problem.replace("body", "intro"))
-            op.fields[key] = intro
-        elif key == "body":
-            if not isinstance(item, str):
-                raise OpError(position, f"body must be text, got {type(item).__name__}")
-            body = normalize_body(item, wrap)
-            if not body:
-                raise OpError(position, "body is empty")
-            problem = body_problem(body, schema)
-            if problem:
-                raise OpError(position, problem)
-            if len(body) > schema.body_limit:
-                raise OpError(
-                    position,
-                    f"body is {len(body)} characters; at most {schema.body_limit}: shorten it or split it",
-                )
-            op.fields[key] = body
+            checked: Any = _ids(problems, key, item)
+        elif key in ("intro", "body"):
+            checked = _body(problems, key, item, schema, wrap)
         else:
-            op.fields[key] = _text(position, key, item)
-    _check_fields(op, schema)
+            checked = _text(problems, key, item)
+        if checked is not None:
+            op.fields[key] = checked
+    _check_fields(op, schema, problems, given=set(data))
     return op
 
 
-def _check_fields(op: Op, schema: Schema) -> None:
-    position = op.position
+def _check_fields(op: Op, schema: Schema, problems: _Problems, given: set[str]) -> None:
+    def fail(message: str, field: str | None = None) -> None:
+        problems.add(message, field)
+
     title = op.get("title")
     if title is not None and len(title) > schema.title_limit:
-        raise OpError(
-            position,
+        fail(
             f"title is {len(title)} characters; at most {schema.title_limit}: shorten it and move detail into the body",
+            "title",
         )
     for name in ("date", "last_seen"):
         if op.get(name) is not None and not is_date(op.get(name)):
-            raise OpError(position, f"{name}: {op.get(name)!r} is not a date (YYYY-MM-DD)")
+            fail(f"{name}: {op.get(name)!r} is not a date (YYYY-MM-DD)", name)
     if op.get("kind") is not None and schema.kind(op.get("kind")) is None:
         known = ", ".join(kind.name for kind in schema.kinds)
-        raise OpError(position, f"kind: unknown kind {op.get('kind')!r} (known: {known})")
+        fail(f"kind: unknown kind {op.get('kind')!r} (known: {known})", "kind")
     if op.get("section") is not None and f"## {op.get('section')}" == MANUAL_HEADING:
-        raise OpError(position, "section: Manual is the user's own; no tool writes there")
+        fail("section: Manual is the user's own; no tool writes there", "section")
     if op.get("successor") is not None and not FULL_ID_RE.match(op.get("successor")):
-        raise OpError(position, f"successor: {op.get('successor')!r} is not an id (like D-476)")
+        fail(f"successor: {op.get('successor')!r} is not an id (like D-476)", "successor")
     if op.get("file") is not None and not op.get("file").endswith(".md"):
-        raise OpError(position, f"file: {op.get('file')!r} must be a Markdown file (.md)")
+        fail(f"file: {op.get('file')!r} must be a Markdown file (.md)", "file")
+    if op.get("at") is not None and not _AT_RE.match(op.get("at")):
+        fail(f"at: {op.get('at')!r} is not a place (PATH or PATH:LINE, as check prints it)", "at")
+    # a field given but refused above is not also "missing"
+    missing = [name for name in REQUIRED.get(op.op, ()) if op.get(name) is None and name not in given]
     if op.op == "add":
-        for required in ("kind", "title", "area", "body"):
-            if op.get(required) is None:
-                raise OpError(position, f"add needs {required}")
-    elif op.op == "update" and not op.fields:
-        raise OpError(position, "update changes nothing")
-    elif op.op == "section" and (op.get("file") is None or op.get("section") is None or "intro" not in op.fields):
-        raise OpError(position, "section needs file, section and intro")
-    elif op.op in ("retire", "prune") and op.get("reason") is None:
-        raise OpError(position, f"{op.op} needs a reason (it is recorded where audit reports it)")
+        for required in missing:
+            fail(f"add needs {required}", required)
+    elif op.op == "update" and not op.fields and not given:
+        fail("update changes nothing")
+    elif op.op == "section" and missing:
+        fail("section needs file, section and intro", missing[0])
+    elif op.op in ("retire", "prune") and missing:
+        fail(f"{op.op} needs a reason (it is recorded where audit reports it)", "reason")
+    elif op.op == "renumber" and missing:
+        fail("renumber needs at: the place (PATH:LINE) of the entry that gets a new id", "at")
 
 
-def parse_ops(document: Any, schema: Schema, wrap: int = 100) -> list[Op]:
-    """The ops of `{"ops": [...]}` (or a bare list), all checked before anything is written."""
+def check_ops(document: Any, schema: Schema, wrap: int = 100) -> tuple[list[Op], list[OpError]]:
+    """The ops of `{"ops": [...]}` (or a bare list) that are well-formed, and the problems of the others.
+
+    Every problem of every op is collected, each with its position and field, so that the batch's own
+    checks (missing ids, successors) can run over the good ops and one error can list them all.
+    """
     ops = document.get("ops") if isinstance(document, dict) else document
     if isinstance(document, dict) and set(document) - {"ops"}:
         raise OpError(None, f'unexpected keys {", ".join(sorted(set(document) - {"ops"}))}; expected {{"ops": [...]}}')
     if not isinstance(ops, list):
         raise OpError(None, 'expected {"ops": [...]} or a list of ops')
-    return [parse_op(value, position, schema, wrap) for position, value in enumerate(ops, start=1)]
+    parsed: list[Op] = []
+    problems: list[OpError] = []
+    for position, value in enumerate(ops, start=1):
+        collected = _Problems(position)
+        op = _parse_op(value, collected, schema, wrap)
+        problems.extend(collected.items)
+        if op is not None and not collected.items:
+            parsed.append(op)
+    return parsed, problems
+
+
+def parse_ops(document: Any, schema: Schema, wrap: int = 100) -> list[Op]:
+    """The ops of `{"ops": [...]}` (or a bare list), all checked before anything is written; BatchError
+    lists every problem."""
+    parsed, problems = check_ops(document, schema, wrap)
+    if problems:
+        raise BatchError(problems)
+    return parsed
+
+
+def ops_digest(ops: list[Op]) -> str:
+    """A digest of what a batch asks for, so a request id replayed with a different batch is told apart."""
+    canonical = [{"op": op.op, "id": op.id, "fields": op.fields} for op in ops]
+    text = json.dumps(canonical, sort_keys=True, ensure_ascii=False, default=list)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def normalize_automated(value: Any, schema: Schema) -> Any:

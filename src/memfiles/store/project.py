@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memfiles.config import MEMORY_DIR, Settings
-from memfiles.errors import ParseError
+from memfiles.errors import AmbiguousId, ParseError
 from memfiles.format.grammar import split_lines
 from memfiles.format.ids import Schema
 from memfiles.format.model import Entry, MemoryFile
@@ -198,7 +198,8 @@ class Project:
                     yield Located(entry, loaded, section.name)
 
     def find(self, entry_id: str, files: list[LoadedFile] | None = None) -> Located | None:
-        for located in self.entries(files):
-            if located.entry.id == entry_id:
-                return located
-        return None
+        """The entry carrying `entry_id`, or None; AmbiguousId when two entries carry it (never the first)."""
+        found = [located for located in self.entries(files) if located.entry.id == entry_id]
+        if len(found) > 1:
+            raise AmbiguousId(entry_id, [located.where for located in found])
+        return found[0] if found else None

@@ -1,0 +1,113 @@
+"""The memory files a batch edits, and where each id stands in them: once per entry, so an id two entries
+carry (by hand, or from a merge) is seen as ambiguous instead of silently meaning the first."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from memfiles.errors import OpError
+from memfiles.format.model import Entry, MemoryFile, Section
+from memfiles.store.ops import Op
+from memfiles.store.project import LoadedFile
+
+
+class Draft:
+    """A memory file being edited: mutable sections, frozen again to render."""
+
+    def __init__(self, memory: MemoryFile, old_text: str | None) -> None:
+        self.memory = memory
+        self.old_text = old_text
+        self.sections: list[list[Any]] = [[s.name, s.intro, list(s.entries)] for s in memory.sections]
+
+    def freeze(self) -> MemoryFile:
+        return replace(self.memory, sections=tuple(Section(n, i, tuple(e)) for n, i, e in self.sections))
+
+    def find_all(self, entry_id: str) -> list[tuple[list[Entry], int]]:
+        """Every place in this file where an entry carries `entry_id`."""
+        return [
+            (entries, index)
+            for _name, _intro, entries in self.sections
+            for index, entry in enumerate(entries)
+            if entry.id == entry_id
+        ]
+
+    def find(self, entry_id: str) -> tuple[list[Entry], int] | None:
+        found = self.find_all(entry_id)
+        return found[0] if found else None
+
+    def section_of(self, entries: list[Entry]) -> str | None:
+        for name, _intro, listed in self.sections:
+            if listed is entries:
+                return name
+        return None
+
+    def append(self, entry: Entry, section: str | None) -> None:
+        for name, _intro, entries in self.sections:
+            if name == section:
+                entries.append(entry)
+                return
+        if section is None:
+            self.sections.insert(0, [None, "", [entry]])
+        else:
+            self.sections.append([section, "", [entry]])
+
+
+class Workspace:
+    """The drafts of a batch by path, `places[id]`: the path of each entry carrying the id, and the paths
+    the ops touched (only those are written: a file edited by hand that no op names is left as it is)."""
+
+    def __init__(self, files: list[LoadedFile]) -> None:
+        self.drafts: dict[str, Draft] = {f.rel: Draft(f.memory, f.text) for f in files}
+        self.touched: set[str] = set()
+        self.places: dict[str, list[str]] = {}
+        for loaded in files:
+            for entry in loaded.memory.entries:
+                self.places.setdefault(entry.id, []).append(loaded.rel)
+
+    def where(self, entry_id: str) -> list[str]:
+        """`path:line` of every entry carrying `entry_id` (the line as read; a new entry has none yet)."""
+        found = []
+        for rel in dict.fromkeys(self.places.get(entry_id, [])):
+            for entries, index in self.drafts[rel].find_all(entry_id):
+                line = entries[index].line
+                found.append(f"{rel}:{line}" if line else rel)
+        return found
+
+    def entry(self, entry_id: str) -> Entry | None:
+        """The entry carrying `entry_id` (the first, when it is ambiguous), or None."""
+        rels = self.places.get(entry_id)
+        found = self.drafts[rels[0]].find(entry_id) if rels else None
+        return found[0][found[1]] if found else None
+
+    def moved(self, entry_id: str, old_rel: str | None, new_rel: str | None) -> None:
+        """Record that an entry left `old_rel` (None: it is new) for `new_rel` (None: it is gone)."""
+        if old_rel is not None:
+            self.places[entry_id].remove(old_rel)
+            if not self.places[entry_id]:
+                del self.places[entry_id]
+        if new_rel is not None:
+            self.places.setdefault(entry_id, []).append(new_rel)
+
+    def ambiguous(self, op: Op, entry_id: str, field: str = "id") -> OpError:
+        where = self.where(entry_id)
+        return OpError(
+            op.position,
+            f"{field}: {entry_id} is ambiguous: {len(where)} entries carry it ({', '.join(where)}); give one a"
+            f" new id with memfiles renumber {entry_id} --at {where[-1]}",
+            field,
+        )
+
+    def locate(self, op: Op, missing_hint: str = "") -> tuple[str, Draft, list[Entry], int]:
+        """The one entry `op.id` names: OpError when there is none, or more than one."""
+        assert op.id is not None
+        rels = self.places.get(op.id, [])
+        if not rels:
+            raise OpError(op.position, f"id: no entry {op.id}{missing_hint}", "id")
+        if len(rels) > 1:
+            raise self.ambiguous(op, op.id)
+        rel = rels[0]
+        found = self.drafts[rel].find(op.id)
+        assert found is not None
+        self.touched.add(rel)
+        return rel, self.drafts[rel], found[0], found[1]

@@ -1,0 +1,140 @@
+"""Root discovery: every folder of a project resolves to the same root, and a root given that does not
+exist is refused without creating anything."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from memfiles.cli.main import cli
+from memfiles.config import find_root
+from memfiles.errors import ConfigError
+
+DEPTHS = ("", "pkg", "pkg/sub/deeper")
+
+
+def _project(base: Path, git: bool) -> Path:
+    """A project with memory/ at its top and pkg/memory/ below, optionally a git repository."""
+    root = base / "proj"
+    (root / "memory").mkdir(parents=True)
+    (root / "pkg" / "memory").mkdir(parents=True)
+    (root / "pkg" / "sub" / "deeper").mkdir(parents=True)
+    if git:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def _memfiles(cwd: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Result:
+    """`memfiles args...` run from `cwd`, with no --root and no MEMFILES_ROOT."""
+    monkeypatch.delenv("MEMFILES_ROOT", raising=False)
+    monkeypatch.chdir(cwd)
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def _add(cwd: Path, monkeypatch: pytest.MonkeyPatch, title: str, *extra: str) -> Result:
+    return _memfiles(cwd, monkeypatch, "add", "-k", "D", "-t", title, "-a", "root", "--body", "Body.", *extra)
+
+
+@pytest.mark.parametrize("git", [True, False], ids=["in-git", "no-git"])
+class TestSameRootFromEveryDepth:
+    def test_find_root_is_the_top_from_three_depths(self, tmp_path: Path, git: bool) -> None:
+        """From the root, from pkg/ (which holds its own memory/) and from pkg/sub/deeper, the root is the top."""
+        root = _project(tmp_path, git)
+        for depth in DEPTHS:
+            assert find_root(root / depth) == root.resolve(), depth
+
+    def test_adds_from_three_depths_share_one_id_space_and_one_state_folder(
+        self, tmp_path: Path, git: bool, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """`memfiles add` from each depth allocates from the whole project: D-001, D-002, D-003, and only the
+        root gets a .memfiles/ (pkg/ never does)."""
+        root = _project(tmp_path, git)
+        (root / "pkg" / "memory" / "decisions.md").write_text("")  # a package's own memory, not a root
+        ids = []
+        for n, depth in enumerate(DEPTHS):
+            result = _add(root / depth, monkeypatch, f"From depth {n}")
+            assert result.exit_code == 0, result.output
+            ids.append(result.stdout.strip())
+        assert ids == ["D-001", "D-002", "D-003"]
+        assert (root / ".memfiles").is_dir()
+        assert not (root / "pkg" / ".memfiles").exists()
+        assert not (root / "pkg" / "sub" / "deeper" / ".memfiles").exists()
+        listed = _memfiles(root / "pkg" / "sub" / "deeper", monkeypatch, "list", "--json")
+        assert listed.exit_code == 0
+        assert "D-003" in listed.stdout
+
+    def test_a_package_entry_counts_when_adding_from_the_package(
+        self, tmp_path: Path, git: bool, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With D-001 in memory/ and D-002 in pkg/memory/, an add from pkg/ hands out D-003, not D-002 again."""
+        root = _project(tmp_path, git)
+        assert _add(root, monkeypatch, "At the top").stdout.strip() == "D-001"
+        assert _add(root, monkeypatch, "In the package", "--file", "pkg/memory/decisions.md").exit_code == 0
+        assert _add(root / "pkg", monkeypatch, "From the package").stdout.strip() == "D-003"
+        assert not (root / "pkg" / ".memfiles").exists()
+
+
+class TestBounds:
+    def test_the_repository_top_bounds_the_walk(self, tmp_path: Path) -> None:
+        """A memory/ above the repository is not this repository's root; the topmost one inside it is."""
+        (tmp_path / "memory").mkdir()
+        repo = tmp_path / "repo"
+        (repo / "lib" / "memory").mkdir(parents=True)
+        (repo / "lib" / "src").mkdir()
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        assert find_root(repo / "lib" / "src") == (repo / "lib").resolve()
+        (repo / "memory").mkdir()
+        assert find_root(repo / "lib" / "src") == repo.resolve()
+
+    def test_a_pyproject_marker_makes_a_root_without_memory(self, tmp_path: Path) -> None:
+        """A pyproject.toml with [tool.memfiles] at the top is the root even before memory/ exists there."""
+        (tmp_path / "pyproject.toml").write_text("[tool.memfiles]\nwrap = 100\n")
+        (tmp_path / "pkg" / "memory").mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+        assert find_root(tmp_path / "pkg") == tmp_path.resolve()
+
+    def test_no_root_anywhere_is_a_clear_error(self, tmp_path: Path) -> None:
+        """A folder with no memory/ above it (inside a repository): ConfigError saying to pass --root."""
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+        with pytest.raises(ConfigError, match="no memory/ folder at or above"):
+            find_root(tmp_path)
+
+
+class TestGivenRoot:
+    @pytest.mark.parametrize("command", [["list"], ["check"], ["add", "-k", "D", "-t", "t", "-a", "a", "--body", "b"]])
+    def test_a_root_that_does_not_exist_is_refused_and_nothing_is_created(
+        self, tmp_path: Path, command: list[str]
+    ) -> None:
+        """--root /does/not/exist: exit 2 naming it, for list, check and add, and no folder is created."""
+        missing = tmp_path / "does" / "not" / "exist"
+        result = CliRunner().invoke(cli, ["--root", str(missing), *command], catch_exceptions=False)
+        assert result.exit_code == 2
+        assert f"{missing}: no such folder" in result.stderr
+        assert not (tmp_path / "does").exists()
+
+    def test_memfiles_root_that_does_not_exist_is_refused(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """MEMFILES_ROOT naming a missing folder: add exits 2 and creates nothing."""
+        missing = tmp_path / "gone"
+        monkeypatch.setenv("MEMFILES_ROOT", str(missing))
+        result = CliRunner().invoke(cli, ["add", "-k", "D", "-t", "t", "-a", "a", "--body", "b"])
+        assert result.exit_code == 2 and "no such folder" in result.stderr
+        assert not missing.exists()
+
+    def test_a_root_that_is_a_file_is_refused(self, tmp_path: Path) -> None:
+        """--root naming a file: exit 2, "not a folder", with the config error object under --json."""
+        target = tmp_path / "file.txt"
+        target.write_text("x")
+        result = CliRunner().invoke(cli, ["list", "--json"], env={"MEMFILES_ROOT": str(target)})
+        assert result.exit_code == 2 and "not a folder" in result.stderr
+        assert json.loads(result.stdout)["error"]["code"] == "config"
+
+    def test_root_help_says_how_the_root_is_found(self) -> None:
+        """`memfiles --help` describes --root: must exist; default the topmost folder up to the repository top."""
+        text = " ".join(CliRunner().invoke(cli, ["--help"]).output.split())
+        assert "must be an existing folder" in text and "topmost" in text and "repository top" in text
