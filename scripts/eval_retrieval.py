@@ -110,7 +110,7 @@ def cacm() -> None:
             ranked = {}
             for line in out.splitlines():
                 item = json.loads(line)
-                ranked[str(item["id"])] = [to_corpus[hit["id"]] for hit in item["hits"]]
+                ranked[str(item["id"])] = [to_corpus[hit["entry"]["id"]] for hit in item["hits"]]
             ndcg, recall, mrr = metrics(ranked, qrels)
             print(f"| {mode} | {ndcg:.3f} | {recall:.3f} | {mrr:.3f} | {seconds:.1f} s |")
 
@@ -119,7 +119,7 @@ def calibrate() -> None:
     """MRR@10 of finding a report's duplicate from its title, for several lexical weights."""
     from memfiles.config import load_settings
     from memfiles.index.search import Searcher
-    from memfiles.services.index import open_index
+    from memfiles.services.index_session import open_index
 
     corpus = read_jsonl(DATA / "seamonkey" / "corpus.jsonl")
     by_id = {doc["_id"]: doc for doc in corpus}

@@ -178,6 +178,8 @@ def open_store(settings: Settings, name: str, timeout: float = 10.0, create: boo
     folder = ensure_private_dir(settings.index_dir) if create or url else settings.index_dir
     sidecar = folder / name
     lock = None if url else FileLock(settings.index_dir / "store.lock", timeout, what="the index")
+    import chromadb  # noqa: F401  (seconds on a busy machine: paid before the lock, not while holding it)
+
     try:
         if lock is not None:
             lock.acquire()
