@@ -149,6 +149,16 @@ class TestEdits:
         assert hits(root, "K-007")[0]["path"] == "pkg/memory/notes.md"
 
 
+class TestUsage:
+    @pytest.mark.parametrize("value", ["abc", "-1", "nan"])
+    def test_bad_idle_window_is_exit_2(self, run: Run, root: Path, monkeypatch, value: str) -> None:
+        """A MEMFILES_WATCH_IDLE that is not a number of seconds is refused, naming the variable; nothing starts."""
+        monkeypatch.setenv("MEMFILES_WATCH_IDLE", value)
+        result = run("watch")
+        assert result.exit_code == 2 and "MEMFILES_WATCH_IDLE" in result.stderr
+        assert not (root / ".memsearch" / "watch.pid").exists()
+
+
 class TestOwnership:
     def test_second_watcher_refuses(self, watcher: Watcher, root: Path) -> None:
         """One watcher per project; the second says which pid owns it."""

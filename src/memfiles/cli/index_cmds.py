@@ -41,10 +41,10 @@ def backfill(app: App, rebuild: bool, check_only: bool, as_json: bool) -> None:
             for key in ("missing_or_stale", "retag", "orphaned"):
                 if drift[key]:
                     click.echo(f"{key.replace('_', ' ')}: {', '.join(drift[key])}")
-            if result.get("exists") is False:
-                click.echo("no index yet: run memfiles backfill", err=True)
-            else:
-                click.echo("drift found: run memfiles backfill" if has_drift(drift) else "no drift", err=True)
+        if result.get("exists") is False:
+            click.echo("no index yet: run memfiles backfill", err=True)
+        elif not as_json:
+            click.echo("drift found: run memfiles backfill" if has_drift(drift) else "no drift", err=True)
         raise SystemExit(1 if has_drift(drift) or result.get("exists") is False else 0)
     if as_json:
         print_json(result["report"])
@@ -85,6 +85,10 @@ def watch(app: App, foreground: bool, stop_: bool, debounce: float, reconcile_ev
     settings = app.settings
     if settings.index_url:
         raise CommandError("the watcher serves the embedded index; with a Chroma server (index_url) it is not needed")
+    from memfiles.services.watch.idle import idle_seconds
+
+    with errors_to_exit():
+        idle_seconds()  # a bad MEMFILES_WATCH_IDLE is refused here, not in a background process
     if stop_:
         with errors_to_exit():
             answer = request(settings, {"op": "ping"}, timeout=5)
@@ -133,7 +137,8 @@ def watch(app: App, foreground: bool, stop_: bool, debounce: float, reconcile_ev
             time.sleep(0.2)
         raise CommandError(f"the watcher did not come up; see {log_path}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
-    watcher = Watcher(app.project, debounce=debounce, reconcile_every=reconcile_every)
+    with errors_to_exit():
+        watcher = Watcher(app.project, debounce=debounce, reconcile_every=reconcile_every)
 
     def on_signal(number: int, _frame: object) -> None:
         watcher.stopping.set()

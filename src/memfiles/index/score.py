@@ -1,15 +1,20 @@
-"""What a hit's score means, in one place: fixed transforms of the raw signals into [0, 1], the same for
-every query, so that a score of 0.5 says the same thing whatever was asked (docs/json.md, "What a score
-means"). Per-query min-max normalisation, which made every query's best hit 1.0, is gone: an unrelated
-query now scores low.
+"""What a hit's score means, in one place (docs/json.md, "What a score means").
 
-- dense: the cosine of the query's and the entry's embeddings, mapped linearly from DENSE_ZERO (what
-  unrelated texts reach with MiniLM) to DENSE_ONE (a paraphrase) and clipped.
-- lexical: the entry's BM25 divided by the BM25 an average-length entry holding each query term once
-  would get (the query's summed idf), saturated as 1 - exp(-x / LEXICAL_SCALE).
-- fused: a convex combination of the two, LEXICAL_WEIGHT on the lexical side.
-- an entry holding a code-like query verbatim is lifted to at least EXACT_FLOOR; an id named in the query
-  scores 1.0.
+Two things are computed for every candidate, from the same two raw signals (BM25 and cosine):
+
+- its **rank**: BM25 and cosine each min-max normalised over the query's candidates and combined as
+  LEXICAL_WEIGHT x lexical + the rest x dense (see @@D-013). Relative to the query on purpose: it is
+  what ranks best (CACM nDCG@10 0.595, where fixed transforms reached 0.585 at most).
+- its **score**, in [0, 1] and the same scale for every query: fixed transforms of the raw signals
+  combined with the same weight. An unrelated query scores low (its best hit too); an id named in the
+  query scores 1.0; an entry holding a code-like query verbatim at least EXACT_FLOOR. A score never
+  rises down the list: each hit's is capped by the one above it.
+
+The transforms:
+- dense: the cosine, mapped linearly from DENSE_ZERO (unrelated texts, for MiniLM) to DENSE_ONE (a
+  close paraphrase) and clipped to [0, 1].
+- lexical: the entry's BM25 divided by the query's weight (the BM25 an average-length entry holding
+  each query term once would get), saturated as 1 - exp(-x / LEXICAL_SCALE): 0.63 for every term once.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ if TYPE_CHECKING:
 DENSE_ZERO = 0.2
 DENSE_ONE = 0.8
 LEXICAL_SCALE = 1.0
-LEXICAL_WEIGHT = 0.6
+LEXICAL_WEIGHT = 0.6  # the best MRR on SeaMonkey duplicate retrieval (scripts/eval_retrieval.py calibrate)
 EXACT_FLOOR = 0.9
 ID_SCORE = 1.0
 
@@ -44,8 +49,17 @@ def fused_score(lexical: float, dense: float, weight: float = LEXICAL_WEIGHT) ->
 
 
 def exact_score(score: float) -> float:
-    """A verbatim hit stays ordered by its fused score, above every hit that is not verbatim."""
+    """A verbatim hit stays ordered by its own score, above every score that is not verbatim."""
     return EXACT_FLOOR + (1.0 - EXACT_FLOOR) * score
+
+
+def relative(scores: dict[str, float]) -> dict[str, float]:
+    """Min-max over the query's candidates: the ranking's view of a signal (never shown as a score)."""
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    span = high - low
+    return {key: (value - low) / span if span > 0 else 1.0 for key, value in scores.items()}
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,6 @@
-"""Hybrid search: ids named in the query first, then BM25 and dense similarity, each mapped to [0, 1] by
-a fixed transform and combined (index/score.py), with entries that hold a code-like query verbatim
-lifted above the rest. see @@D-013
-"""
+"""Hybrid search: ids named in the query first, then entries holding a code-like query verbatim, then
+BM25 and dense similarity fused relative to the query's candidates (see @@D-013). Every hit is scored
+on the fixed scale of index/score.py, which means the same for every query."""
 
 from __future__ import annotations
 
@@ -202,33 +201,38 @@ class Searcher:
         return found
 
     def scored(self, found: Signals) -> list[Hit]:
-        """Every candidate with its score (index/score.py), best first; ties broken by id."""
+        """Every candidate, ranked (ids named first, verbatim holders next, then the fused relative
+        signals) and scored on the fixed scale of index/score.py; ties broken by id."""
         lexical = found.lexical or {}
         dense = found.dense or {}
-        weight = self.lexical_weight if found.lexical is not None and found.dense is not None else None
-        hits = []
+        both = found.lexical is not None and found.dense is not None
+        weight = self.lexical_weight if both else (1.0 if found.lexical is not None else 0.0)
+        lexical_rank, dense_rank = scoring.relative(lexical), scoring.relative(dense)
+        candidates = []
         for doc_id in {*found.ids, *lexical, *dense, *found.exact}:
             doc = self.catalog.docs.get(doc_id)
             if doc is None:
                 continue
             lex = scoring.lexical_signal(lexical.get(doc_id, 0.0), found.query_weight)
             den = scoring.dense_signal(dense.get(doc_id, -1.0))
-            if weight is None:
-                score = lex if found.lexical is not None else den
-            else:
-                score = scoring.fused_score(lex, den, weight)
+            rank = weight * lexical_rank.get(doc_id, 0.0) + (1 - weight) * dense_rank.get(doc_id, 0.0)
+            score = scoring.fused_score(lex, den, weight)
             if doc_id in found.exact:
-                score = scoring.exact_score(score)
+                rank, score = rank + 2.0, scoring.exact_score(score)
             if doc_id in found.ids:
-                score = scoring.ID_SCORE - 1e-6 * found.ids.index(doc_id)
+                rank, score = 4.0 - 0.01 * found.ids.index(doc_id), scoring.ID_SCORE
             signals = {
                 "id": doc_id in found.ids,
                 "exact": doc_id in found.exact,
                 "lexical": round(lex, 6) if found.lexical is not None else None,
                 "dense": round(den, 6) if found.dense is not None else None,
             }
-            hits.append(Hit(round(score, 6), signals, doc))
-        hits.sort(key=lambda hit: (-hit.score, hit.doc.id))
+            candidates.append((rank, score, signals, doc))
+        candidates.sort(key=lambda item: (-item[0], item[3].id))
+        hits, cap = [], 1.0
+        for _rank, score, signals, doc in candidates:
+            cap = min(cap, score)  # a score never rises down the list
+            hits.append(Hit(round(cap, 6), signals, doc))
         return hits
 
     def search(self, query: str, k: int = 10, filters: Filters | None = None, mode: str = "hybrid") -> list[Hit]:

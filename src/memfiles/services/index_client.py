@@ -60,7 +60,9 @@ class IndexClient(Protocol):
 
 def index_exists(settings: Settings) -> bool:
     """False when no index was ever built here (embedded mode): the write path then has nothing to tell."""
-    return bool(settings.index_url) or (settings.index_dir / "chroma").is_dir()
+    from memfiles.index.chroma import store_exists
+
+    return store_exists(settings)
 
 
 NO_WATCHER = {"running": False, "pid": None, "since": None, "last_sync": None, "syncs": 0, "pending_files": 0}
@@ -126,6 +128,7 @@ class LocalIndex:
             "store": self.settings.index_url or str(self.settings.index_dir / "chroma"),
             "model": None,
             "entries": None,
+            "generation": None,
             "catalog": None,
         }
         drift = None
