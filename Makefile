@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # CPU PyTorch must come first: an unpinned torch pulls a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo deps test lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -30,10 +30,14 @@ demo: install
 	$(BIN)/memsearch -k 1 -- --request-id
 	$(BIN)/memfiles status
 
-test: install
+# Every package the code imports must be declared in pyproject.toml (CI runs this through `make test`).
+deps: install
+	$(BIN)/deptry src tests scripts
+
+test: install deps
 	$(PY) -m pytest
 
-lint: install
+lint: install deps
 	$(BIN)/ruff check src tests scripts
 	$(BIN)/ruff format --check src tests scripts
 

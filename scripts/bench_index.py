@@ -98,7 +98,7 @@ def bench(size: int) -> list[str]:
 
         from memfiles.config import load_settings
         from memfiles.index.search import Filters, Searcher
-        from memfiles.services.index import open_index
+        from memfiles.services.index_session import open_index
 
         with open_index(load_settings(folder)) as session:
             searcher = Searcher(session.store, session.catalog, session.embedder)

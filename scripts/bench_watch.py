@@ -54,7 +54,7 @@ def save_latency(folder: Path, settings, rounds: int) -> list[float]:
         os.replace(temp, path)
         while True:
             answer = request(settings, {"op": "search", "queries": [[entry_id, 1]], "filters": {}, "mode": "lexical"})
-            if answer and answer["results"][0] and marker in answer["results"][0][0]["text"]:
+            if answer and answer["results"][0] and marker in answer["results"][0][0]["entry"]["body"]:
                 break
             time.sleep(0.005)
         out.append(time.perf_counter() - start)

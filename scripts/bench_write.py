@@ -1,4 +1,5 @@
-"""Benchmark of the write path: `memfiles import` and `memfiles check` on 1,000 and 10,000 entries.
+"""Benchmark of the write path: `memfiles import` and `memfiles check` on 1,000 and 10,000 entries, and
+`memfiles add` while the index server hangs (the write must return once index_timeout has passed).
 
 Figures are printed as ratios against a baseline measured in the same run: writing the same final
 text with one plain `Path.write_text` (the floor for getting those bytes on disk), and, for check,
@@ -72,6 +73,28 @@ def bench(count: int, repeats: int = 3) -> list[tuple[str, float, str, float]]:
     ]
 
 
+def bench_hanging_index(repeats: int = 3) -> tuple[float, float, float]:
+    """(add with a server that accepts and never answers, add without an index, index_timeout), medians."""
+    import socket
+
+    from memfiles.config import Settings
+
+    timeout = Settings(root=Path.cwd()).index_timeout
+    hanging, plain = [], []
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(64)  # never accepted: a connect succeeds, the request never gets an answer
+        url = f"http://127.0.0.1:{server.getsockname()[1]}"
+        for n in range(repeats):
+            with tempfile.TemporaryDirectory() as folder:
+                root = Path(folder)
+                (root / "memory").mkdir()
+                add = [sys.executable, "-m", "memfiles.cli", "add", "-k", "D", "-t", f"Finding {n}", "-a", "a"]
+                plain.append(_time([*add, "--body", "b"], root))
+                hanging.append(_time([*add[:3], "--chroma-url", url, *add[3:], "--body", "b"], root))
+    return statistics.median(hanging), statistics.median(plain), timeout
+
+
 def main() -> None:
     print("| what (cold CLI process, median of 3) | seconds | entries/s | baseline (same run) | seconds | ratio |")
     print("|---|---|---|---|---|---|")
@@ -80,6 +103,11 @@ def main() -> None:
             print(
                 f"| {what} | {seconds:.2f} | {count / seconds:,.0f} | {baseline} | {base:.2f} | {seconds / base:.1f}x |"
             )
+    hanging, plain, timeout = bench_hanging_index()
+    print(
+        f"| add, index server hangs | {hanging:.2f} | | add without an index + index_timeout {timeout:g} s | "
+        f"{plain + timeout:.2f} | {hanging / (plain + timeout):.1f}x |"
+    )
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
   python scripts/eval_retrieval.py cacm        # CACM through the CLI: import, backfill, memsearch --batch
   python scripts/eval_retrieval.py calibrate   # the fusion weight, chosen on SeaMonkey duplicate retrieval
+                                               # (both also print what score bands mean there)
 
 The data is read from ../shared/data (or $MEMFILES_EVAL_DATA); nothing of it is copied into the repo.
 """
@@ -107,19 +108,41 @@ def cacm() -> None:
             start = time.perf_counter()
             out = _cli(["memsearch", "--root", str(folder), "--batch", str(batch), "--mode", mode])
             seconds = time.perf_counter() - start
-            ranked = {}
+            ranked, scored = {}, []
             for line in out.splitlines():
                 item = json.loads(line)
-                ranked[str(item["id"])] = [to_corpus[hit["id"]] for hit in item["hits"]]
+                ranked[str(item["id"])] = [to_corpus[hit["entry"]["id"]] for hit in item["hits"]]
+                relevant = qrels.get(str(item["id"]), {})
+                scored += [(hit["score"], to_corpus[hit["entry"]["id"]] in relevant) for hit in item["hits"]]
             ndcg, recall, mrr = metrics(ranked, qrels)
             print(f"| {mode} | {ndcg:.3f} | {recall:.3f} | {mrr:.3f} | {seconds:.1f} s |")
+            if mode == "hybrid":
+                bands = score_bands(scored)
+        print("\n| hybrid score (top 10 of each query) | hits | judged relevant |")
+        print("|---|---|---|")
+        for label, total, relevant in bands:
+            print(f"| {label} | {total} | {relevant / total:.0%} |" if total else f"| {label} | 0 | - |")
+
+
+def score_bands(
+    scored: list[tuple[float, bool]], edges: list[tuple[float, float]] | None = None
+) -> list[tuple[str, int, int]]:
+    """How many hits fall in each score band, and how many of them are judged relevant: what a score means."""
+    edges = edges or [(0.0, 0.2), (0.2, 0.5), (0.5, 0.6), (0.6, 1.01)]
+    rows = []
+    for low, high in edges:
+        inside = [relevant for score, relevant in scored if low <= score < high]
+        label = f"{low:.1f} to {min(high, 1.0):.1f}" if high <= 1.0 else f"{low:.1f} and above"
+        rows.append((label, len(inside), sum(inside)))
+    return rows
 
 
 def calibrate() -> None:
     """MRR@10 of finding a report's duplicate from its title, for several lexical weights."""
     from memfiles.config import load_settings
+    from memfiles.index.score import LEXICAL_WEIGHT
     from memfiles.index.search import Searcher
-    from memfiles.services.index import open_index
+    from memfiles.services.index_session import open_index
 
     corpus = read_jsonl(DATA / "seamonkey" / "corpus.jsonl")
     by_id = {doc["_id"]: doc for doc in corpus}
@@ -133,16 +156,24 @@ def calibrate() -> None:
         print(f"SeaMonkey: {len(corpus):,} reports, {len(pairs)} duplicate pairs (query: one report's title)\n")
         print("| lexical weight | MRR@10 | recall@10 |")
         print("|---|---|---|")
+        scored: list[tuple[float, bool]] = []
         with open_index(settings) as session:
             for weight in (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0):
                 searcher = Searcher(session.store, session.catalog, session.embedder, lexical_weight=weight)
                 mrr = recall = 0.0
                 for a, b in pairs:
-                    hits = [to_corpus[h.id] for h in searcher.search(by_id[a]["title"], k=11)]
-                    hits = [h for h in hits if h != a][:10]
+                    found = [(to_corpus[h.id], h.score) for h in searcher.search(by_id[a]["title"], k=11)]
+                    found = [(h, score) for h, score in found if h != a][:10]
+                    hits = [h for h, _ in found]
                     recall += b in hits
                     mrr += next((1 / (i + 1) for i, h in enumerate(hits) if h == b), 0.0)
+                    if weight == LEXICAL_WEIGHT:
+                        scored += [(score, h == b) for h, score in found]
                 print(f"| {weight:.1f} | {mrr / len(pairs):.3f} | {recall / len(pairs):.3f} |")
+        print("\n| score (top 10 of each title query) | hits | the duplicate |")
+        print("|---|---|---|")
+        for label, total, relevant in score_bands(scored, [(0.0, 0.5), (0.5, 0.7), (0.7, 1.01)]):
+            print(f"| {label} | {total} | {relevant / total:.0%} |" if total else f"| {label} | 0 | - |")
 
 
 if __name__ == "__main__":

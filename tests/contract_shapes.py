@@ -83,16 +83,7 @@ SHAPES: dict[str, dict[str, str]] = {
         "op": "int?",
         "key": "str?",
         "field": "str?",
-        "error": {
-            "code": "str",
-            "message": "str",
-            "path": "str?",
-            "line": "int?",
-            "op": "int?",
-            "key": "str?",
-            "field": "str?",
-            "problems": "[object]",
-        },
+        "problems": "[object]",
     },
 }
 # The entry without its body, where a command documents that it leaves the body out (list without --body).
@@ -122,6 +113,19 @@ COMMANDS: dict[str, dict[str, str]] = {
         "entries": "[entry]",
         "warnings": "[str]",
     },
+    "memsearch": {"query": "str", "hits": "[hit]"},
+    "memsearch --batch": {"id": "any", "query": "str", "hits": "[hit]"},
+    "backfill": {"indexed": "int", "retagged": "int", "unchanged": "int", "removed": "int", "seconds": "number"},
+    "backfill --check": {
+        "missing_or_stale": "[str]",
+        "retag": "[str]",
+        "orphaned": "[str]",
+        "unchanged": "int",
+        "indexed": "int",
+        "on_disk": "int",
+        "unreadable": "[str]",
+    },
+    "status": {"root": "str", "watcher": "object", "index": "object", "drift": "object?", "skipped": "[finding]"},
     "error": {"error": "error"},
 }
 

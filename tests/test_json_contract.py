@@ -218,8 +218,13 @@ class TestDocs:
         for label, keys in COMMANDS.items():
             if label == "error":
                 continue
-            command = "add" if label == "write" else label.split()[0]
-            row = next((text for name, text in rows.items() if command in {n.split()[0] for n in _names(name)}), None)
+            words = ["add"] if label == "write" else label.split()
+            command, flags = words[0], words[1:]
+            candidates = [
+                (name, text) for name, text in rows.items() if any(command in n.split()[:2] for n in _names(name))
+            ]
+            exact = [text for name, text in candidates if all(flag in name for flag in flags)]
+            row = (exact or [text for _, text in candidates] or [None])[0]
             assert row is not None, f"docs/json.md Commands has no row for {command}"
             assert all(f'"{key}"' in row for key in keys), f"{command}: {row}"
 

@@ -79,6 +79,25 @@ def errors_to_exit(as_json: bool | None = None) -> Iterator[None]:
         raise
 
 
+def _json_requested(args: list[str]) -> bool:
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+class JsonErrorsCommand(click.Command):
+    """A lone command (memsearch) that, given --json, prints the error object for a usage error raised
+    while its options are parsed (`-k 0`, an unknown option), before its body runs."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        wanted = _json_requested(list(args))
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as error:
+            if wanted and not getattr(error, "json_printed", False):
+                print_json(error_json(error))
+                error.json_printed = True  # type: ignore[attr-defined]
+            raise
+
+
 class JsonErrorsGroup(click.Group):
     """A group whose commands, given --json, print the error object for a usage error too (an unknown
     option, a missing argument), which click raises before the command runs."""

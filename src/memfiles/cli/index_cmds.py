@@ -1,34 +1,39 @@
-"""Commands of the index: backfill."""
+"""Commands of the index: backfill, watch, status."""
 
 from __future__ import annotations
 
 import click
 
-from memfiles.cli.app import App, CommandError, errors_to_exit, json_option, pass_app, print_json
+from memfiles.cli.app import App, CommandError, errors_to_exit, json_option, pass_app, print_json, warn
 
 
 @click.command()
 @click.option("--rebuild", is_flag=True, help="Start from an empty collection.")
-@click.option("--check", "check_only", is_flag=True, help="Write nothing; report drift and exit 1 if there is any.")
+@click.option("--check", "check_only", is_flag=True, help="Write nothing (not even a new index); exit 1 on any drift.")
 @json_option
 @pass_app
 def backfill(app: App, rebuild: bool, check_only: bool, as_json: bool) -> None:
     """Bring the semantic index in line with the files: upsert every entry, delete ids that left.
 
-    Entries whose text and model are unchanged are not embedded again. The index lives in
-    .memsearch/ (or the Chroma server at index_url / --chroma-url / MEMFILES_CHROMA_URL).
+    Entries whose text and model are unchanged are not embedded again; a catalog left behind by a
+    watcher that died, or by another client of a server, is rebuilt. A file that does not parse is
+    named and its entries are left as the index has them. The index lives in .memsearch/ (or the
+    Chroma server at index_url / --chroma-url / MEMFILES_CHROMA_URL). With --check, a project
+    without an index exits 1 ("no index yet") and nothing is created.
 
     \b
     Example:
       memfiles backfill            # after a clone, or whenever in doubt
       memfiles backfill --check    # drift? exit 1 and say which ids
     """
-    from memfiles.services.index import backfill as run_backfill
+    from memfiles.services.backfill import has_drift
+    from memfiles.services.index_client import connect
 
     with errors_to_exit():
-        result = run_backfill(app.project, rebuild=rebuild, check=check_only)
+        result = connect(app.settings).backfill(rebuild=rebuild, check=check_only)
     drift = result["drift"]
-    drifted = bool(drift["missing_or_stale"] or drift["retag"] or drift["orphaned"])
+    for path in drift["unreadable"]:
+        warn(f"{path} does not parse: its entries were left as the index had them (memfiles check says why)")
     if check_only:
         if as_json:
             print_json(drift)
@@ -36,8 +41,11 @@ def backfill(app: App, rebuild: bool, check_only: bool, as_json: bool) -> None:
             for key in ("missing_or_stale", "retag", "orphaned"):
                 if drift[key]:
                     click.echo(f"{key.replace('_', ' ')}: {', '.join(drift[key])}")
-            click.echo("drift found: run memfiles backfill" if drifted else "no drift", err=True)
-        raise SystemExit(1 if drifted else 0)
+        if result.get("exists") is False:
+            click.echo("no index yet: run memfiles backfill", err=True)
+        elif not as_json:
+            click.echo("drift found: run memfiles backfill" if has_drift(drift) else "no drift", err=True)
+        raise SystemExit(1 if has_drift(drift) or result.get("exists") is False else 0)
     if as_json:
         print_json(result["report"])
     else:
@@ -77,6 +85,10 @@ def watch(app: App, foreground: bool, stop_: bool, debounce: float, reconcile_ev
     settings = app.settings
     if settings.index_url:
         raise CommandError("the watcher serves the embedded index; with a Chroma server (index_url) it is not needed")
+    from memfiles.services.watch.idle import idle_seconds
+
+    with errors_to_exit():
+        idle_seconds()  # a bad MEMFILES_WATCH_IDLE is refused here, not in a background process
     if stop_:
         with errors_to_exit():
             answer = request(settings, {"op": "ping"}, timeout=5)
@@ -125,7 +137,8 @@ def watch(app: App, foreground: bool, stop_: bool, debounce: float, reconcile_ev
             time.sleep(0.2)
         raise CommandError(f"the watcher did not come up; see {log_path}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
-    watcher = Watcher(app.project, debounce=debounce, reconcile_every=reconcile_every)
+    with errors_to_exit():
+        watcher = Watcher(app.project, debounce=debounce, reconcile_every=reconcile_every)
 
     def on_signal(number: int, _frame: object) -> None:
         watcher.stopping.set()
@@ -146,44 +159,38 @@ def watch(app: App, foreground: bool, stop_: bool, debounce: float, reconcile_ev
 def status(app: App, as_json: bool) -> None:
     """Say whether a watcher runs, how many entries are on disk and in the index, and any drift.
 
+    A file that does not parse is named; the others are counted and compared all the same.
+    --json prints {"root", "watcher", "index", "drift", "skipped"} (docs/json.md), instants in ISO 8601 UTC.
+
     \b
     Example:
       memfiles status --json
     """
-    from memfiles.services.index import backfill as run_backfill
-    from memfiles.services.index import index_exists
-    from memfiles.services.ipc import request
+    from memfiles.cli.reads import read_with_warnings
+    from memfiles.services.index_client import status as index_status
 
-    settings = app.settings
     with errors_to_exit():
-        on_disk = sum(1 for _ in app.project.entries())
-        answer = request(settings, {"op": "status"}, timeout=30)
-        report: dict = {"root": str(settings.root), "entries_on_disk": on_disk}
-        if answer is not None:
-            answer.pop("ok", None)
-            drift = run_backfill(app.project, check=True)["drift"]
-            report.update(answer)
-        else:
-            report["watcher"] = {"running": False}
-            report["store"] = settings.index_url or str(settings.index_dir / "chroma")
-            drift = run_backfill(app.project, check=True)["drift"] if index_exists(settings) else None
-        report["drift"] = drift
+        reading = read_with_warnings(app)  # names each file that does not parse, at its line
+        report = index_status(app.settings)
+    report["skipped"] = [item.as_json() for item in reading.skipped]
+    drift = report["drift"]
+    catalog = report["index"].get("catalog") or {}
     if as_json:
         print_json(report)
         return
-    watcher = report["watcher"]
+    watcher, index = report["watcher"], report["index"]
     click.echo(f"watcher:  {'running, pid ' + str(watcher['pid']) if watcher['running'] else 'not running'}")
-    indexed = report.get("entries_indexed", drift["indexed"] if drift else 0)
-    click.echo(f"entries:  {on_disk} on disk, {indexed} in the index")
     if drift is None:
+        click.echo(f"entries:  {sum(1 for _ in reading.loaded.entries())} on disk")
         click.echo("index:    none yet (run memfiles backfill)")
     else:
+        click.echo(f"entries:  {drift['on_disk']} on disk, {drift['indexed']} in the index")
         count = len(drift["missing_or_stale"]) + len(drift["retag"]) + len(drift["orphaned"])
         click.echo(f"drift:    {'none' if not count else f'{count} ids (memfiles backfill --check)'}")
-    click.echo(f"store:    {report.get('store')}")
-    if report.get("model"):
-        click.echo(f"model:    {report['model']}")
-    if report.get("last_sync"):
-        import time
-
-        click.echo(f"synced:   {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(report['last_sync']))}")
+        if catalog and not catalog.get("in_step", True):
+            click.echo("catalog:  behind the store (memsearch rebuilds it; memfiles backfill saves it)")
+    click.echo(f"store:    {index.get('store')}")
+    if index.get("model"):
+        click.echo(f"model:    {index['model']}")
+    if watcher.get("last_sync"):
+        click.echo(f"synced:   {watcher['last_sync']}")

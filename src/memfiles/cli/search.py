@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from memfiles.cli.app import CommandError, errors_to_exit, print_json, root_option
+from memfiles.cli.app import CommandError, JsonErrorsCommand, errors_to_exit, print_json, root_option, warn
 from memfiles.errors import ParseError
 
 
-def _batch(path: Path) -> list[tuple[str, str, int]]:
-    text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+def _batch(path: Path) -> list[tuple[Any, str, int]]:
+    where = "<stdin>" if str(path) == "-" else str(path)
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ParseError(where, None, "no such file") from None
+    except UnicodeDecodeError as error:
+        raise ParseError(where, None, f"not UTF-8 text ({error.reason})") from None
     queries = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -21,29 +29,49 @@ def _batch(path: Path) -> list[tuple[str, str, int]]:
         try:
             item = json.loads(line)
         except json.JSONDecodeError as error:
-            raise ParseError(path, number, f"invalid JSON: {error.msg}") from error
+            raise ParseError(where, number, f"invalid JSON: {error.msg}") from error
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):
-            raise ParseError(path, number, 'expected {"id": ..., "query": "...", "k": 10}')
+            raise ParseError(where, number, 'expected {"id": ..., "query": "...", "k": 10}')
+        if not item["query"].strip():
+            raise ParseError(where, number, "the query is empty: give a query")
         k = item.get("k", 10)
-        if not isinstance(k, int) or k < 1:
-            raise ParseError(path, number, "k must be a positive whole number")
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ParseError(where, number, "k must be a positive whole number")
         queries.append((item.get("id", number), item["query"], k))
     return queries
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+def snippet(body: str, query: str, width: int = 160) -> str:
+    """The part of `body` around the first query word it holds, on one line."""
+    flat = " ".join(body.split())
+    words = [w for w in re.findall(r"\w[\w-]+", query.lower()) if len(w) > 2]
+    at = min((flat.lower().find(w) for w in words if w in flat.lower()), default=0)
+    start = max(0, at - width // 3)
+    piece = flat[start : start + width]
+    return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
+
+
+def _many(values: tuple[str, ...]) -> tuple[str, ...] | None:
+    """Repeated options, each of which may also be a comma-separated list."""
+    found = tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+    return found or None
+
+
+@click.command(
+    cls=JsonErrorsCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.argument("query", required=False)
-@click.option("-k", "k", default=10, show_default=True, help="How many hits.")
-@click.option("--kind", help="Only this kind (decision, friction, ... or its prefix).")
-@click.option("--area", help="Only this area.")
-@click.option("--status", help="Only this status.")
+@click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True, help="How many hits (1 or more).")
+@click.option("--kind", multiple=True, help="Only this kind (decision, friction, ... or its prefix); repeatable.")
+@click.option("--area", multiple=True, help="Only this area; repeatable.")
+@click.option("--status", multiple=True, help="Only this status; repeatable.")
 @click.option("--path", "path_glob", help="Only entries in files matching this glob, e.g. 'pkg/*'.")
 @click.option("--since", help="Only entries dated on or after YYYY-MM-DD.")
 @click.option(
     "--batch",
     "batch_file",
     type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
-    help='JSON lines {"id", "query", "k"} in; one {"id", "hits"} line out per query.',
+    help='JSON lines {"id", "query", "k"} in; one {"id", "query", "hits"} line out per query.',
 )
 @click.option(
     "--mode",
@@ -53,14 +81,14 @@ def _batch(path: Path) -> list[tuple[str, str, int]]:
     help="Ranking: fused (default), BM25 only, or embeddings only.",
 )
 @click.option("--chroma-url", envvar="MEMFILES_CHROMA_URL", help="Use the Chroma server at this URL.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+@click.option("--json", "as_json", is_flag=True, help='Print {"query", "hits"} for machines (docs/json.md).')
 @root_option
 def memsearch(
     query: str | None,
     k: int,
-    kind: str | None,
-    area: str | None,
-    status: str | None,
+    kind: tuple[str, ...],
+    area: tuple[str, ...],
+    status: tuple[str, ...],
     path_glob: str | None,
     since: str | None,
     batch_file: Path | None,
@@ -71,47 +99,61 @@ def memsearch(
 ) -> None:
     """Search the project's memory for the entries closest in meaning to QUERY.
 
-    An id (F-014) comes first; flags and error strings are matched verbatim as well as by meaning.
-    Exit 0 with no hits when nothing matches; 2 when there is no index yet (run memfiles backfill).
+    An id (F-014, or f-014) comes first; flags and error strings are matched verbatim as well as by
+    meaning. Each hit has a score in [0, 1] that means the same for every query (0.5 and above: most
+    likely about what was asked; see docs/json.md). Filters of one kind combine with OR
+    (--kind F --kind D), of different kinds with AND. Exit 0 with no hits when nothing matches; 2 for
+    an empty query or when there is no index yet (run memfiles backfill).
 
     \b
     Examples:
       memsearch "coverage aggregation"
-      memsearch "why two writers hang" --kind friction --since 2026-01-01 --json
+      memsearch "why two writers hang" --kind friction --kind lesson --since 2026-01-01 --json
       memsearch --batch queries.jsonl > hits.jsonl
     """
     from memfiles.config import load_settings
     from memfiles.format.validate import is_date
-    from memfiles.index.search import Filters
-    from memfiles.services.index import search
+    from memfiles.index.filters import Filters
+    from memfiles.services.index_client import connect
 
     if (query is None) == (batch_file is None):
         raise click.UsageError("give a QUERY or --batch FILE")
+    if query is not None and not query.strip():
+        raise click.UsageError("the query is empty: give a query")
     if since is not None and not is_date(since):
         raise click.BadParameter(f"{since!r} is not a date (YYYY-MM-DD)", param_hint="--since")
     with errors_to_exit():
         settings = load_settings(root, index_url=chroma_url)
-        if kind is not None:
-            found = settings.schema.kind(kind)
-            if found is None:
-                raise CommandError(f"unknown kind {kind!r}")
-            kind = found.name
-        filters = Filters(kind=kind, area=area, status=status, path=path_glob, since=since)
+        kinds = _many(kind)
+        if kinds is not None:
+            named = []
+            for name in kinds:
+                found = settings.schema.kind(name)
+                if found is None:
+                    raise CommandError(f"unknown kind {name!r}")
+                named.append(found.name)
+            kinds = tuple(named)
+        filters = Filters(kind=kinds, area=_many(area), status=_many(status), path=path_glob, since=since)
+        items = _batch(batch_file) if batch_file is not None else [(None, query or "", k)]
+        client = connect(settings)
+        results = client.search([(q, n) for _, q, n in items], filters, mode)
+        for message in client.warnings:
+            warn(message)
         if batch_file is not None:
-            items = _batch(batch_file)
-            results = search(settings, [(q, n) for _, q, n in items], filters, mode)
-            for (item_id, _, _), hits in zip(items, results, strict=True):
-                sys.stdout.write(json.dumps({"id": item_id, "hits": [h.as_json() for h in hits]}, ensure_ascii=False))
-                sys.stdout.write("\n")
+            for (item_id, text, _), hits in zip(items, results, strict=True):
+                line = json.dumps({"id": item_id, "query": text, "hits": hits}, ensure_ascii=False)
+                sys.stdout.write(line + "\n")
             return
-        assert query is not None
-        hits = search(settings, [(query, k)], filters, mode)[0]
+    hits = results[0]
+    assert query is not None
     if as_json:
-        print_json([hit.as_json() for hit in hits])
+        print_json({"query": query, "hits": hits})
         return
     if not hits:
         click.echo("no entries match", err=True)
     for hit in hits:
-        click.echo(f"{hit.id}  {hit.title}")
-        click.echo(f"    {hit.kind}/{hit.area}/{hit.status}  {hit.path}:{hit.line}  score {hit.score:.3f}")
-        click.echo(f"    {hit.snippet(query)}")
+        entry = hit["entry"]
+        click.echo(f"{entry['id']}  {entry['title']}")
+        where = f"{entry['path']}:{entry['line']}"
+        click.echo(f"    {entry['kind']}/{entry['area']}/{entry['status']}  {where}  score {hit['score']:.2f}")
+        click.echo(f"    {snippet(entry['body'], query)}")

@@ -21,7 +21,7 @@ from memfiles.store.project import Project
 
 def notify_index(project: Project, result: BatchResult) -> str | None:
     """The write path's message to the index (a no-op until an index exists)."""
-    from memfiles.services.index import notify
+    from memfiles.services.index_client import notify
 
     return notify(project, result)
 

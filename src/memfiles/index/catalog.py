@@ -2,17 +2,21 @@
 
 The catalog is the index's own list of those documents, saved beside the store as JSON with the
 lexical index built from it. It is derived like everything in .memsearch/: lost, it is rebuilt.
+Both carry the store's generation (see index/stamp.py): a catalog whose generation is not the
+store's is a copy of an older store and is rebuilt from the store before anyone reads it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+import uuid
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memfiles.format.ids import Schema
+from memfiles.format.model import LIST_KEYS, Entry
 from memfiles.store.fileio import atomic_write
 from memfiles.store.project import Located
 
@@ -20,6 +24,11 @@ if TYPE_CHECKING:
     import numpy as np
 
     from memfiles.index.lexical import LexicalIndex
+
+CATALOG_VERSION = 2  # 2: entries carry their other metadata (refs, tags, ...) and the store's generation
+# The entry's metadata besides what the index filters on; kept as one JSON string (Chroma holds no lists).
+EXTRA_KEYS = ("refs", "tags", "successor", "reason", "source", "confirmed", "last_seen", "evidence", "contradicted")
+_CORE_KEYS = ("kind", "area", "status", "path", "line", "section", "date", "title", "hash")
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,7 @@ class IndexDoc:
     date: str
     title: str
     hash: str
+    extra: str = "{}"  # JSON of the EXTRA_KEYS that are set
 
     @property
     def date_num(self) -> int:
@@ -56,15 +66,65 @@ class IndexDoc:
             "date_num": self.date_num,
             "title": self.title,
             "hash": self.hash,
+            "extra": self.extra,
             "model": model,
         }
 
     def body(self) -> str:
         return self.text.split("\n\n", 1)[1] if "\n\n" in self.text else ""
 
+    def entry(self) -> Entry:
+        """The entry as the files held it when it was indexed."""
+        try:
+            extra = json.loads(self.extra)
+        except ValueError:
+            extra = {}
+        values = {
+            key: (tuple(extra.get(key) or ()) if key in LIST_KEYS else extra.get(key))
+            for key in EXTRA_KEYS
+            if key in extra
+        }
+        return Entry(
+            id=self.id,
+            title=self.title,
+            date=self.date,
+            area=self.area,
+            status=self.status,
+            body=self.body(),
+            line=self.line,
+            **values,
+        )
+
+    def entry_object(self) -> dict[str, Any]:
+        """The contract's entry object (docs/json.md)."""
+        from memfiles.contract import entry_object
+
+        return entry_object(
+            self.entry(), kind=self.kind or None, path=self.path or None, line=self.line, section=self.section
+        )
+
+    @classmethod
+    def from_store(cls, doc_id: str, text: str | None, meta: dict[str, Any] | None) -> IndexDoc:
+        """The document as the vector store holds it (what a catalog is rebuilt from)."""
+        meta = meta or {}
+        values: dict[str, Any] = {key: meta.get(key) for key in _CORE_KEYS}
+        for key in ("kind", "area", "status", "path", "section", "date", "title", "hash"):
+            values[key] = str(values[key] or "")
+        values["line"] = int(values["line"] or 0)
+        return cls(id=doc_id, text=text or "", extra=str(meta.get("extra") or "{}"), **values)
+
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+
+
+def extra_json(entry: Entry) -> str:
+    values: dict[str, Any] = {}
+    for key in EXTRA_KEYS:
+        value = getattr(entry, key)
+        if value:
+            values[key] = list(value) if key in LIST_KEYS else value
+    return json.dumps(values, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def index_doc(located: Located, schema: Schema) -> IndexDoc:
@@ -83,6 +143,7 @@ def index_doc(located: Located, schema: Schema) -> IndexDoc:
         date=entry.date,
         title=entry.title,
         hash=content_hash(text),
+        extra=extra_json(entry),
     )
 
 
@@ -97,11 +158,28 @@ def lexical_index(docs: list[IndexDoc]) -> LexicalIndex:
 
 
 class Catalog:
-    """The documents of one collection, by id, in a stable order (the lexical index's rows)."""
+    """The documents of one collection, by id, in a stable order (the lexical index's rows).
 
-    def __init__(self, docs: dict[str, IndexDoc]) -> None:
+    `generation` is the store generation the documents mirror (None: not known to mirror any, so the
+    next reader rebuilds it); `broken` names the files that did not parse at the last sync, whose
+    entries the index keeps as they were.
+    """
+
+    def __init__(
+        self, docs: dict[str, IndexDoc], generation: str | None = None, broken: dict[str, str] | None = None
+    ) -> None:
         self.docs = docs
         self.order = list(docs)
+        self.generation = generation
+        self.broken = dict(broken or {})
+        self.saved_as: str | None = None  # the token the lexical index saved with this catalog carries
+
+    def add(self, docs: list[IndexDoc]) -> None:
+        """Documents found in the store but not here (another client wrote them): appended in place."""
+        for doc in docs:
+            if doc.id not in self.docs:
+                self.docs[doc.id] = doc
+        self.order = list(self.docs)
 
     def column(self, name: str) -> tuple[np.ndarray, list[Any]]:
         """A tag as (codes per row, distinct values): filters over 100,000 rows become array compares."""
@@ -129,14 +207,34 @@ class Catalog:
 
     @classmethod
     def load(cls, folder: Path) -> Catalog:
+        """The saved catalog; ValueError when it is of another version or not a catalog at all."""
         data = json.loads((folder / "catalog.json").read_text(encoding="utf-8"))
-        return cls({item["id"]: IndexDoc(**item) for item in data["docs"]})
+        if not isinstance(data, dict) or data.get("version") != CATALOG_VERSION:
+            raise ValueError("catalog of another version")
+        names = {f.name for f in fields(IndexDoc)}
+        docs = {item["id"]: IndexDoc(**{k: v for k, v in item.items() if k in names}) for item in data["docs"]}
+        catalog = cls(docs, data.get("generation"), data.get("broken"))
+        catalog.saved_as = data.get("saved_as")
+        return catalog
 
     def save(self, folder: Path, index: LexicalIndex | None = None) -> LexicalIndex:
-        """Write the catalog and its lexical index (built here unless given); returns that index."""
+        """Write the lexical index (built here unless given), then the catalog; returns that index.
+
+        Both carry one fresh token, so a reader can tell a lexical index from another save (a crash
+        between the two writes) and rebuild it.
+        """
         folder.mkdir(parents=True, exist_ok=True)
         docs = [self.docs[doc_id] for doc_id in self.order]
         index = index or lexical_index(docs)
-        index.save(folder)
-        atomic_write(folder / "catalog.json", json.dumps({"docs": [asdict(d) for d in docs]}, ensure_ascii=False))
+        token = uuid.uuid4().hex
+        index.save(folder, token)
+        data = {
+            "version": CATALOG_VERSION,
+            "generation": self.generation,
+            "saved_as": token,
+            "broken": self.broken,
+            "docs": [asdict(d) for d in docs],
+        }
+        atomic_write(folder / "catalog.json", json.dumps(data, ensure_ascii=False))
+        self.saved_as = token
         return index

@@ -3,12 +3,19 @@
 chromadb's default embedding function downloads a model, so vectors are always passed in; and its
 embedded client is not safe with two processes on one folder, so every session holds the store lock.
 see @@D-012
+
+The collection's metadata carries a generation stamp: every write first sets `generation` to a new
+value, and once the write is done sets `settled` to the same value. A catalog saved beside the store
+names the generation it mirrors; any write it did not see (a watcher killed before its catalog save,
+another client of a server) leaves the two different, and the reader rebuilds its catalog.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -25,6 +32,21 @@ UPSERT_BATCH = 2000
 # Chroma's default HNSW settings (ef_search 100, 16 neighbours) returned 69% of the true top 100 in a
 # test of 5,000 vectors; these return 99.8%, at a few milliseconds more per query. see @@F-004
 HNSW = {"space": "cosine", "ef_search": 400, "ef_construction": 200, "max_neighbors": 32}
+GENERATION = "memfiles_generation"
+SETTLED = "memfiles_settled"
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """The store's generation, and the last generation whose write finished (equal when none is under way)."""
+
+    generation: str | None
+    settled: str | None
+
+    @property
+    def steady(self) -> bool:
+        """No write begun and not finished: a writer in progress, or one that died half-way."""
+        return self.generation == self.settled
 
 
 class VectorStore:
@@ -51,6 +73,28 @@ class VectorStore:
         if self.exists():
             self.client.delete_collection(self.name)
         self._collection = None
+
+    def stamp(self) -> Stamp:
+        """The generation stamp as the store holds it now (read afresh: another client may have written)."""
+        if not self.exists():
+            return Stamp(None, None)
+        self._collection = None
+        metadata = self.collection.metadata or {}
+        return Stamp(metadata.get(GENERATION) or None, metadata.get(SETTLED) or None)
+
+    def begin_write(self) -> tuple[Stamp, str]:
+        """Stamp a new generation before writing; returns the stamp before it and the new generation."""
+        before = self.stamp()
+        generation = uuid.uuid4().hex
+        self.collection.modify(metadata={GENERATION: generation, SETTLED: before.settled or ""})
+        return before, generation
+
+    def finish_write(self, generation: str) -> bool:
+        """Mark `generation`'s write finished; False when another writer began one meanwhile (then it settles)."""
+        if self.stamp().generation != generation:
+            return False
+        self.collection.modify(metadata={GENERATION: generation, SETTLED: generation})
+        return True
 
     def count(self) -> int:
         return int(self.collection.count())
@@ -116,15 +160,26 @@ def _client(settings: Settings, url: str | None) -> Any:
     return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
 
 
+def store_exists(settings: Settings) -> bool:
+    """False when no index was ever built here (embedded mode); a server is assumed to exist."""
+    return bool(settings.index_url) or (settings.index_dir / "chroma").is_dir()
+
+
 @contextmanager
-def open_store(settings: Settings, name: str, timeout: float = 10.0) -> Iterator[VectorStore]:
+def open_store(settings: Settings, name: str, timeout: float = 10.0, create: bool = True) -> Iterator[VectorStore]:
     """The store for collection `name`: the server at index_url, else the embedded one under its lock.
 
+    With `create` False, a project without an index gets IndexUnavailable and no folder is made.
     Raises IndexUnavailable when the server does not answer or the embedded store stays busy.
     """
     url = settings.index_url
-    sidecar = ensure_private_dir(settings.index_dir) / name
+    if not create and not store_exists(settings):
+        raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
+    folder = ensure_private_dir(settings.index_dir) if create or url else settings.index_dir
+    sidecar = folder / name
     lock = None if url else FileLock(settings.index_dir / "store.lock", timeout, what="the index")
+    import chromadb  # noqa: F401  (seconds on a busy machine: paid before the lock, not while holding it)
+
     try:
         if lock is not None:
             lock.acquire()

@@ -45,6 +45,7 @@ class LexicalIndex:
         self.rows = rows
         self.weights = weights
         self.size = size
+        self.token: str | None = None  # the catalog save this index belongs to
 
     @classmethod
     def build(
@@ -92,14 +93,34 @@ class LexicalIndex:
             scores[self.rows[start:end]] += count * self.weights[start:end]  # rows are unique within a term
         return scores
 
-    def save(self, folder: Path) -> None:
+    def idf(self, term: str) -> float:
+        """BM25's idf of `term`; a term no document holds gets the highest idf there is."""
+        n = self.vocab.get(term)
+        df = int(self.indptr[n + 1] - self.indptr[n]) if n is not None else 0
+        return math.log(1 + (self.size - df + 0.5) / (df + 0.5))
+
+    def query_weight(self, query: str) -> float:
+        """The BM25 of a document of average length holding each query term once: the sum of their idf.
+
+        A document's BM25 divided by this is comparable across queries: about 1 when it holds every
+        term of the query once, 0 when it holds none, up to k1 + 1 with many repeats.
+        """
+        return sum(count * self.idf(term) for term, count in Counter(tokenize(query)).items())
+
+    def save(self, folder: Path, token: str | None = None) -> None:
+        """Write the arrays and the vocabulary, each atomically; `token` ties them to one catalog save."""
+        import io
+
         import numpy as np
 
+        from memfiles.store.fileio import atomic_write
+
         folder.mkdir(parents=True, exist_ok=True)
-        np.savez(
-            folder / "bm25.npz", indptr=self.indptr, rows=self.rows, weights=self.weights, size=np.array([self.size])
-        )
-        (folder / "bm25-vocab.json").write_text(json.dumps({"vocab": self.vocab, "ids": self.ids}), encoding="utf-8")
+        buffer = io.BytesIO()
+        np.savez(buffer, indptr=self.indptr, rows=self.rows, weights=self.weights, size=np.array([self.size]))
+        _replace_bytes(folder / "bm25.npz", buffer.getvalue())
+        self.token = token
+        atomic_write(folder / "bm25-vocab.json", json.dumps({"vocab": self.vocab, "ids": self.ids, "token": token}))
 
     @classmethod
     def load(cls, folder: Path) -> LexicalIndex:
@@ -107,6 +128,23 @@ class LexicalIndex:
 
         arrays = np.load(folder / "bm25.npz")
         data = json.loads((folder / "bm25-vocab.json").read_text(encoding="utf-8"))
-        return cls(
+        index = cls(
             data["vocab"], arrays["indptr"], arrays["rows"], arrays["weights"], int(arrays["size"][0]), data["ids"]
         )
+        index.token = data.get("token")
+        return index
+
+
+def _replace_bytes(path: Path, data: bytes) -> None:
+    """Derived data, so no fsync: a reader sees the old file or the new one, and a torn one is rebuilt."""
+    import os
+    import tempfile
+
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

@@ -1,122 +1,43 @@
-"""Hybrid search: exact ids first, then BM25 and dense similarity fused by a convex combination of
-min-max normalised scores, with a boost for documents holding a code-like query verbatim. see @@D-013
-"""
+"""Hybrid search: ids named in the query first, then entries holding a code-like query verbatim, then
+BM25 and dense similarity fused relative to the query's candidates (see @@D-013). Every hit is scored
+on the fixed scale of index/score.py, which means the same for every query."""
 
 from __future__ import annotations
 
-import fnmatch
 import re
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from memfiles.format.ids import ID_RE
-from memfiles.index.catalog import Catalog, IndexDoc
+from memfiles.index import score as scoring
+from memfiles.index.catalog import Catalog
 from memfiles.index.chroma import VectorStore
 from memfiles.index.embedder import Embedder
+from memfiles.index.filters import Filters
 from memfiles.index.lexical import LexicalIndex
+from memfiles.index.score import Hit
 from memfiles.index.text import strip_framing
 
 if TYPE_CHECKING:
     import numpy as np
 
+__all__ = ["Filters", "Hit", "Searcher"]
+
 DEPTH = 100  # how deep each ranking goes before fusion: fusing only the top 10 loses relevant hits
-LEXICAL_WEIGHT = 0.6  # the best MRR on SeaMonkey duplicate retrieval (scripts/eval_retrieval.py calibrate)
-EXACT_BOOST = 1.0
 BY_ID_LIMIT = 256  # a filter matching this few rows reads their vectors by id (7.6 ms for 200 at 100k)
 BROAD_FRACTION = 0.1  # a filter matching this share of rows over-fetches an unfiltered query
-ID_BOOST = 2.0
 _CODE_LIKE = re.compile(r"[-_./:=`\"']|\w+\(")
 
 
-@dataclass(frozen=True)
-class Filters:
-    """Restrictions that combine (AND); pushed down to Chroma as a `where` clause."""
+@dataclass
+class Signals:
+    """The raw evidence for one query: ids it names, BM25 and cosine of every candidate, verbatim holders."""
 
-    kind: str | None = None
-    area: str | None = None
-    status: str | None = None
-    path: str | None = None  # a glob over paths relative to the root
-    since: str | None = None  # YYYY-MM-DD
-
-    def accepts(self, doc: IndexDoc) -> bool:
-        return (
-            (self.kind is None or doc.kind == self.kind)
-            and (self.area is None or doc.area == self.area)
-            and (self.status is None or doc.status == self.status)
-            and (self.path is None or fnmatch.fnmatch(doc.path, self.path))
-            and (self.since is None or doc.date_num >= int(self.since.replace("-", "")))
-        )
-
-    def where(self, catalog: Catalog) -> dict[str, Any] | None:
-        clauses: list[dict[str, Any]] = []
-        for key in ("kind", "area", "status"):
-            if getattr(self, key) is not None:
-                clauses.append({key: getattr(self, key)})
-        if self.path is not None:
-            paths = sorted({d.path for d in catalog.docs.values() if fnmatch.fnmatch(d.path, self.path)})
-            clauses.append({"path": {"$in": paths or ["\0none"]}})
-        if self.since is not None:
-            clauses.append({"date_num": {"$gte": int(self.since.replace("-", ""))}})
-        if not clauses:
-            return None
-        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-    def mask(self, catalog: Catalog) -> np.ndarray:
-        """Which catalog rows pass, computed on columns (no Python loop over the rows)."""
-        import numpy as np
-
-        keep = np.ones(len(catalog.order), dtype=bool)
-        for key in ("kind", "area", "status"):
-            wanted = getattr(self, key)
-            if wanted is not None:
-                codes, values = catalog.column(key)
-                keep &= codes == (values.index(wanted) if wanted in values else -1)
-        if self.path is not None:
-            codes, values = catalog.column("path")
-            matching = [n for n, value in enumerate(values) if fnmatch.fnmatch(value, self.path)]
-            keep &= np.isin(codes, matching)
-        if self.since is not None:
-            codes, values = catalog.column("date_num")
-            keep &= np.asarray(values)[codes] >= int(self.since.replace("-", ""))
-        return keep
-
-    @property
-    def active(self) -> bool:
-        return any(getattr(self, key) is not None for key in ("kind", "area", "status", "path", "since"))
-
-
-@dataclass(frozen=True)
-class Hit:
-    id: str
-    score: float
-    title: str
-    kind: str
-    area: str
-    status: str
-    date: str
-    path: str
-    line: int
-    section: str
-    text: str
-
-    def as_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def snippet(self, query: str, width: int = 160) -> str:
-        body = " ".join(self.text.split("\n\n", 1)[-1].split())
-        words = [w for w in re.findall(r"\w[\w-]+", query.lower()) if len(w) > 2]
-        at = min((body.lower().find(w) for w in words if w in body.lower()), default=0)
-        start = max(0, at - width // 3)
-        piece = body[start : start + width]
-        return ("…" if start else "") + piece + ("…" if start + width < len(body) else "")
-
-
-def _normalise(scores: dict[str, float]) -> dict[str, float]:
-    if not scores:
-        return {}
-    low, high = min(scores.values()), max(scores.values())
-    span = high - low
-    return {key: (value - low) / span if span > 0 else 1.0 for key, value in scores.items()}
+    ids: list[str] = field(default_factory=list)
+    lexical: dict[str, float] | None = None  # BM25 by id (None: the lexical ranking did not run)
+    dense: dict[str, float] | None = None  # cosine by id (None: the dense ranking did not run)
+    exact: set[str] = field(default_factory=set)
+    query_weight: float = 0.0
 
 
 class Searcher:
@@ -127,23 +48,28 @@ class Searcher:
         store: VectorStore | None,
         catalog: Catalog,
         embedder: Embedder | None,
-        lexical_weight: float = LEXICAL_WEIGHT,
+        lexical_weight: float = scoring.LEXICAL_WEIGHT,
     ) -> None:
         self.lexical_weight = lexical_weight
         self.store = store
         self.catalog = catalog
         self.embedder = embedder
         self._lexical: LexicalIndex | None = None
-        self._texts: list[str] | None = None
+        self._texts: tuple[list[str], list[str]] | None = None
 
     @property
     def lexical(self) -> LexicalIndex:
+        """The saved lexical index when it belongs to this catalog's save; else one built from the catalog."""
         if self._lexical is None:
             try:
                 self._lexical = LexicalIndex.load(self.store.sidecar) if self.store else None
             except (OSError, ValueError, KeyError):
                 self._lexical = None
-            if self._lexical is None or set(self._lexical.ids) != set(self.catalog.docs):
+            if (
+                self._lexical is None
+                or self._lexical.token != self.catalog.saved_as
+                or set(self._lexical.ids) != set(self.catalog.docs)
+            ):
                 from memfiles.index.catalog import lexical_index
 
                 self._lexical = lexical_index([self.catalog.docs[i] for i in self.catalog.order])
@@ -179,6 +105,15 @@ class Searcher:
         rows = np.argpartition(-scores, depth)[:depth] if len(scores) > depth else np.arange(len(scores))
         return [int(r) for r in rows if scores[r] > 0]
 
+    def _adopt(self, ids: list[str]) -> None:
+        """Ids the store returned that the catalog lacks (written by a client it did not see): read them
+        from the store, so that a hit is never an id without a document."""
+        missing = [i for i in ids if i not in self.catalog.docs]
+        if missing and self.store is not None:
+            from memfiles.index.sync import store_docs
+
+            self.catalog.add(list(store_docs(self.store, missing).values()))
+
     def dense_scores(self, vector: np.ndarray, filters: Filters, depth: int = DEPTH) -> dict[str, float]:
         """Cosine similarity of the `depth` nearest entries that pass `filters`.
 
@@ -192,7 +127,9 @@ class Searcher:
             return {}
         total = len(self.catalog.order)
         if not filters.active:
-            return dict(self.store.query(vector, min(depth, total)))
+            found = dict(self.store.query(vector, min(depth, total)))
+            self._adopt(list(found))
+            return {i: s for i, s in found.items() if i in self.catalog.docs}
         mask = filters.mask(self.catalog)
         allowed = int(mask.sum())
         if allowed == 0:
@@ -210,63 +147,94 @@ class Searcher:
             hits = [(i, s) for i, s in self.store.query(vector, n) if i in row and mask[row[i]]]
             if len(hits) >= wanted:
                 return dict(hits[:depth])
-        return dict(self.store.query(vector, wanted, filters.where(self.catalog)))
+        found = dict(self.store.query(vector, wanted, filters.where(self.catalog)))
+        self._adopt(list(found))
+        return {i: s for i, s in found.items() if i in self.catalog.docs and filters.accepts(self.catalog.docs[i])}
 
-    def exact_matches(self, query: str, filters: Filters, lexical: dict[str, float]) -> dict[str, float]:
+    def exact_matches(self, query: str, filters: Filters) -> set[str]:
         """Documents that hold a code-like query (a flag, an error string, a path) verbatim."""
         phrase = query.strip().strip("`\"'").lower()
         if len(phrase) < 3 or not _CODE_LIKE.search(query):
-            return {}
-        if self._texts is None:
-            self._texts = [self.catalog.docs[i].text.lower() for i in self.catalog.order]
-        found = {}
-        for row, text in enumerate(self._texts):
-            if phrase in text:
-                doc_id = self.catalog.order[row]
-                if filters.accepts(self.catalog.docs[doc_id]):
-                    found[doc_id] = 1.0 + lexical.get(doc_id, 0.0) * 1e-6
-        return found
+            return set()
+        if self._texts is None or self._texts[0] is not self.catalog.order:
+            self._texts = (self.catalog.order, [self.catalog.docs[i].text.lower() for i in self.catalog.order])
+        order, texts = self._texts
+        return {
+            order[row]
+            for row, text in enumerate(texts)
+            if phrase in text and filters.accepts(self.catalog.docs[order[row]])
+        }
 
-    def search(self, query: str, k: int = 10, filters: Filters | None = None, mode: str = "hybrid") -> list[Hit]:
-        """The k best entries for `query`. Each ranking goes DEPTH deep; in hybrid mode every candidate of
-        either ranking is then scored by both (no missing values), min-max normalised, and combined."""
+    def signals(self, query: str, filters: Filters | None = None, mode: str = "hybrid") -> Signals:
+        """The raw evidence for `query`. Each ranking goes DEPTH deep; in hybrid mode every candidate of
+        either ranking is then scored by both (no missing values)."""
         import numpy as np
 
         filters = filters or Filters()
-        fused: dict[str, float] = {}
-        for match in ID_RE.finditer(query):
+        found = Signals()
+        if not query.strip():
+            return found
+        for match in ID_RE.finditer(query.upper()):  # `d-002` names D-002 too
             doc = self.catalog.docs.get(match.group(0))
-            if doc is not None and filters.accepts(doc):
-                fused[doc.id] = ID_BOOST + 1.0 - 0.01 * len(fused)
+            if doc is not None and filters.accepts(doc) and doc.id not in found.ids:
+                found.ids.append(doc.id)
         cleaned = strip_framing(query)
-        lexical_all = self.lexical_scores(cleaned, filters) if mode in ("hybrid", "lexical") else None
-        lexical = (
-            {self.catalog.order[r]: float(lexical_all[r]) for r in self._top_rows(lexical_all)}
-            if lexical_all is not None
-            else {}
-        )
-        dense: dict[str, float] = {}
+        lexical_all = None
+        if mode in ("hybrid", "lexical"):
+            lexical_all = self.lexical_scores(cleaned, filters)
+            found.query_weight = self.lexical.query_weight(cleaned)
+            found.lexical = {self.catalog.order[r]: float(lexical_all[r]) for r in self._top_rows(lexical_all)}
         if mode in ("hybrid", "dense") and self.embedder is not None:
             vector = self.embedder.encode([cleaned])[0]
-            dense = self.dense_scores(vector, filters)
-            if mode == "hybrid" and self.store is not None:
-                missing = [doc_id for doc_id in lexical if doc_id not in dense]
+            found.dense = self.dense_scores(vector, filters)
+            if mode == "hybrid" and self.store is not None and found.lexical is not None:
+                missing = [doc_id for doc_id in found.lexical if doc_id not in found.dense]
                 for doc_id, stored in self.store.vectors(missing).items():
-                    dense[doc_id] = float(np.dot(np.asarray(stored, dtype=np.float32), vector))
-                for doc_id in dense:
-                    if doc_id not in lexical and lexical_all is not None:
-                        lexical[doc_id] = float(lexical_all[self.catalog.row[doc_id]])
-        weight = {"hybrid": self.lexical_weight, "lexical": 1.0, "dense": 0.0}[mode]
-        for doc_id, value in _normalise(lexical).items():
-            fused[doc_id] = fused.get(doc_id, 0.0) + weight * value
-        for doc_id, value in _normalise(dense).items():
-            fused[doc_id] = fused.get(doc_id, 0.0) + (1 - weight) * value
+                    found.dense[doc_id] = float(np.dot(np.asarray(stored, dtype=np.float32), vector))
+                if lexical_all is not None:
+                    row = self.catalog.row
+                    for doc_id in found.dense:
+                        if doc_id not in found.lexical and doc_id in row and row[doc_id] < len(lexical_all):
+                            found.lexical[doc_id] = float(lexical_all[row[doc_id]])
         if mode == "hybrid":
-            for doc_id, value in self.exact_matches(query, filters, lexical).items():
-                fused[doc_id] = fused.get(doc_id, 0.0) + EXACT_BOOST * value
-        ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:k]
-        return [self._hit(doc_id, score) for doc_id, score in ranked]
+            found.exact = self.exact_matches(query, filters)
+        return found
 
-    def _hit(self, doc_id: str, score: float) -> Hit:
-        d = self.catalog.docs[doc_id]
-        return Hit(d.id, round(score, 6), d.title, d.kind, d.area, d.status, d.date, d.path, d.line, d.section, d.text)
+    def scored(self, found: Signals) -> list[Hit]:
+        """Every candidate, ranked (ids named first, verbatim holders next, then the fused relative
+        signals) and scored on the fixed scale of index/score.py; ties broken by id."""
+        lexical = found.lexical or {}
+        dense = found.dense or {}
+        both = found.lexical is not None and found.dense is not None
+        weight = self.lexical_weight if both else (1.0 if found.lexical is not None else 0.0)
+        lexical_rank, dense_rank = scoring.relative(lexical), scoring.relative(dense)
+        candidates = []
+        for doc_id in {*found.ids, *lexical, *dense, *found.exact}:
+            doc = self.catalog.docs.get(doc_id)
+            if doc is None:
+                continue
+            lex = scoring.lexical_signal(lexical.get(doc_id, 0.0), found.query_weight)
+            den = scoring.dense_signal(dense.get(doc_id, -1.0))
+            rank = weight * lexical_rank.get(doc_id, 0.0) + (1 - weight) * dense_rank.get(doc_id, 0.0)
+            score = scoring.fused_score(lex, den, weight)
+            if doc_id in found.exact:
+                rank, score = rank + 2.0, scoring.exact_score(score)
+            if doc_id in found.ids:
+                rank, score = 4.0 - 0.01 * found.ids.index(doc_id), scoring.ID_SCORE
+            signals = {
+                "id": doc_id in found.ids,
+                "exact": doc_id in found.exact,
+                "lexical": round(lex, 6) if found.lexical is not None else None,
+                "dense": round(den, 6) if found.dense is not None else None,
+            }
+            candidates.append((rank, score, signals, doc))
+        candidates.sort(key=lambda item: (-item[0], item[3].id))
+        hits, cap = [], 1.0
+        for _rank, score, signals, doc in candidates:
+            cap = min(cap, score)  # a score never rises down the list
+            hits.append(Hit(round(cap, 6), signals, doc))
+        return hits
+
+    def search(self, query: str, k: int = 10, filters: Filters | None = None, mode: str = "hybrid") -> list[Hit]:
+        """The k best entries for `query` (none for an empty query), best first."""
+        return self.scored(self.signals(query, filters, mode))[:k]

@@ -1,5 +1,6 @@
 """Bringing the index in line with the files: a plan by id and content hash, then the least work that
-carries it out. Backfill, the write path and the watcher all go through `apply_plan`."""
+carries it out. Backfill, the write path and the watcher all go through `apply_plan`; every reader
+gets its catalog from `open_catalog`, which never hands out one that the store has moved past."""
 
 from __future__ import annotations
 
@@ -79,9 +80,15 @@ def apply_plan(
     deadline: float | None = None,
     save: bool = True,
     writing: Any = None,
+    complete: bool = False,
 ) -> SyncReport:
-    """Carry `plan` out: embed and upsert, retag, delete; then save the catalog (and lexical index).
+    """Carry `plan` out: embed and upsert, retag, delete; then update the catalog and save it with its lexical index.
 
+    The store's generation is stamped before the first write and settled after the last (index/chroma.py).
+    `catalog` is a copy the plan updates, or with `complete` already every document the store holds
+    after the plan (a backfill's, built from the files). It keeps the new generation only when it
+    mirrored the store before (no write it missed) and no other writer began meanwhile; else it is
+    saved unstamped and the next reader rebuilds it from the store.
     With a `deadline` (time.monotonic()), gives up before writing anything once it has passed.
     """
     import numpy as np
@@ -104,38 +111,76 @@ def apply_plan(
         raise TimeoutError("the index update ran out of time before writing")
     if writing is not None:
         writing.set()  # from here on, stopping half-way could leave the store torn: the caller waits
-    if plan.embed:
-        store.upsert(
-            [d.id for d in plan.embed], vectors, [d.text for d in plan.embed], [d.metadata(model) for d in plan.embed]
-        )
-    if plan.retag:
-        store.update_metadata([d.id for d in plan.retag], [d.metadata(model) for d in plan.retag])
-    if plan.orphans:
-        store.delete(plan.orphans)
+    stamped = None
+    if plan.drift or (complete and not store.stamp().steady):  # a backfill also settles a write that died
+        before, generation = store.begin_write()
+        if plan.embed:
+            store.upsert(
+                [d.id for d in plan.embed],
+                vectors,
+                [d.text for d in plan.embed],
+                [d.metadata(model) for d in plan.embed],
+            )
+        if plan.retag:
+            store.update_metadata([d.id for d in plan.retag], [d.metadata(model) for d in plan.retag])
+        if plan.orphans:
+            store.delete(plan.orphans)
+        settled = store.finish_write(generation)
+        mirrored = complete or (before.steady and before.generation == (catalog.generation if catalog else None))
+        stamped = generation if settled and mirrored else None
     if catalog is not None:
-        for doc in (*plan.embed, *plan.retag):
-            catalog.docs[doc.id] = doc
-        for doc_id in plan.orphans:
-            catalog.docs.pop(doc_id, None)
-        catalog.order = list(catalog.docs)
-        if save and (plan.drift or not (store.sidecar / "catalog.json").exists()):
+        if not complete:
+            for doc in (*plan.embed, *plan.retag):
+                catalog.docs[doc.id] = doc
+            for doc_id in plan.orphans:
+                catalog.docs.pop(doc_id, None)
+            catalog.order = list(catalog.docs)
+        if stamped is not None or plan.drift:
+            catalog.generation = stamped
+        elif complete:
+            catalog.generation = store.stamp().generation
+        if save and (plan.drift or complete or not (store.sidecar / "catalog.json").exists()):
             catalog.save(store.sidecar)
     return SyncReport(len(plan.embed), len(plan.retag), plan.unchanged, len(plan.orphans), time.perf_counter() - start)
 
 
-def load_catalog(store: VectorStore) -> Catalog:
-    """The saved catalog, or one rebuilt from the store's own documents (after a move, or on another host)."""
+def store_docs(store: VectorStore, ids: list[str] | None = None) -> dict[str, IndexDoc]:
+    """The documents the store holds (all, or those of `ids` that it has), as the catalog keeps them."""
+    if ids is not None and not ids:
+        return {}
+    result = store.collection.get(ids=ids, include=["documents", "metadatas"])
+    return {
+        doc_id: IndexDoc.from_store(doc_id, text, meta)
+        for doc_id, text, meta in zip(result["ids"], result["documents"], result["metadatas"], strict=True)
+    }
+
+
+def mirrored_catalog(store: VectorStore) -> Catalog | None:
+    """The saved catalog when it mirrors the store as it is now (same generation, no write under way)."""
     try:
-        return Catalog.load(store.sidecar)
+        catalog = Catalog.load(store.sidecar)
     except (OSError, ValueError, TypeError, KeyError):
-        pass
-    result = store.collection.get(include=["documents", "metadatas"])
-    docs = {}
-    for doc_id, text, meta in zip(result["ids"], result["documents"], result["metadatas"], strict=True):
-        fields = {
-            key: meta.get(key) for key in ("kind", "area", "status", "path", "line", "section", "date", "title", "hash")
-        }
-        docs[doc_id] = IndexDoc(id=doc_id, text=text or "", **fields)  # type: ignore[arg-type]
-    catalog = Catalog(docs)
-    catalog.save(store.sidecar)
+        return None
+    stamp = store.stamp()
+    return catalog if stamp.steady and catalog.generation == stamp.generation else None
+
+
+def open_catalog(store: VectorStore) -> Catalog:
+    """The saved catalog if it mirrors the store; else one rebuilt from the store's own documents.
+
+    A rebuilt catalog is saved only when no write was under way while it was read, so that the next
+    reader does not trust a copy of a half-written store.
+    """
+    catalog = mirrored_catalog(store)
+    if catalog is not None:
+        return catalog
+    try:
+        broken = Catalog.load(store.sidecar).broken
+    except (OSError, ValueError, TypeError, KeyError):
+        broken = {}
+    before = store.stamp()
+    catalog = Catalog(store_docs(store) if store.exists() else {}, broken=broken)
+    if before.steady and store.stamp() == before:
+        catalog.generation = before.generation
+        catalog.save(store.sidecar)
     return catalog

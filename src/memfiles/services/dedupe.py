@@ -81,7 +81,7 @@ def many_near_duplicates(
     k: int = 5,
 ) -> tuple[list[list[Candidate]], str]:
     """near_duplicates for many (title, body, ids to ignore) at once: one model load, one store session."""
-    from memfiles.services.index import similar
+    from memfiles.services.index_client import similar
 
     texts = [f"{title}\n\n{body}" for title, body, _ in items]
     try:

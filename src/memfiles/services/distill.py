@@ -145,7 +145,7 @@ def distil_domain(
     project: Project, domain: str, min_records: int = 5, dry_run: bool = False, drafter: Any = None
 ) -> DomainReport:
     """Run load_experiences and distil_knowledge for one domain; writes unless `dry_run`."""
-    from memfiles.services.index import notify
+    from memfiles.services.index_client import notify
     from memfiles.services.write import write_ops
     from memfiles.store.ops import parse_ops
 

@@ -84,7 +84,10 @@ def serve(path: Path, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> soc
             except Exception as error:  # one bad request must not stop the server
                 log.warning("request failed: %s", error)
                 reply = {"ok": False, "error": f"{type(error).__name__}: {error}"}
-            self.wfile.write(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")
+            try:
+                self.wfile.write(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")
+            except (BrokenPipeError, ConnectionResetError):
+                log.info("a client left before its answer (%s)", reply.get("error") or "ok")
 
     old = os.umask(0o177)  # the socket is its owner's only
     try:

@@ -1,0 +1,287 @@
+"""The one way commands reach the index: `connect()` picks, once, between the watcher (over its socket;
+it owns the store and has the model loaded) and the store opened here, and both answer the same calls.
+
+    client = connect(settings)
+    client.search([("coverage aggregation", 10)], Filters(kind="friction"))  # hit objects, per query
+    client.similar(["title\\n\\nbody"], Filters(), k=5)  # (document fields, cosine), per text
+    client.notify({"memory/decisions.md"}, pruned=set(), deadline=time.monotonic() + 2)
+    client.backfill(rebuild=False, check=True)  # {"drift", "summary", "report"?}
+    client.status()  # {"watcher", "index", "drift"}
+
+Search results are the contract's hit objects (docs/json.md), so the socket answer and the local one
+are the same JSON. This module and ipc.py import only the standard library at the top: a memsearch
+answered by the watcher never loads numpy, chromadb or torch.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memfiles.config import Settings
+from memfiles.errors import IndexUnavailable
+from memfiles.services import ipc
+from memfiles.store.project import Project
+
+if TYPE_CHECKING:
+    from memfiles.index.filters import Filters
+    from memfiles.store.batch import BatchResult
+
+Hits = list[dict[str, Any]]
+Neighbours = list[tuple[dict[str, Any], float]]
+
+
+class IndexClient(Protocol):
+    """What commands, agents and editors ask of the index."""
+
+    where: str  # "watcher" or "local"
+    warnings: list[str]  # what the last call found worth a warning (files that did not parse at the last sync)
+
+    def search(self, queries: list[tuple[str, int]], filters: Filters, mode: str = "hybrid") -> list[Hits]:
+        """For each (query, k), up to k hit objects, best first. IndexUnavailable when there is no index."""
+        ...
+
+    def similar(self, texts: list[str], filters: Filters, k: int = 5) -> list[Neighbours]:
+        """For each text, the k nearest entries as (document fields incl. id, title, text; cosine)."""
+        ...
+
+    def notify(self, paths: set[str], pruned: set[str], deadline: float, writing: Any = None) -> None:
+        """Bring the entries of the written `paths` (and the `pruned` ids) into the index before `deadline`."""
+        ...
+
+    def backfill(self, rebuild: bool = False, check: bool = False) -> dict[str, Any]:
+        """{"drift", "summary", "report"} (no report with check); nothing is created by a check."""
+        ...
+
+    def status(self) -> dict[str, Any]:
+        """{"watcher", "index", "drift"} with ISO 8601 instants."""
+        ...
+
+
+def index_exists(settings: Settings) -> bool:
+    """False when no index was ever built here (embedded mode): the write path then has nothing to tell."""
+    from memfiles.index.chroma import store_exists
+
+    return store_exists(settings)
+
+
+NO_WATCHER = {"running": False, "pid": None, "since": None, "last_sync": None, "syncs": 0, "pending_files": 0}
+
+
+class LocalIndex:
+    """The store opened in this process, for the length of each call, under the store lock."""
+
+    where = "local"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.warnings: list[str] = []
+
+    @property
+    def project(self) -> Project:
+        return Project(self.settings)
+
+    def _open(self, timeout: float, create: bool = False) -> Any:
+        from memfiles.services.index_session import open_index
+
+        return open_index(self.settings, timeout=timeout, create=create)
+
+    def search(self, queries: list[tuple[str, int]], filters: Filters, mode: str = "hybrid") -> list[Hits]:
+        with self._open(timeout=max(self.settings.index_timeout, 10.0)) as session:
+            if not session.store.exists():
+                raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
+            searcher = session.searcher()
+            self.warnings = unreadable_warnings(session.catalog.broken)
+            return [
+                [hit.as_json(rank) for rank, hit in enumerate(searcher.search(query, k, filters, mode), start=1)]
+                for query, k in queries
+            ]
+
+    def similar(self, texts: list[str], filters: Filters, k: int = 5) -> list[Neighbours]:
+        from memfiles.services.index_session import nearest
+
+        with self._open(timeout=max(self.settings.index_timeout, 5.0)) as session:
+            if not session.store.exists():
+                raise IndexUnavailable("there is no index yet")
+            return nearest(session.searcher(), texts, filters, k)
+
+    def notify(self, paths: set[str], pruned: set[str], deadline: float, writing: Any = None) -> None:
+        from memfiles.services.index_session import sync_files
+
+        with self._open(timeout=max(0.05, deadline - time.monotonic())) as session:
+            sync_files(self.project, session, paths, pruned, deadline, writing)
+
+    def backfill(self, rebuild: bool = False, check: bool = False) -> dict[str, Any]:
+        from memfiles.services.backfill import backfill_session, no_index_drift
+
+        if check and not index_exists(self.settings):
+            return {"drift": no_index_drift(self.project), "summary": "no index yet", "exists": False}
+        with self._open(timeout=self.settings.lock_timeout, create=not check) as session:
+            result, _ = backfill_session(self.project, session, None, rebuild, check)
+            return result
+
+    def status(self) -> dict[str, Any]:
+        from memfiles.services.backfill import backfill_session
+
+        index: dict[str, Any] = {
+            "exists": index_exists(self.settings),
+            "store": self.settings.index_url or str(self.settings.index_dir / "chroma"),
+            "model": None,
+            "entries": None,
+            "generation": None,
+            "catalog": None,
+        }
+        drift = None
+        if index["exists"]:
+            with self._open(timeout=self.settings.lock_timeout) as session:
+                index.update(index_facts(session, session.catalog))
+                drift = backfill_session(self.project, session, session.catalog, rebuild=False, check=True)[0]["drift"]
+        return {"watcher": NO_WATCHER, "index": index, "drift": drift}
+
+
+def unreadable_warnings(broken: dict[str, str]) -> list[str]:
+    return [f"{message}; its entries are searched as they were before" for _path, message in sorted(broken.items())]
+
+
+def index_facts(session: Any, catalog: Any) -> dict[str, Any]:
+    """What status says about an open index: its model, entries, generation, and whether the catalog mirrors it."""
+    stamp = session.store.stamp()
+    exists = session.store.exists()
+    return {
+        "exists": exists,
+        "model": session.embedder.name,
+        "entries": session.store.count() if exists else 0,
+        "generation": stamp.generation,
+        "catalog": {
+            "entries": len(catalog.docs),
+            "in_step": stamp.steady and catalog.generation == stamp.generation,
+            "unreadable": sorted(catalog.broken),
+        },
+    }
+
+
+class WatcherIndex:
+    """The watcher, over .memsearch/watch.sock; should it stop between two calls, the store is opened here."""
+
+    where = "watcher"
+
+    def __init__(self, settings: Settings, pid: int | None = None) -> None:
+        self.settings = settings
+        self.pid = pid
+        self.local = LocalIndex(settings)
+        self.warnings: list[str] = []
+
+    def search(self, queries: list[tuple[str, int]], filters: Filters, mode: str = "hybrid") -> list[Hits]:
+        payload = {"op": "search", "queries": queries, "mode": mode, "filters": filters.as_json()}
+        answer = ipc.request(self.settings, payload, timeout=60)
+        if answer is None:
+            results = self.local.search(queries, filters, mode)
+            self.warnings = self.local.warnings
+            return results
+        self.warnings = unreadable_warnings(answer.get("unreadable", {}))
+        return answer["results"]
+
+    def similar(self, texts: list[str], filters: Filters, k: int = 5) -> list[Neighbours]:
+        payload = {"op": "similar", "texts": texts, "k": k, "filters": filters.as_json()}
+        answer = ipc.request(self.settings, payload, timeout=max(self.settings.index_timeout, 5.0))
+        if answer is None:
+            return self.local.similar(texts, filters, k)
+        return [[(doc, score) for doc, score in hits] for hits in answer["results"]]
+
+    def notify(self, paths: set[str], pruned: set[str], deadline: float, writing: Any = None) -> None:
+        payload = {"op": "sync", "paths": sorted(paths), "pruned": sorted(pruned)}
+        if ipc.request(self.settings, payload, timeout=max(0.05, deadline - time.monotonic())) is None:
+            self.local.notify(paths, pruned, deadline, writing)
+
+    def backfill(self, rebuild: bool = False, check: bool = False) -> dict[str, Any]:
+        answer = ipc.request(self.settings, {"op": "backfill", "rebuild": rebuild, "check": check}, timeout=3600)
+        if answer is None:
+            return self.local.backfill(rebuild, check)
+        answer.pop("ok", None)
+        return answer
+
+    def status(self) -> dict[str, Any]:
+        answer = ipc.request(self.settings, {"op": "status"}, timeout=60)
+        if answer is None:
+            return self.local.status()
+        answer.pop("ok", None)
+        return answer
+
+
+def connect(settings: Settings) -> IndexClient:
+    """The watcher when one answers here, else the store opened locally: chosen once, per command."""
+    answer = ipc.request(settings, {"op": "ping"}, timeout=5)
+    if answer is not None:
+        return WatcherIndex(settings, answer.get("pid"))
+    return LocalIndex(settings)
+
+
+def search(settings: Settings, queries: list[tuple[str, int]], filters: Filters, mode: str = "hybrid") -> list[Hits]:
+    return connect(settings).search(queries, filters, mode)
+
+
+def similar(settings: Settings, texts: list[str], filters: Filters, k: int = 5) -> list[Neighbours]:
+    """For each text, the k nearest entries; IndexUnavailable when there is no index or it cannot be reached."""
+    if not index_exists(settings):
+        raise IndexUnavailable("there is no index yet")
+    return connect(settings).similar(texts, filters, k)
+
+
+def backfill(project: Project, rebuild: bool = False, check: bool = False) -> dict[str, Any]:
+    return connect(project.settings).backfill(rebuild, check)
+
+
+def status(settings: Settings) -> dict[str, Any]:
+    """{"root", "watcher", "index", "drift"}: the status command's object."""
+    return {"root": str(settings.root), **connect(settings).status()}
+
+
+def notify(project: Project, result: BatchResult) -> str | None:
+    """Tell the index about a write, within index_timeout seconds; a warning when it could not.
+
+    The work runs in a thread so that the bound holds even while chromadb loads or a server hangs;
+    it never starts writing to the store after the deadline. see @@D-002
+    """
+    import threading
+
+    settings = project.settings
+    if not index_exists(settings):
+        return None
+    deadline = time.monotonic() + settings.index_timeout
+    outcome: list[str | None] = []
+    writing = threading.Event()
+    paths = {p for p in result.paths if p.endswith(".md")}
+
+    def work() -> None:
+        try:
+            connect(settings).notify(paths, set(result.pruned), deadline, writing)
+            outcome.append(None)
+        except IndexUnavailable as error:
+            outcome.append(f"{error}; the files are written: run memfiles backfill later")
+        except TimeoutError:
+            outcome.append(f"the index took longer than {settings.index_timeout:g} s: run memfiles backfill later")
+        except Exception as error:  # an index fault must never fail a write
+            outcome.append(f"index not updated ({type(error).__name__}: {error}): run memfiles backfill later")
+
+    worker = threading.Thread(target=work, name="memfiles-index-notify", daemon=True)
+    worker.start()
+    worker.join(settings.index_timeout)
+    if worker.is_alive() and writing.is_set():
+        worker.join(60)  # a store write has begun: never cut it off half-way
+    if worker.is_alive() or not outcome:
+        return f"the index did not answer within {settings.index_timeout:g} s: run memfiles backfill later"
+    return outcome[0]
+
+
+__all__ = [
+    "IndexClient",
+    "LocalIndex",
+    "WatcherIndex",
+    "backfill",
+    "connect",
+    "index_exists",
+    "notify",
+    "search",
+    "similar",
+    "status",
+]

@@ -1,0 +1,143 @@
+"""An open index: the store under its lock, the embedder and the catalog, and the entries of the files
+as the index wants them. The local index client and the watcher both work through an IndexSession.
+
+Everything here imports the heavy libraries lazily, inside the functions, so that `memfiles --help`,
+`check` and `fmt` never pay for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memfiles.config import Settings
+from memfiles.store.project import Project
+
+if TYPE_CHECKING:
+    from memfiles.index.catalog import Catalog, IndexDoc
+    from memfiles.index.chroma import VectorStore
+    from memfiles.index.embedder import Embedder
+    from memfiles.index.filters import Filters
+    from memfiles.index.search import Searcher
+    from memfiles.index.sync import Plan
+
+# Below this many entries to embed, the numpy encoder (0.2 s to load) beats sentence-transformers (~5 s).
+LIGHT_LIMIT = 64
+
+
+@dataclass
+class IndexSession:
+    store: VectorStore
+    embedder: Embedder
+    settings: Settings
+    _catalog: Catalog | None = field(default=None, repr=False)
+    _bulk: Embedder | None = field(default=None, repr=False)
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog, rebuilt from the store first when the saved one does not mirror it."""
+        from memfiles.index.sync import open_catalog
+
+        if self._catalog is None:
+            self._catalog = open_catalog(self.store)
+        return self._catalog
+
+    def searcher(self) -> Searcher:
+        from memfiles.index.search import Searcher
+
+        return Searcher(self.store, self.catalog, self.embedder)
+
+
+def _embedder(settings: Settings, light: bool) -> Embedder:
+    from memfiles.index.embedder import load_embedder
+
+    return load_embedder(settings.model, light=light)
+
+
+@contextmanager
+def open_index(
+    settings: Settings, timeout: float = 10.0, light: bool = True, create: bool = True
+) -> Iterator[IndexSession]:
+    """The project's index, open for the block. With `create` False, IndexUnavailable when there is none
+    yet (and nothing is created)."""
+    from memfiles.index.chroma import open_store
+    from memfiles.index.embedder import collection_name
+
+    embedder = _embedder(settings, light)
+    with open_store(settings, collection_name(embedder.name, embedder.dimension), timeout, create) as store:
+        yield IndexSession(store, embedder, settings)
+
+
+@dataclass
+class FileDocs:
+    """The index documents of the files that parse, and the files that do not (path -> message)."""
+
+    docs: dict[str, IndexDoc]
+    broken: dict[str, str]
+    read: set[str]  # the paths that parsed
+
+
+def entry_docs(project: Project, paths: set[str] | None = None) -> FileDocs:
+    """The index documents of every entry (or of the entries in `paths`), by id.
+
+    A file that does not parse is named in `broken` and skipped: its entries keep what the index has.
+    """
+    from memfiles.index.catalog import index_doc
+
+    schema = project.settings.schema
+    files, errors = project.load_all()
+    if paths is not None:
+        files = [f for f in files if f.rel in paths]
+        errors = [e for e in errors if e.path in paths]
+    docs = {located.entry.id: index_doc(located, schema) for located in project.entries(files)}
+    return FileDocs(docs, {str(e.path): e.located() for e in errors}, {f.rel for f in files})
+
+
+def embedder_for(session: IndexSession, plan: Plan) -> Embedder:
+    """The session's light encoder for a few entries; sentence-transformers, loaded once, for more."""
+    from memfiles.index.embedder import NumpyBertEmbedder
+
+    if len(plan.embed) <= LIGHT_LIMIT or not isinstance(session.embedder, NumpyBertEmbedder):
+        return session.embedder
+    if session._bulk is None:
+        session._bulk = _embedder(session.settings, light=False)
+    return session._bulk
+
+
+def nearest(searcher: Searcher, texts: list[str], filters: Filters, k: int) -> list[list[tuple[dict, float]]]:
+    """The k nearest catalog documents of each text, by cosine, as (document fields, cosine)."""
+    from dataclasses import asdict
+
+    assert searcher.embedder is not None
+    out = []
+    for vector in searcher.embedder.encode(texts):
+        scores = searcher.dense_scores(vector, filters, depth=k)
+        out.append([(asdict(searcher.catalog.docs[i]), s) for i, s in scores.items() if i in searcher.catalog.docs])
+    return out
+
+
+def sync_files(
+    project: Project,
+    session: IndexSession,
+    paths: set[str],
+    pruned: set[str],
+    deadline: float | None = None,
+    writing: Any = None,
+) -> None:
+    """Bring the entries of `paths` (and the `pruned` ids) in line in an open session: the write path's update."""
+    from memfiles.index.sync import apply_plan, make_plan
+
+    if not session.store.exists():
+        return  # no index yet: nothing to keep in step; backfill builds it
+    found = entry_docs(project, paths)
+    catalog = session.catalog
+    scope = {i for i, d in catalog.docs.items() if d.path in found.read} | set(pruned) | set(found.docs)
+    stored = {}
+    if scope:
+        got = session.store.collection.get(ids=sorted(scope), include=["metadatas"])
+        stored = dict(zip(got["ids"], got["metadatas"], strict=True))
+    plan = make_plan(found.docs, stored, session.embedder.name, scope=scope)
+    catalog.broken = {**{p: m for p, m in catalog.broken.items() if p not in paths}, **found.broken}
+    apply_plan(session.store, session.embedder, plan, catalog, deadline=deadline, writing=writing)

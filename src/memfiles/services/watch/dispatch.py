@@ -1,0 +1,76 @@
+"""The watcher's side of the socket: one request object in, one answer object out (services/ipc.py).
+
+Ops: ping, search, similar, sync (the write path's update), backfill, status. The answers are the same
+objects the local index client returns (services/index_client.py), plus "ok".
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from memfiles.contract import iso_instant
+
+if TYPE_CHECKING:
+    from memfiles.services.watch.watcher import Watcher
+
+
+def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
+    op = request.get("op")
+    if op == "ping":
+        return {"ok": True, "pid": os.getpid()}
+    if not watcher.ready.wait(timeout=600):
+        return {"ok": False, "error": "the watcher is still catching up"}
+    keeper = watcher.keeper
+    if op == "search":
+        from memfiles.index.filters import Filters
+
+        filters = Filters(**request.get("filters", {}))
+        mode = request.get("mode", "hybrid")
+        with keeper.mutex:
+            results = [
+                [
+                    hit.as_json(rank)
+                    for rank, hit in enumerate(keeper.searcher.search(q, int(k), filters, mode), start=1)
+                ]
+                for q, k in request["queries"]
+            ]
+        return {"ok": True, "results": results, "unreadable": dict(keeper.catalog.broken)}
+    if op == "similar":
+        from memfiles.index.filters import Filters
+        from memfiles.services.index_session import nearest
+
+        with keeper.mutex:
+            results = nearest(
+                keeper.searcher, request["texts"], Filters(**request.get("filters", {})), int(request.get("k", 5))
+            )
+        return {"ok": True, "results": results}
+    if op == "sync":
+        keeper.sync_paths(set(request.get("paths", [])), set(request.get("pruned", [])))
+        return {"ok": True}
+    if op == "backfill":
+        return {"ok": True, **keeper.backfill(bool(request.get("rebuild")), bool(request.get("check")))}
+    if op == "status":
+        return {"ok": True, **status(watcher)}
+    return {"ok": False, "error": f"unknown op {op!r}"}
+
+
+def status(watcher: Watcher) -> dict[str, Any]:
+    """{"watcher", "index", "drift"} as the status command prints them."""
+    keeper = watcher.keeper
+    state = keeper.state
+    drift = keeper.backfill(rebuild=False, check=True)["drift"]
+    return {
+        "watcher": {
+            "running": True,
+            "pid": os.getpid(),
+            "since": iso_instant(state.started),
+            "last_sync": iso_instant(state.last_sync),
+            "syncs": state.syncs,
+            "pending_files": len(watcher.debouncer),
+            "watched_folders": sorted(watcher.project.rel(p) for p in watcher.watched),
+            "last_reconcile_drift": state.last_drift,
+        },
+        "index": keeper.index_status(),
+        "drift": drift,
+    }

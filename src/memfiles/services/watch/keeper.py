@@ -1,0 +1,171 @@
+"""The watcher's hold on the index: one open session, the catalog in memory, and every change to the
+store made under one mutex (file syncs, backfills, the reconcile timer). see @@D-017"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memfiles.contract import iso_instant
+from memfiles.errors import ParseError
+from memfiles.format.grammar import headings_of
+from memfiles.services.index_session import IndexSession, embedder_for
+from memfiles.store.fileio import read_text
+from memfiles.store.project import Project
+
+if TYPE_CHECKING:
+    from memfiles.index.catalog import IndexDoc
+
+log = logging.getLogger("memfiles.watch")
+
+
+@dataclass
+class WatchState:
+    started: float = field(default_factory=time.time)
+    last_sync: float | None = None
+    syncs: int = 0
+    last_drift: str | None = None
+
+
+class IndexKeeper:
+    """Keeps the store, the in-memory catalog and the searcher in step with the files."""
+
+    def __init__(self, project: Project, session: IndexSession) -> None:
+        from memfiles.index.search import Searcher
+
+        self.project = project
+        self.session = session
+        self.state = WatchState()
+        self.mutex = threading.RLock()
+        self.lexical_dirty = threading.Event()  # the catalog changed since the last save
+        self.catalog = session.catalog
+        self.searcher = Searcher(session.store, self.catalog, session.embedder)
+
+    def sync_paths(self, paths: set[str], pruned: set[str] | frozenset[str] = frozenset()) -> None:
+        """Bring the entries of `paths` (relative) in line; a file that does not parse keeps its old entries."""
+        from memfiles.index.sync import apply_plan, make_plan
+
+        with self.mutex:
+            docs, good = self._docs_of(paths)
+            scope = {i for i, d in self.catalog.docs.items() if d.path in good} | set(docs) | set(pruned)
+            moved = self._moved_elsewhere(scope - set(docs), paths)
+            if moved:
+                extra, _ = self._docs_of(moved)
+                docs.update(extra)
+            plan = make_plan(docs, self._stored(scope), self.session.embedder.name, scope=scope)
+            if plan.drift:
+                report = apply_plan(
+                    self.session.store, embedder_for(self.session, plan), plan, self.catalog, save=False
+                )
+                self.lexical_dirty.set()
+                log.info("synced %s: %s", ", ".join(sorted(paths))[:200], report.summary())
+            self.state.last_sync = time.time()
+            self.state.syncs += 1
+
+    def _docs_of(self, paths: set[str]) -> tuple[dict[str, IndexDoc], set[str]]:
+        """The index documents of the files in `paths` that parse, and which paths those were."""
+        from memfiles.index.catalog import index_doc
+
+        docs: dict[str, IndexDoc] = {}
+        good: set[str] = set()
+        schema = self.project.settings.schema
+        for rel in paths:
+            path = self.project.root / rel
+            try:
+                loaded = self.project.load_file(path) if path.is_file() else None
+            except ParseError as error:
+                if self.catalog.broken.get(rel) != error.located():
+                    log.warning("%s; keeping its last good entries in the index", error)
+                self.catalog.broken[rel] = error.located()
+                continue
+            except (OSError, UnicodeDecodeError) as error:
+                log.warning("%s: cannot read (%s); keeping its last good entries", rel, error)
+                self.catalog.broken[rel] = f"{rel}: cannot read ({error})"
+                continue
+            self.catalog.broken.pop(rel, None)
+            good.add(rel)
+            if loaded is not None:
+                for located in self.project.entries([loaded]):
+                    docs[located.entry.id] = index_doc(located, schema)
+        return docs, good
+
+    def _moved_elsewhere(self, leaving: set[str], paths: set[str]) -> set[str]:
+        """Files outside `paths` whose text holds one of the `leaving` ids' headings: a move, not a delete."""
+        if not leaving:
+            return set()
+        pattern = headings_of(leaving)
+        found = set()
+        for path in self.project.markdown_files():
+            rel = self.project.rel(path)
+            if rel not in paths:
+                with contextlib.suppress(OSError, UnicodeDecodeError):
+                    if pattern.search(read_text(path)):
+                        found.add(rel)
+        return found
+
+    def _stored(self, ids: set[str]) -> dict[str, dict[str, Any]]:
+        model = self.session.embedder.name
+        return {i: self.catalog.docs[i].metadata(model) for i in ids if i in self.catalog.docs}
+
+    def backfill(self, rebuild: bool, check: bool) -> dict[str, Any]:
+        from memfiles.services.backfill import backfill_session
+
+        with self.mutex:
+            result, saved = backfill_session(self.project, self.session, self.catalog, rebuild, check)
+            if saved is not None:
+                self.catalog.docs, self.catalog.order = saved.docs, saved.order
+                self.catalog.generation, self.catalog.broken = saved.generation, saved.broken
+                self.catalog.saved_as = saved.saved_as
+                self.searcher.set_lexical(self.searcher_lexical_from_disk())
+                self.lexical_dirty.clear()
+            if not check:
+                self.state.last_sync = time.time()
+            return result
+
+    def searcher_lexical_from_disk(self) -> Any:
+        from memfiles.index.lexical import LexicalIndex
+
+        return LexicalIndex.load(self.session.store.sidecar)
+
+    def reconcile(self) -> None:
+        """The whole tree against the catalog, by hash only; logs any drift it had to fix."""
+        from memfiles.index.sync import apply_plan, make_plan
+        from memfiles.services.index_session import entry_docs
+
+        found = entry_docs(self.project)  # outside the lock: parsing needs no index
+        with self.mutex:
+            known = {i for i, d in self.catalog.docs.items() if d.path not in found.broken}
+            plan = make_plan(found.docs, self._stored(known | set(found.docs)), self.session.embedder.name, known)
+            if plan.drift:
+                self.state.last_drift = (
+                    f"{iso_instant(time.time())}: fixed {len(plan.embed)} missing or stale, "
+                    f"{len(plan.retag)} retagged, {len(plan.orphans)} orphaned"
+                )
+                log.warning("reconcile %s", self.state.last_drift)
+                apply_plan(self.session.store, embedder_for(self.session, plan), plan, self.catalog, save=False)
+                self.lexical_dirty.set()
+
+    def snapshot(self) -> Any:
+        """The catalog as it stands, copied with the generation it mirrors (taken together, under the mutex)."""
+        from memfiles.index.catalog import Catalog
+
+        with self.mutex:
+            docs = {i: self.catalog.docs[i] for i in self.catalog.order}
+            return Catalog(docs, self.catalog.generation, self.catalog.broken)
+
+    def persist(self, snapshot: Any = None, index: Any = None) -> None:
+        """The catalog and lexical index on disk, for the commands that run while no watcher does."""
+        (snapshot or self.snapshot()).save(self.session.store.sidecar, index)
+
+    def index_status(self) -> dict[str, Any]:
+        from memfiles.services.index_client import index_facts
+
+        with self.mutex:
+            facts = index_facts(self.session, self.catalog)
+            facts["store"] = str(self.project.settings.index_dir / "chroma")
+            facts["catalog"]["saved"] = not self.lexical_dirty.is_set()
+            return facts

@@ -1,0 +1,189 @@
+"""The watcher's life: take ownership of the index, catch up, watch the memory folders, serve the socket,
+and run the worker, reconcile and idle threads until told to stop."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from memfiles.errors import LockTimeout, MemfilesError, ParseError
+from memfiles.services.ipc import pid_path, serve, socket_path
+from memfiles.services.watch.events import Debouncer, Handler
+from memfiles.store.fileio import ensure_private_dir, read_text
+from memfiles.store.lock import FileLock
+from memfiles.store.project import Project
+
+log = logging.getLogger("memfiles.watch")
+
+
+class WatcherRunning(MemfilesError):
+    """Another watcher owns this project's index."""
+
+    exit_code = 1
+
+
+class Watcher:
+    """The one owner of a project's embedded index while it runs."""
+
+    def __init__(self, project: Project, debounce: float = 0.15, reconcile_every: float = 30.0) -> None:
+        from memfiles.services.watch.idle import idle_seconds
+
+        self.project = project
+        self.settings = project.settings
+        self.reconcile_every = reconcile_every
+        self.idle = idle_seconds()
+        self.debouncer = Debouncer(debounce)
+        self.stopping = threading.Event()
+        self.ready = threading.Event()
+        self.watched: set[Path] = set()
+        self._threads: list[threading.Thread] = []
+        self._exit = contextlib.ExitStack()
+
+    # The keeper's parts, as the watcher's own (tests and status read them).
+    @property
+    def session(self) -> Any:
+        return self.keeper.session
+
+    @property
+    def state(self) -> Any:
+        return self.keeper.state
+
+    @property
+    def catalog(self) -> Any:
+        return self.keeper.catalog
+
+    def start(self) -> None:
+        """Take ownership, open the index, catch up, then watch and serve. Raises WatcherRunning."""
+        from memfiles.services.index_session import open_index
+        from memfiles.services.watch.idle import rebuild_when_idle
+        from memfiles.services.watch.keeper import IndexKeeper
+
+        ensure_private_dir(self.settings.index_dir)
+        owner = FileLock(self.settings.index_dir / "watch.lock", timeout=0.0, what="the watcher")
+        try:
+            owner.acquire()
+        except LockTimeout:
+            pid = read_text(pid_path(self.settings)).strip() if pid_path(self.settings).exists() else "?"
+            raise WatcherRunning(f"a watcher is already running for {self.project.root} (pid {pid})") from None
+        self._exit.callback(owner.release)
+        pid_path(self.settings).write_text(f"{os.getpid()}\n")
+        self._exit.callback(lambda: pid_path(self.settings).unlink(missing_ok=True))
+        self._serve()
+        # The watcher holds the store lock for its whole life: no other process opens the embedded store.
+        session = self._exit.enter_context(open_index(self.settings, timeout=self.settings.lock_timeout))
+        self.keeper = IndexKeeper(self.project, session)
+        result = self.keeper.backfill(rebuild=False, check=False)  # changes made while no watcher ran
+        log.info("caught up: %s", result["summary"])
+        self._observe()
+        self.ready.set()
+        for target, name, args in (
+            (self._work, "sync", ()),
+            (self._reconcile_loop, "reconcile", ()),
+            (rebuild_when_idle, "idle", (self.keeper, self.stopping, self.idle)),
+        ):
+            thread = threading.Thread(target=target, args=args, name=f"memfiles-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        log.info("watching %s (%d entries indexed)", self.project.root, len(self.keeper.catalog.docs))
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.debouncer.wake.set()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        try:
+            if hasattr(self, "keeper"):
+                self.keeper.persist()
+        except Exception:  # the catalog is derived: losing this save costs a rebuild, never the shutdown
+            log.exception("could not save the catalog on the way out")
+        finally:
+            self._exit.close()
+        log.info("stopped")
+
+    def serve_forever(self) -> None:
+        while not self.stopping.wait(0.5):
+            pass
+
+    def _serve(self) -> None:
+        from memfiles.services.watch.dispatch import answer
+
+        server = serve(socket_path(self.settings), lambda request: answer(self, request))
+        self._exit.callback(lambda: socket_path(self.settings).unlink(missing_ok=True))
+        self._exit.callback(server.server_close)
+        self._exit.callback(server.shutdown)
+
+    # --- events -----------------------------------------------------------------------------------
+
+    def touched(self, path: Path) -> None:
+        if self.project.is_memory_path(path):
+            self.debouncer.touched(self.project.rel(path))
+
+    def forget_folder(self, folder: Path) -> None:
+        """A folder deleted or moved away: every indexed file below it is gone (or elsewhere now)."""
+        prefix = self.project.rel(folder).rstrip("/") + "/"
+        with self.keeper.mutex:
+            paths = {doc.path for doc in self.keeper.catalog.docs.values() if doc.path.startswith(prefix)}
+        for rel in paths:
+            self.touched(self.project.root / rel)
+        self.watched = {w for w in self.watched if not str(w).startswith(str(folder))}
+
+    def _observe(self) -> None:
+        from watchdog.observers import Observer
+
+        self.observer = Observer()
+        self.handler = Handler(self.touched, self.debouncer.rediscover_soon, self.forget_folder)
+        # The root itself, not recursively: a new package folder shows up as a created directory.
+        self.observer.schedule(self.handler, str(self.project.root), recursive=False)  # type: ignore[arg-type]
+        self._schedule_memory_dirs()
+        self.observer.start()
+
+        def stop_observer() -> None:
+            self.observer.stop()
+            self.observer.join(timeout=5)
+
+        self._exit.callback(stop_observer)
+
+    def _schedule_memory_dirs(self) -> list[Path]:
+        added = []
+        for folder in self.project.memory_dirs():
+            if folder not in self.watched:
+                self.observer.schedule(self.handler, str(folder), recursive=True)  # type: ignore[arg-type]
+                self.watched.add(folder)
+                added.append(folder)
+        return added
+
+    # --- the worker threads -----------------------------------------------------------------------
+
+    def _work(self) -> None:
+        debouncer = self.debouncer
+        while not self.stopping.is_set():
+            debouncer.wake.wait(timeout=1.0)
+            debouncer.wake.clear()
+            if debouncer.rediscover.is_set():
+                debouncer.rediscover.clear()
+                for folder in self._schedule_memory_dirs():
+                    log.info("watching new memory folder %s", self.project.rel(folder))
+                    for path in folder.rglob("*.md"):
+                        self.touched(path)
+            time.sleep(min(debouncer.window / 3, 0.05))
+            paths = debouncer.take_quiet()
+            if paths:
+                try:
+                    self.keeper.sync_paths(paths)
+                except Exception:  # an index fault is logged; the loop goes on
+                    log.exception("sync of %d files failed", len(paths))
+
+    def _reconcile_loop(self) -> None:
+        while not self.stopping.wait(self.reconcile_every):
+            self.debouncer.rediscover_soon()
+            try:
+                self.keeper.reconcile()
+            except ParseError:
+                pass  # a file mid-edit: its own sync will report it
+            except Exception:
+                log.exception("reconcile failed")
