@@ -8,47 +8,60 @@ import click
 
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json
 from memfiles.services.audit import SEVERE, audit_project
-from memfiles.services.check import check_project, format_project
+from memfiles.services.check import check_project, format_project, lint_findings
 from memfiles.services.refs import scan_references
+
+no_lint_option = click.option("--no-lint", is_flag=True, help="Skip the Markdown lint rule set (docs/lint.md).")
 
 
 @click.command()
+@no_lint_option
 @json_option
 @pass_app
-def check(app: App, as_json: bool) -> None:
+def check(app: App, no_lint: bool, as_json: bool) -> None:
     """Check every promise of the format; print problems as path:line: message, exit 1 if any.
 
     Parseable files, unique ids, known kinds and statuses, valid dates, the title and body limits,
-    indexes up to date, the Manual section left alone, canonical form.
+    indexes up to date, the Manual section left alone, canonical form; and the Markdown lint rule set
+    (trailing spaces, tabs, blank lines, line length, bare URLs, headings...: docs/lint.md).
 
     \b
     Example:
       memfiles check && echo ok
+      memfiles check --no-lint
     """
     with errors_to_exit():
         problems, count = check_project(app.project)
+        lint = lint_findings(app.project, enabled=not no_lint)
     if as_json:
-        print_json({"files": count, "problems": [p.__dict__ for p in problems]})
+        print_json(
+            {"files": count, "problems": [p.__dict__ for p in problems], "findings": [f.as_json() for f in lint]}
+        )
     else:
-        for problem in problems:
-            click.echo(str(problem))
-        click.echo(f"{count} files, {len(problems)} problems" if problems else f"{count} files ok", err=True)
-    raise SystemExit(1 if problems else 0)
+        lines = [(p.path, p.line, str(p)) for p in problems] + [(f.path or "", f.line or 0, str(f)) for f in lint]
+        for _path, _line, text in sorted(lines):
+            click.echo(text)
+        total = len(problems) + len(lint)
+        click.echo(f"{count} files, {total} problems" if total else f"{count} files ok", err=True)
+    raise SystemExit(1 if problems or lint else 0)
 
 
 @click.command()
 @click.option("--check", "check_only", is_flag=True, help="Change nothing; exit 1 if a file would change.")
+@no_lint_option
 @json_option
 @pass_app
-def fmt(app: App, check_only: bool, as_json: bool) -> None:
-    """Rewrite memory files in canonical form, with fresh indexes. Bodies are left as written.
+def fmt(app: App, check_only: bool, no_lint: bool, as_json: bool) -> None:
+    """Rewrite memory files in canonical form, with fresh indexes, and fix what the lint rule set can fix
+    (trailing spaces, tabs, blank lines, list markers, bare URLs...). Prose is not re-wrapped, and
+    `## Manual` and every entry's id, title and metadata are left as written.
 
     \b
     Example:
       memfiles fmt --check || memfiles fmt
     """
     with errors_to_exit():
-        result = format_project(app.project, write=not check_only)
+        result = format_project(app.project, write=not check_only, lint=not no_lint)
     if as_json:
         print_json(
             {"changed": result.changed, "unchanged": result.unchanged, "errors": [str(e) for e in result.errors]}

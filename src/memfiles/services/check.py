@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memfiles.contract import Finding
 from memfiles.format.render import render
 from memfiles.format.validate import Problem, validate_file, validate_ids
 from memfiles.store.fileio import write_if_changed
@@ -33,6 +34,15 @@ def check_project(project: Project) -> tuple[list[Problem], int]:
     return sorted(problems), len(files) + len(errors)
 
 
+def lint_findings(project: Project, enabled: bool = True) -> list[Finding]:
+    """The lint rule set's findings over the memory files (none when lint is skipped: `--no-lint`)."""
+    if not enabled:
+        return []
+    from memfiles.services.lint import lint_project
+
+    return lint_project(project)
+
+
 @dataclass
 class FmtResult:
     changed: list[str]
@@ -40,14 +50,22 @@ class FmtResult:
     errors: list[Problem]
 
 
-def format_project(project: Project, write: bool) -> FmtResult:
-    """Rewrite every memory file in canonical form with a fresh index (or, with write=False, only tell)."""
+def format_project(project: Project, write: bool, lint: bool = True) -> FmtResult:
+    """Rewrite every memory file in canonical form with a fresh index (or, with write=False, only tell).
+
+    With `lint`, what the lint rule set can fix is fixed too (never in `## Manual`, never an entry's
+    id, title or metadata): see services/lint.fix_text.
+    """
+    if lint:
+        from memfiles.services.lint import fix_text
     result = FmtResult([], 0, [])
     with FileLock(project.settings.state_dir / "write.lock", project.settings.lock_timeout):
         files, errors = project.load_all()
         result.errors = [Problem(e.path or "?", e.line or 1, e.message) for e in errors]
         for loaded in files:
             text = render(loaded.memory, project.settings.schema)
+            if lint:
+                text = fix_text(project, loaded.rel, loaded.memory)
             if text == loaded.text:
                 result.unchanged += 1
                 continue

@@ -22,6 +22,9 @@ def write_ops(
 
     The file is the source of truth, so nothing the index does can undo or fail a write: see @@D-002.
     """
+    from memfiles.services.lint import clean_ops
+
+    ops = clean_ops(project, ops)  # bodies stored so that the file passes the lint rule set (docs/lint.md)
     result = Batch(project).apply(ops, request_id=request_id)
     warning = None
     if notify is not None and not result.replayed and (result.changed_ids or result.pruned):

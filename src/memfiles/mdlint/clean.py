@@ -1,0 +1,201 @@
+"""The write path's Markdown clean-up: rewrites that change how a body looks in a file, never what it says.
+
+Applied to every body and section intro the write path stores (after the prose is wrapped), so that
+what memfiles writes passes the lint rule set (docs/lint.md). Each step is one a reader of the rendered
+Markdown cannot see: tabs become spaces, trailing spaces go, a bare URL gets the angle brackets that
+make it the same link, `#tag` at a line start is escaped so it stays text, `*`/`+` bullets become the
+`-` the metadata uses, a list, heading or fence gets the blank line around it that it has in the
+rendering anyway, and a long list item or quote line is wrapped under its own marker. Code (fenced or
+indented) is left as written apart from trailing spaces. Stdlib only: no PyMarkdown on the write path.
+
+`fix_markup` is every step but wrapping; fmt uses it (fmt never re-wraps a body: @@D-006).
+"""
+
+from __future__ import annotations
+
+import re
+
+from memfiles.format.parse import Fence
+
+_LIST = re.compile(r"^( {0,3})([-*+]|\d{1,9}[.)])( +)(?=\S)")
+_BULLET = re.compile(r"^(\s*)[*+]( +)(?=\S)")
+_THEMATIC = re.compile(r"^ {0,3}([-*_])( *\1){2,} *$")
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?: |$)")
+_HASH_WORD = re.compile(r"^( {0,3})(#+)(?=[^\s#])")
+_QUOTE = re.compile(r"^( {0,3}>+ ?)")
+_FENCE_OPEN = re.compile(r"^(`{3,}|~{3,})")
+_URL = re.compile(r"(?:https?|ftps?)://[^\s<>`\"]+")
+_RISKY_START = re.compile(r"^(?:#|[-*+]$|\d{1,9}[.)]$|>|\||=+$|-+$|`{3}|~{3}|\[\^?[^\]]*\]:)")
+
+
+def _is_block_start(line: str) -> bool:
+    stripped = line.lstrip()
+    return bool(
+        not stripped
+        or _LIST.match(line)
+        or _HEADING.match(line)
+        or _QUOTE.match(line)
+        or stripped.startswith(("|", "```", "~~~"))
+        or line.startswith(("    ", "\t"))
+    )
+
+
+def _is_paragraph(line: str) -> bool:
+    return bool(line.strip()) and not _is_block_start(line)
+
+
+def _code_spans(line: str) -> list[tuple[int, int]]:
+    """Where the inline code spans of `line` are (start, end), so rewrites can keep out of them."""
+    spans = []
+    for match in re.finditer(r"(`+)(?:.*?[^`])?\1(?!`)", line):
+        spans.append(match.span())
+    return spans
+
+
+def _outside(spans: list[tuple[int, int]], position: int) -> bool:
+    return not any(start <= position < end for start, end in spans)
+
+
+def _bracket_urls(line: str) -> str:
+    spans = _code_spans(line)
+    out, last = [], 0
+    for match in _URL.finditer(line):
+        start, end = match.span()
+        url = match.group(0)
+        before = line[start - 1] if start else ""
+        if before in "<([\"'=" or line[max(0, start - 2) : start] == "](" or not _outside(spans, start):
+            continue
+        while url and url[-1] in ".,;:!?'\"":
+            url = url[:-1]
+        if url.endswith(")") and url.count("(") < url.count(")"):
+            url = url[:-1]
+        end = start + len(url)
+        out.append(line[last:start] + f"<{url}>")
+        last = end
+    out.append(line[last:])
+    return "".join(out)
+
+
+def _fence_roles(lines: list[str]) -> list[str]:
+    """For each line: "open", "close" or "in" for the lines of a fenced code block, "" outside one."""
+    fence = Fence()
+    roles = []
+    for number, line in enumerate(lines, start=1):
+        was_open = fence.marker is not None
+        inside = fence.feed(line, number)
+        if not inside:
+            roles.append("")
+        elif not was_open:
+            roles.append("open")
+        else:
+            roles.append("close" if fence.marker is None else "in")
+    return roles
+
+
+def fix_markup(text: str) -> str:
+    """Every clean-up step but wrapping; `text` is a body as the write path normalised it."""
+    lines = text.split("\n")
+    roles = _fence_roles(lines)
+    out: list[str] = []
+    for index, line in enumerate(lines):
+        role = roles[index]
+        top_level = not line.startswith(" ")
+        if role:
+            if role == "open" and top_level and out and out[-1].strip():
+                out.append("")  # a fence gets a blank line above it (md031)
+            out.append(line.rstrip())
+            following = lines[index + 1] if index + 1 < len(lines) else ""
+            if role == "close" and top_level and following.strip():
+                out.append("")  # and below it
+            continue
+        code = line.startswith(("    ", "\t")) and (not out or not out[-1].strip() or out[-1].startswith("    "))
+        if code:
+            out.append(line.rstrip())
+            continue
+        line = line.expandtabs(4)
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        hard_break = line.endswith("  ") and not roles[min(index + 1, len(lines) - 1)] and _is_paragraph(following)
+        line = line.rstrip() + ("  " if hard_break and line.strip() else "")
+        if not _THEMATIC.match(line):
+            line = _BULLET.sub(r"\1-\2", line)
+        line = _HASH_WORD.sub(lambda m: m.group(1) + "\\" + m.group(2), line)
+        line = _bracket_urls(line)
+        previous = out[-1] if out else ""
+        if previous.strip() and (
+            (_LIST.match(line) and _is_paragraph(previous) and not previous.startswith(" "))
+            or _HEADING.match(line)
+            or _HEADING.match(previous)
+            or (line.lstrip().startswith("|") and _is_paragraph(previous))
+        ):
+            out.append("")  # lists, headings and tables get a blank line around them (md032, md022, md058)
+        out.append(line)
+    return "\n".join(out)
+
+
+def _prefixes(line: str) -> tuple[str, str, str] | None:
+    """(first-line prefix, continuation prefix, text) for a wrappable line, or None to leave it."""
+    quote = _QUOTE.match(line)
+    if quote:
+        prefix = quote.group(1) if quote.group(1).endswith(" ") else quote.group(1) + " "
+        return prefix, prefix, line[quote.end() :].strip()
+    item = _LIST.match(line)
+    if item:
+        return item.group(0), " " * len(item.group(0)), line[item.end() :].strip()
+    if _HEADING.match(line) or line.lstrip().startswith("|"):
+        return None
+    indent = line[: len(line) - len(line.lstrip())]
+    return indent, indent, line.strip()
+
+
+def _escape(word: str) -> str:
+    """`word` as it can start a continuation line and stay text (`\\#12`, `1\\.`, `\\-`)."""
+    if word[0] in "#>|=*+-`~[":
+        return "\\" + word
+    match = re.match(r"^(\d{1,9})([.)])$", word)
+    if match:
+        return f"{match.group(1)}\\{match.group(2)}"
+    return word
+
+
+def wrap_line(line: str, width: int) -> list[str]:
+    """A long list item, quote or paragraph line wrapped at `width` under its own marker."""
+    parts = _prefixes(line)
+    if parts is None:
+        return [line]
+    first, rest, text = parts
+    hard_break = line.endswith("  ")
+    spans = _code_spans(text)
+    lines: list[str] = []
+    current, has_words, position = first, False, 0
+    for word in text.split():
+        position = text.find(word, position)
+        in_code = not _outside(spans, position)
+        position += len(word)
+        risky = bool(_RISKY_START.match(word))
+        if has_words and len(current) + 1 + len(word) > width and not (in_code and risky):
+            lines.append(current)
+            current = rest + (_escape(word) if risky else word)
+        else:
+            current += (" " if has_words else "") + word
+        has_words = True
+    lines.append(current)
+    if hard_break:
+        lines[-1] += "  "
+    return lines
+
+
+def clean_body(text: str, width: int) -> str:
+    """`text` (a normalised body) as the write path stores it: `fix_markup`, then long lines wrapped."""
+    cleaned = fix_markup(text)
+    if width <= 0:
+        return cleaned
+    lines = cleaned.split("\n")
+    roles = _fence_roles(lines)
+    out: list[str] = []
+    for index, line in enumerate(lines):
+        code = line.startswith("    ") and (not out or not out[-1].strip() or out[-1].startswith("    "))
+        if roles[index] or code or len(line) <= width or " " not in line.strip():
+            out.append(line)
+            continue
+        out.extend(wrap_line(line, width))
+    return "\n".join(out)
