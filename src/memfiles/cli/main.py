@@ -11,6 +11,7 @@ from memfiles.cli.app import App, root_option
 from memfiles.cli.checks import audit, check, fmt, refs
 from memfiles.cli.distill_cmds import distil, dupes
 from memfiles.cli.index_cmds import backfill, status, watch
+from memfiles.cli.lsp_cmd import lsp
 from memfiles.cli.reads import list_entries, show
 from memfiles.cli.writes import add, import_ops, prune, retire, set_entry
 
@@ -57,5 +58,6 @@ for command in (
     status,
     distil,
     dupes,
+    lsp,
 ):
     cli.add_command(command)
