@@ -97,6 +97,7 @@ def fix_markup(text: str) -> str:
     lines = text.split("\n")
     roles = _fence_roles(lines)
     out: list[str] = []
+    after_code = False  # the previous line belongs to an indented code block
     for index, line in enumerate(lines):
         role = roles[index]
         top_level = not line.startswith(" ")
@@ -111,6 +112,7 @@ def fix_markup(text: str) -> str:
         code = line.startswith(("    ", "\t")) and (not out or not out[-1].strip() or out[-1].startswith("    "))
         if code:
             out.append(line.rstrip())
+            after_code = True
             continue
         line = line.expandtabs(4)
         following = lines[index + 1] if index + 1 < len(lines) else ""
@@ -120,16 +122,44 @@ def fix_markup(text: str) -> str:
             line = _BULLET.sub(r"\1-\2", line)
         line = _HASH_WORD.sub(lambda m: m.group(1) + "\\" + m.group(2), line)
         line = _bracket_urls(line)
-        previous = out[-1] if out else ""
-        if previous.strip() and (
-            (_LIST.match(line) and _is_paragraph(previous) and not previous.startswith(" "))
-            or _HEADING.match(line)
-            or _HEADING.match(previous)
-            or (line.lstrip().startswith("|") and _is_paragraph(previous))
-        ):
-            out.append("")  # lists, headings and tables get a blank line around them (md032, md022, md058)
+        if out and out[-1].strip() and line.strip() and (_needs_blank(out[-1], line) or after_code):
+            out.append("")  # lists, quotes, headings and tables get a blank line around them (md032, md022, md058)
+        after_code = False
         out.append(line)
     return "\n".join(out)
+
+
+def _kind(line: str) -> str:
+    if line.startswith(" "):
+        return "indented"
+    if _LIST.match(line):
+        return "list"
+    if _HEADING.match(line):
+        return "heading"
+    if _QUOTE.match(line):
+        return "quote"
+    if line.startswith("|"):
+        return "table"
+    return "text"
+
+
+def _marker(line: str) -> str:
+    """The kind of list a list line belongs to: `-` for bullets, `.` or `)` for ordered ones."""
+    match = _LIST.match(line)
+    return "" if match is None else match.group(2)[-1] if match.group(2)[-1] in ".)" else "-"
+
+
+def _needs_blank(previous: str, line: str) -> bool:
+    """Whether a blank line belongs between two non-blank lines; only where it changes no rendering: the
+    second line starts a block that would interrupt the first anyway."""
+    before, now = _kind(previous), _kind(line)
+    if "heading" in (before, now):
+        return now != "indented"
+    if now == "list":
+        return before not in ("list", "indented") or (before == "list" and _marker(previous) != _marker(line))
+    if now in ("quote", "table"):
+        return before != now
+    return before == "table"  # a line after a table without a pipe would be read as one more row
 
 
 def _prefixes(line: str) -> tuple[str, str, str] | None:

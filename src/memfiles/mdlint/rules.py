@@ -49,8 +49,16 @@ def default_rules(wrap: int = 100) -> dict[str, Any]:
         "md033": {"enabled": False},
         # A bold line ("**Why**") is a common lead-in in notes, not a heading missing from the outline.
         "md036": {"enabled": False},
+        # Two quotes with a blank line between are two quotes (CommonMark and GitHub agree): as written.
+        "md028": {"enabled": False},
+        # Notes quote logs, transcripts and output that have no language; `text` on every fence is noise.
+        "md040": {"enabled": False},
+        # An indented block and a fence render the same; a body quoting both is a matter of style.
+        "md046": {"enabled": False},
         # A link's words are the author's; "see here" is a style matter, not a broken promise of the format.
         "md059": {"enabled": False},
+        # Lining up a table's pipes is cosmetic; a note's table is read rendered.
+        "md060": {"enabled": False},
     }
     return {
         "plugins": plugins,

@@ -30,6 +30,7 @@ from memfiles.mdlint.engine import (
     scan_documents,
 )
 from memfiles.mdlint.rules import LintConfig, load_lint_config
+from memfiles.store.fileio import ensure_private_dir
 from memfiles.store.project import LoadedFile, Project
 
 CACHE_NAME = "lint-cache.json"
@@ -41,7 +42,20 @@ def lint_config(project: Project) -> LintConfig:
 
 
 def open_cache(project: Project) -> LintCache:
-    return LintCache(project.settings.state_dir / CACHE_NAME)
+    return _StateCache(project)
+
+
+class _StateCache(LintCache):
+    """The lint cache in the project's state folder, which ignores itself in git (@@D-007)."""
+
+    def __init__(self, project: Project) -> None:
+        super().__init__(project.settings.state_dir / CACHE_NAME)
+        self.folder = project.settings.state_dir
+
+    def save(self, prune: bool = False) -> None:
+        if self.dirty and not self.folder.exists():
+            ensure_private_dir(self.folder)
+        super().save(prune)
 
 
 def to_finding(rel: str, raw: RawFinding) -> Finding:
