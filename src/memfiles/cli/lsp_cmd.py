@@ -14,7 +14,7 @@ from memfiles.cli.app import App, CommandError, pass_app
 @pass_app
 def lsp(app: App, stdio: bool) -> None:
     """Run the language server on stdin/stdout: hover, go to definition, references, diagnostics and
-    completion for @@ID, @@doc:path#anchor and @@skill:name#anchor in any file, and the check and lint
+    completion for @@ID, @@doc:<path>#<anchor> and @@skill:<name>#<anchor> in any file, and the check and lint
     findings of memory files as you type. Set-up for Neovim, VS Code and Helix: docs/lsp.md.
 
     \b

@@ -302,7 +302,9 @@ def build_server(root: Path | None = None) -> MemfilesServer:
             )
         return found
 
-    @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=["@"]))
+    @server.feature(
+        types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=["@"], resolve_provider=True)
+    )
     def completion(ls: MemfilesServer, params: types.CompletionParams) -> types.CompletionList | None:
         index = ls.fresh()
         if index is None:
@@ -315,7 +317,7 @@ def build_server(root: Path | None = None) -> MemfilesServer:
         if typed is None:
             return None
         context = "\n".join(lines[max(0, number - 5) : number + 6])
-        ranked = index.complete(context, typed.group(1), boost=semantic_boost(index, context))
+        ranked = index.complete(context, typed.group(1), limit=50, boost=semantic_boost(index, context))
         start = typed.start(1)
         edit_range = convert.span(line, number, start, column)
         items = []
@@ -326,9 +328,6 @@ def build_server(root: Path | None = None) -> MemfilesServer:
                     label=entry.id,
                     kind=types.CompletionItemKind.Reference,
                     detail=f"{entry.title} · {entry.status}",
-                    documentation=types.MarkupContent(
-                        types.MarkupKind.Markdown, convert.hover_markdown(index, index.resolve_id(entry.id), entry.id)
-                    ),
                     sort_text=f"{rank:05d}",
                     filter_text=f"{entry.id} {entry.title}",
                     text_edit=types.TextEdit(edit_range, entry.id),
@@ -337,6 +336,16 @@ def build_server(root: Path | None = None) -> MemfilesServer:
                 )
             )
         return types.CompletionList(is_incomplete=True, items=items)
+
+    @server.feature(types.COMPLETION_ITEM_RESOLVE)
+    def completion_resolve(ls: MemfilesServer, item: types.CompletionItem) -> types.CompletionItem:
+        """The body, as hover shows it, only for the item the editor highlights: 50 bodies per keystroke
+        would cost more than the ranking."""
+        index = ls.index
+        if index is not None and item.label in index.by_id:
+            markdown = convert.hover_markdown(index, index.resolve_id(item.label), item.label)
+            item.documentation = types.MarkupContent(types.MarkupKind.Markdown, markdown)
+        return item
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,

@@ -8,6 +8,7 @@ symbols are answered from parsed files and a small inverted index of title words
 
 from __future__ import annotations
 
+import heapq
 import math
 import os
 import re
@@ -124,6 +125,8 @@ class WorkspaceIndex:
     _walked: float = 0.0
     _ledger_stamp: tuple[int, int] | None = None
     _refs: dict[Path, tuple[tuple[int, int], list[RefSite]]] | None = None
+    _base: list[str] = field(default_factory=list)
+    _rank: dict[str, tuple[bool, int]] = field(default_factory=dict)
 
     @classmethod
     def open(cls, project: Project) -> WorkspaceIndex:
@@ -189,6 +192,15 @@ class WorkspaceIndex:
                 continue
             for located in self.project.entries([state.loaded]):
                 self.by_id.setdefault(located.entry.id, located)
+        # live before retired, newest first, then by id: computed once here, not per completion
+        ordered = sorted(
+            self.by_id.values(),
+            key=lambda located: (located.entry.status == RETIRED, _negated_date(located.entry.date), located.entry.id),
+        )
+        self._base = [located.entry.id for located in ordered]
+        self._rank = {
+            located.entry.id: (located.entry.status == RETIRED, number) for number, located in enumerate(ordered)
+        }
         for entry_id, located in self.by_id.items():
             entry = located.entry
             for word in set(words(f"{entry.title} {entry.area} {' '.join(entry.tags)}")):
@@ -272,20 +284,22 @@ class WorkspaceIndex:
         for entry_id, value in (boost or {}).items():
             if entry_id in self.by_id:
                 scores[entry_id] = scores.get(entry_id, 0.0) + value
-        if typed_low:
-            candidates = [
-                located
-                for entry_id, located in self.by_id.items()
-                if entry_id.lower().startswith(typed_low) or typed_low in located.entry.title.lower()
-            ]
-        else:
-            candidates = list(self.by_id.values())
+        by_id, rank_of = self.by_id, self._rank
 
-        def rank(located: Located) -> tuple:
-            entry = located.entry
-            return (entry.status == RETIRED, -scores.get(entry.id, 0.0), _negated_date(entry.date), entry.id)
+        def wanted(entry_id: str) -> bool:
+            return entry_id.lower().startswith(typed_low) or typed_low in by_id[entry_id].entry.title.lower()
 
-        best = sorted(candidates, key=rank)[:limit]
+        keep = wanted if typed_low else None
+        scored = [(*rank_of[i][:1], -value, rank_of[i][1], i) for i, value in scores.items() if keep is None or keep(i)]
+        chosen = [item[-1] for item in heapq.nsmallest(limit, scored)]
+        if len(chosen) < limit:  # the rest by default order: live before retired, newest first
+            taken = set(chosen)
+            for entry_id in self._base:
+                if entry_id not in taken and (keep is None or keep(entry_id)):
+                    chosen.append(entry_id)
+                    if len(chosen) >= limit:
+                        break
+        best = [by_id[entry_id] for entry_id in chosen]
         return [(located, scores.get(located.entry.id, 0.0)) for located in best]
 
     def search_titles(self, query: str, limit: int = 200) -> list[Located]:
