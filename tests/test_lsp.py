@@ -15,7 +15,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from memfiles.cli.main import cli
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+in_module_loop = pytest.mark.asyncio(loop_scope="module")  # one server for the module's tests
 
 AT = "@@"  # written apart so that `memfiles refs --dangling` on this repository does not take these for its own
 SOURCE = f"""\
@@ -110,6 +110,7 @@ async def _hover(client: LanguageClient, uri: str, line: int, character: int) ->
     return result.contents.value
 
 
+@in_module_loop
 async def test_hover_shows_the_entry(client: LanguageClient, project: Path) -> None:
     """Hovering @@D-001 in a source file shows its title, kind, status, area and body."""
     uri = _open(client, project / "src" / "app.py")
@@ -119,6 +120,7 @@ async def test_hover_shows_the_entry(client: LanguageClient, project: Path) -> N
     assert "verbatim" in text
 
 
+@in_module_loop
 async def test_hover_on_a_retired_id_names_the_successor_and_reason(client: LanguageClient, project: Path) -> None:
     """Hovering a retired reference names its successor and the reason it was retired."""
     uri = (project / "src" / "app.py").as_uri()
@@ -127,6 +129,7 @@ async def test_hover_on_a_retired_id_names_the_successor_and_reason(client: Lang
     assert "it changed code blocks" in text
 
 
+@in_module_loop
 async def test_hover_on_a_pruned_id_shows_its_reason(client: LanguageClient, project: Path) -> None:
     """Hovering a pruned id shows the pruned entry and the reason from the ledger."""
     uri = (project / "src" / "app.py").as_uri()
@@ -136,6 +139,7 @@ async def test_hover_on_a_pruned_id_shows_its_reason(client: LanguageClient, pro
     assert "crash recovery journal" in text
 
 
+@in_module_loop
 async def test_definition_goes_to_the_entry_heading(client: LanguageClient, project: Path) -> None:
     """Go to definition on @@D-001 lands on its heading in memory/decisions.md."""
     uri = (project / "src" / "app.py").as_uri()
@@ -148,6 +152,7 @@ async def test_definition_goes_to_the_entry_heading(client: LanguageClient, proj
     assert lines[result.range.start.line].startswith("### D-001: ")
 
 
+@in_module_loop
 async def test_definition_of_a_doc_reference_goes_to_the_anchor(client: LanguageClient, project: Path) -> None:
     """Go to definition on a doc reference lands on that heading of docs/guide.md."""
     uri = (project / "src" / "app.py").as_uri()
@@ -158,6 +163,7 @@ async def test_definition_of_a_doc_reference_goes_to_the_anchor(client: Language
     assert result.uri.endswith("/docs/guide.md") and result.range.start.line == 2
 
 
+@in_module_loop
 async def test_diagnostics_for_dangling_and_retired_references(client: LanguageClient, project: Path) -> None:
     """Opening a source file reports a missing id as an error and @@D-002 as a warning naming D-003."""
     uri = _open(client, project / "src" / "app.py")
@@ -170,6 +176,7 @@ async def test_diagnostics_for_dangling_and_retired_references(client: LanguageC
     assert not any("D-001" in d.message for d in found)
 
 
+@in_module_loop
 async def test_completion_ranks_by_the_words_around_the_cursor(client: LanguageClient, project: Path) -> None:
     """Completion after @@ offers ids with titles, the one matching the surrounding words first."""
     text = "# crash recovery: a batch must be replayed whole\n# coverage aggregation map, see @@\n"
@@ -186,6 +193,7 @@ async def test_completion_ranks_by_the_words_around_the_cursor(client: LanguageC
     assert "T-001" not in [item.label for item in result.items]  # pruned ids are not offered
 
 
+@in_module_loop
 async def test_code_action_replaces_a_retired_reference(client: LanguageClient, project: Path) -> None:
     """The quick fix on @@D-002 replaces it with its successor @@D-003."""
     uri = (project / "src" / "app.py").as_uri()
@@ -208,6 +216,7 @@ async def test_code_action_replaces_a_retired_reference(client: LanguageClient, 
     )
 
 
+@in_module_loop
 async def test_references_find_code_and_memory(client: LanguageClient, project: Path) -> None:
     """Find references on the heading of D-003 finds D-002's successor line; on @@D-001, the source file."""
     uri = (project / "src" / "app.py").as_uri()
@@ -233,6 +242,7 @@ async def test_references_find_code_and_memory(client: LanguageClient, project: 
     assert found and any(lines[loc.range.start.line].startswith("- successor: D-003") for loc in found)
 
 
+@in_module_loop
 async def test_document_and_workspace_symbols(client: LanguageClient, project: Path) -> None:
     """A memory file's symbols are its entries; a workspace symbol search finds an entry by title words."""
     uri = _open(client, project / "memory" / "decisions.md")
@@ -249,6 +259,7 @@ async def test_document_and_workspace_symbols(client: LanguageClient, project: P
     assert [s.name for s in found or []] == ["D-003: Only the write path wraps prose"]
 
 
+@in_module_loop
 async def test_memory_file_diagnostics_include_check_and_lint(client: LanguageClient, project: Path) -> None:
     """A memory file edited in the editor gets the lint findings `check` would report (md009 here)."""
     path = project / "memory" / "frictions.md"
@@ -258,6 +269,7 @@ async def test_memory_file_diagnostics_include_check_and_lint(client: LanguageCl
     assert any(d.code == "md009" and d.severity == types.DiagnosticSeverity.Warning for d in found)
 
 
+@in_module_loop
 async def test_a_file_changed_by_another_tool_is_picked_up(client: LanguageClient, project: Path) -> None:
     """An entry added by the CLI while the server runs is hovered at once; a dangling id it fills is cleared."""
     uri = (project / "src" / "later.py").as_uri()
@@ -273,3 +285,17 @@ async def test_a_file_changed_by_another_tool_is_picked_up(client: LanguageClien
             break
         await asyncio.sleep(0.05)
     assert not any(d.code == "dangling" for d in client.diagnostics.get(uri, []))
+
+
+def test_hover_and_completion_path_imports_nothing_heavy() -> None:
+    """The server module and its index (open, refresh, resolve, complete) import no torch, chromadb or numpy."""
+    from tests.test_layers import HEAVY, _modules_after
+
+    code = (
+        "import memfiles.lsp.server\nfrom memfiles.config import load_settings\n"
+        "from memfiles.store.project import Project\n"
+        "from memfiles.services.workspace import WorkspaceIndex\n"
+        "index = WorkspaceIndex.open(Project(load_settings('.')))\nindex.refresh()\n"
+        "index.resolve_id('D-001')\nindex.complete('the parser and the index', '')\nindex.search_titles('index')"
+    )
+    assert not _modules_after(code) & set(HEAVY)

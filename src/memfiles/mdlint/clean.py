@@ -203,8 +203,13 @@ def wrap_line(line: str, width: int) -> list[str]:
         position += len(word)
         risky = bool(_RISKY_START.match(word))
         if has_words and len(current) + 1 + len(word) > width and not (in_code and risky):
-            lines.append(current)
-            current = rest + (_escape(word) if risky else word)
+            head, _, last = current.rpartition(" ")
+            if risky and head.strip() and len(head) > len(first) and not _RISKY_START.match(last):
+                lines.append(head)  # break one word earlier, so the risky word does not start a line
+                current = rest + last + " " + word
+            else:
+                lines.append(current)
+                current = rest + (_escape(word) if risky else word)
         else:
             current += (" " if has_words else "") + word
         has_words = True
