@@ -194,3 +194,17 @@ def test_the_projects_own_memory_and_sample_domains_pass() -> None:
     """memory/ of this repository, memory/synthesis and memory/sta included, has no lint finding."""
     project = Project(load_settings(REPO))
     assert not [str(f) for f in lint_project(project)]
+
+
+def test_override_values_pymarkdown_refuses_are_errors(root: Path, run: Run) -> None:
+    """A bad value, an unknown rule id or a non-table is exit 2 naming pyproject.toml, never a silent default."""
+    _hand_edit(root, run)
+    for setting, words in (
+        ("plugins.md013.line_length = -1", "line_length"),
+        ("plugins.md999.enabled = false", "md999"),
+        ("plugins = 3", "plugins"),
+    ):
+        (root / "pyproject.toml").write_text(f"[tool.pymarkdown]\n{setting}\n", encoding="utf-8")
+        result = run("check")
+        assert result.exit_code == 2, (setting, result.output)
+        assert "pyproject.toml" in result.output and words in result.output

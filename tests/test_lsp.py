@@ -299,3 +299,33 @@ def test_hover_and_completion_path_imports_nothing_heavy() -> None:
         "index.resolve_id('D-001')\nindex.complete('the parser and the index', '')\nindex.search_titles('index')"
     )
     assert not _modules_after(code) & set(HEAVY)
+
+
+@pytest.fixture(scope="module")
+def no_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("no-project")
+    (folder / ".git").mkdir()  # a repository without memory/: the root search stops here
+    (folder / "app.py").write_text(f"# see {AT}D-001\n", encoding="utf-8")
+    return folder
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "memfiles.cli", "lsp"]))
+async def lost_client(lsp_client: LanguageClient, no_project: Path):
+    await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=no_project.as_uri())
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio
+async def test_without_a_project_the_server_says_so_and_answers_nothing(
+    lost_client: LanguageClient, no_project: Path
+) -> None:
+    """Started outside any project, the server shows one warning and answers hover with nothing."""
+    uri = _open(lost_client, no_project / "app.py")
+    result = await lost_client.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(0, 8))
+    )
+    assert result is None
+    assert any("no project here" in message.message for message in lost_client.messages)

@@ -19,7 +19,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from memfiles import __version__
-from memfiles.config import load_settings
+from memfiles.config import find_root, load_settings
 from memfiles.contract import Finding
 from memfiles.errors import MemfilesError, ParseError
 from memfiles.format.ids import ID_RE
@@ -49,7 +49,9 @@ class MemfilesServer(LanguageServer):
 
     def open_project(self, root_path: str | None) -> None:
         try:
-            settings = load_settings(self.root_option or (Path(root_path) if root_path else None))
+            # the editor's folder may be a package inside the project: the CLI's root rules decide
+            root = self.root_option or (find_root(Path(root_path)) if root_path else None)
+            settings = load_settings(root)
         except MemfilesError as error:
             self.window_show_message(
                 types.ShowMessageParams(types.MessageType.Warning, f"memfiles: no project here ({error})")
@@ -67,8 +69,12 @@ class MemfilesServer(LanguageServer):
         return self.index
 
     def text_of(self, uri: str) -> tuple[list[str], Path | None]:
-        document = self.workspace.get_text_document(uri)
-        return document.source.split("\n"), convert.path_of(uri)
+        """The document's lines as the editor holds them (or as on disk, for one not open)."""
+        try:
+            source = self.workspace.get_text_document(uri).source
+        except (OSError, UnicodeDecodeError):  # a document neither open nor readable: nothing to answer
+            source = ""
+        return source.split("\n"), convert.path_of(uri)
 
     def ref_at(self, uri: str, position: types.Position) -> tuple[str, re.Match[str] | None, int, int]:
         """The reference (or, in a memory file, bare id) under the cursor: (token, REF_RE match, start, end)."""

@@ -188,7 +188,8 @@ def _api(config: LintConfig, folder: Path) -> Any:
 
     settings = folder / "pymarkdown.json"
     settings.write_text(json.dumps(config.settings), encoding="utf-8")
-    return PyMarkdownApi().configuration_file_path(str(settings))
+    # strict: a value PyMarkdown cannot use is an error naming it, not a silent fall-back to its default
+    return PyMarkdownApi().configuration_file_path(str(settings)).enable_strict_configuration()
 
 
 def _config_error(config: LintConfig, error: Exception) -> ConfigError:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import importlib.util
 import json
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +97,16 @@ class LintConfig:
         return self.settings.get("plugins", {}).get(rule.lower(), {}).get("enabled", True) is not False
 
 
+@functools.cache
+def known_rules() -> frozenset[str]:
+    """PyMarkdown's rule ids (md009, pml100 ...), from its plugin files, without importing it."""
+    spec = importlib.util.find_spec("pymarkdown")
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset()
+    folder = Path(next(iter(spec.submodule_search_locations))) / "plugins"
+    return frozenset(path.stem.removeprefix("rule_").replace("_", "") for path in folder.glob("rule_*.py"))
+
+
 def user_rules(root: Path) -> tuple[dict[str, Any], str | None]:
     """`[tool.pymarkdown]` of the root's pyproject.toml ({} when there is none), and where it came from."""
     pyproject = root / "pyproject.toml"
@@ -108,7 +120,15 @@ def user_rules(root: Path) -> tuple[dict[str, Any], str | None]:
         return {}, None
     if not isinstance(table, dict):
         raise ConfigError(f"{pyproject}: [tool.pymarkdown] must be a table")
+    for key in ("plugins", "extensions"):
+        if not isinstance(table.get(key, {}), dict):
+            raise ConfigError(f"{pyproject}: tool.pymarkdown.{key} must be a table (like {key}.md013.enabled = false)")
+    known = known_rules()
     for name, rule in table.get("plugins", {}).items():
+        if known and re.fullmatch(r"(md|pml)\d+", name.lower()) and name.lower() not in known:
+            raise ConfigError(
+                f"{pyproject}: tool.pymarkdown.plugins.{name}: PyMarkdown has no such rule (md001 ... md060)"
+            )
         if not isinstance(rule, dict):
             raise ConfigError(f"{pyproject}: tool.pymarkdown.plugins.{name} must be a table (like enabled = false)")
     return table, str(pyproject)
