@@ -208,3 +208,13 @@ def test_override_values_pymarkdown_refuses_are_errors(root: Path, run: Run) -> 
         result = run("check")
         assert result.exit_code == 2, (setting, result.output)
         assert "pyproject.toml" in result.output and words in result.output
+
+
+def test_write_path_refuses_a_title_that_fails_the_rules(root: Path, run: Run) -> None:
+    """A title the rules refuse (spaces inside emphasis) is refused on add and on set, naming the rule."""
+    run("add", "--kind", "decision", "--title", "First", "--area", "x", "--body", "Fine.")
+    before = snapshot(root)
+    for args in (("add", "--kind", "decision", "--area", "x", "--body", "Plain."), ("set", "D-001")):
+        result = run(*args, "--title", "Spaces * in * emphasis")
+        assert result.exit_code == 2 and "title: md037" in result.output, result.output
+    assert snapshot(root) == before

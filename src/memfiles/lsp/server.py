@@ -133,6 +133,11 @@ class MemfilesServer(LanguageServer):
         problems: list[Any] = list(validate_file(rel, memory, text, project.settings.schema))
         others = [(f.rel, f.memory) for f in index.loaded_files() if f.rel != rel]
         problems += [p for p in validate_ids([(rel, memory), *others]) if p.path == rel]
+        problems += [
+            Finding("check", "error", rel, entry.line, f"{entry.id} was pruned; its number cannot be reused")
+            for entry in memory.entries
+            if entry.id in index.pruned
+        ]
         return [
             p
             if isinstance(p, Finding)

@@ -214,7 +214,7 @@ def clean_text(project: Project, text: str, position: int, field: str, title: st
     """A body (or intro) as the write path stores it; OpError naming the line and rule if it cannot pass."""
     settings = project.settings
     cleaned = clean_body(text, settings.wrap)
-    if not _needs_scan(cleaned, settings.wrap):
+    if not _needs_scan(cleaned, settings.wrap) and not _needs_scan(title, 0):
         return cleaned
     config = lint_config(project)
     problems = _scan_body(config, title, cleaned)
@@ -236,6 +236,9 @@ def clean_ops(project: Project, ops: list) -> list:  # list[Op]
     """The ops with every body and intro cleaned for the lint rules; OpError for one that cannot pass."""
     schema = project.settings.schema
     for op in ops:
+        title = op.fields.get("title")
+        if isinstance(title, str) and "body" not in op.fields and _needs_scan(title, 0):
+            clean_text(project, "x", op.position, "title", title)  # a new title under the old body's rules
         for field in ("body", "intro"):
             value = op.fields.get(field)
             if not isinstance(value, str) or not value:
