@@ -329,3 +329,64 @@ async def test_without_a_project_the_server_says_so_and_answers_nothing(
     )
     assert result is None
     assert any("no project here" in message.message for message in lost_client.messages)
+
+
+@pytest.fixture
+def semantic_project(tmp_path: Path) -> Path:
+    """Three entries; the one about hanging writers shares no title word with the text typed below."""
+    (tmp_path / "memory").mkdir()
+    ops = [
+        {"op": "add", "kind": "decision", "title": "Ids are never reused after pruning", "area": "format",
+         "body": "A pruned number stays in the ledger so that an old reference cannot point at a new entry."},
+        {"op": "add", "kind": "decision", "title": "The parser keeps the Manual section verbatim", "area": "format",
+         "body": "Everything from the Manual heading to the end of the file is kept byte for byte."},
+        {"op": "add", "kind": "friction", "title": "Chroma hangs with two writers", "area": "index",
+         "body": "Two PersistentClients on one folder wait for minutes; route every write through one process."},
+    ]  # fmt: skip
+    _cli(tmp_path, "import", "-", input=json.dumps({"ops": ops}))
+    _cli(tmp_path, "backfill")
+    return tmp_path
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "memfiles.cli", "lsp"]))
+async def semantic_client(lsp_client: LanguageClient, semantic_project: Path):
+    await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=semantic_project.as_uri())
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_completion_is_semantic_when_a_watcher_runs(
+    semantic_client: LanguageClient, semantic_project: Path
+) -> None:
+    """With a watcher running, completion puts first the entry nearest in meaning to the surrounding text."""
+    from memfiles.config import load_settings
+    from memfiles.services.watch import Watcher
+    from memfiles.store.project import Project
+
+    typed = "# the database store freezes when several processes save at the same time, see @@"
+    uri = _open(semantic_client, semantic_project / "db.py", typed + "\n")
+    params = types.CompletionParams(types.TextDocumentIdentifier(uri), types.Position(0, len(typed)))
+
+    async def first_label() -> str:
+        result = await semantic_client.text_document_completion_async(params)
+        assert isinstance(result, types.CompletionList) and len(result.items) == 3
+        return result.items[0].label
+
+    assert await first_label() == "D-001"  # no word in common, no watcher: the default order
+    watcher = Watcher(Project(load_settings(semantic_project)), debounce=0.1, reconcile_every=1.0)
+    await asyncio.get_running_loop().run_in_executor(None, watcher.start)
+    try:
+        labels = []
+        for _ in range(60):  # the watcher answers once it has caught up and warmed its model
+            labels.append(await first_label())
+            if labels[-1] == "F-001":
+                break
+            await asyncio.sleep(0.5)
+        assert labels[-1] == "F-001", labels
+    finally:
+        watcher.stop()
