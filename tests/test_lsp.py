@@ -41,7 +41,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
         {"op": "add", "kind": "decision", "title": "Bodies are wrapped by the formatter", "area": "format",
          "body": "An early rule: fmt re-wrapped every body. It changed code blocks."},
         {"op": "add", "kind": "decision", "title": "Only the write path wraps prose", "area": "format",
-         "body": "fmt leaves bodies as written; the write path wraps the prose it is given."},
+         "body": "fmt leaves bodies as written; the write path wraps the prose it is given (see D-001)."},
         {"op": "add", "kind": "todo", "title": "Write a crash recovery journal", "area": "store",
          "body": "A batch interrupted by a crash must be replayed or rolled back whole."},
         {"op": "add", "kind": "friction", "title": "Coverage aggregation needs the batch map", "area": "index",
@@ -218,7 +218,8 @@ async def test_code_action_replaces_a_retired_reference(client: LanguageClient, 
 
 @in_module_loop
 async def test_references_find_code_and_memory(client: LanguageClient, project: Path) -> None:
-    """Find references on the heading of D-003 finds D-002's successor line; on @@D-001, the source file."""
+    """References to D-001 are the source file's citation and another entry's bare mention; from D-003's
+    heading, D-002's successor line."""
     uri = (project / "src" / "app.py").as_uri()
     found = await client.text_document_references_async(
         types.ReferenceParams(
@@ -228,6 +229,11 @@ async def test_references_find_code_and_memory(client: LanguageClient, project: 
         )
     )
     assert found and {Path(loc.uri).name for loc in found} >= {"app.py", "decisions.md"}
+    lines = (project / "memory" / "decisions.md").read_text().split("\n")
+    cited = [lines[loc.range.start.line] for loc in found if loc.uri.endswith("decisions.md")]
+    assert cited[0].startswith("### D-001: ")  # the declaration, asked for
+    assert any("(see D-001)" in line for line in cited)  # a bare mention in another entry's body
+    assert not any(line.startswith("- [D-001]") for line in cited)  # not the generated index
     memory_uri = (project / "memory" / "decisions.md").as_uri()
     lines = (project / "memory" / "decisions.md").read_text().split("\n")
     heading = next(n for n, line in enumerate(lines) if line.startswith("### D-003: "))

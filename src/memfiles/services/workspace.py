@@ -21,6 +21,7 @@ from typing import Any
 from memfiles.contract import entry_object
 from memfiles.errors import ParseError
 from memfiles.format.ids import RETIRED
+from memfiles.format.toc import INDEX_END, INDEX_START_PREFIX
 from memfiles.services.audit import successor_chain
 from memfiles.services.refs import REF_RE, _anchors, _resolve_target, source_files
 from memfiles.store.ledger import Ledger
@@ -317,8 +318,9 @@ class WorkspaceIndex:
     # --- references across the project -------------------------------------------------------------------
 
     def references(self, entry_id: str, overlay: dict[Path, str] | None = None) -> list[RefSite]:
-        """Every `@@ID` in the project's files (open documents as the editor holds them), and every entry
-        whose refs or successor name the id, at that metadata line."""
+        """Every `@@ID` in the project's files (open documents as the editor holds them), and every bare
+        mention of the id in memory files (metadata refs and successor, bodies), not counting the generated
+        index and the entry's own heading."""
         self._refresh_refs()
         overlay = overlay or {}
         sites: list[RefSite] = []
@@ -329,11 +331,11 @@ class WorkspaceIndex:
             sites.extend(site for site in found if site.token == f"@@{entry_id}")
         for path, text in overlay.items():
             sites.extend(site for site in scan_text(path, text) if site.token == f"@@{entry_id}")
-        for located in self.by_id.values():
-            entry = located.entry
-            if entry_id in entry.refs or entry.successor == entry_id:
-                sites.extend(_meta_sites(located, entry_id))
-        return sites
+        for loaded in self.loaded_files():  # memory files cite ids bare too: refs, successor, "(F-014)"
+            text = overlay.get(loaded.path, loaded.text)
+            sites.extend(_bare_sites(loaded.path, text, entry_id))
+        unique = {(site.path, site.line, site.start): site for site in sites}
+        return sorted(unique.values(), key=lambda site: (str(site.path), site.line, site.start))
 
     def _refresh_refs(self) -> None:
         if self._refs is None:
@@ -371,18 +373,21 @@ def iter_refs(line: str) -> Iterator[re.Match[str]]:
     return REF_RE.finditer(line) if "@@" in line else iter(())
 
 
-def _meta_sites(located: Located, entry_id: str) -> list[RefSite]:
-    lines = located.file.text.split("\n")
+def _bare_sites(path: Path, text: str, entry_id: str) -> list[RefSite]:
+    if entry_id not in text:
+        return []
+    pattern = re.compile(rf"(?<![@\w-]){re.escape(entry_id)}(?![\w-])")
     sites = []
-    for number in range(located.entry.line, min(len(lines), located.entry.line + 20)):
-        line = lines[number]
-        if not line.startswith("- "):
-            if line.strip():
-                break
+    in_index = False
+    for number, line in enumerate(text.split("\n")):
+        if line.startswith(INDEX_START_PREFIX):
+            in_index = True
+        if in_index:
+            in_index = line.strip() != INDEX_END
             continue
-        if line.startswith(("- refs:", "- successor:")):
-            for match in re.finditer(rf"\b{re.escape(entry_id)}\b", line):
-                sites.append(RefSite(located.file.path, number, match.start(), match.end(), entry_id))
+        if entry_id not in line or line.startswith(f"### {entry_id}:"):
+            continue
+        sites.extend(RefSite(path, number, m.start(), m.end(), entry_id) for m in pattern.finditer(line))
     return sites
 
 
