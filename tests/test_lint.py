@@ -159,6 +159,10 @@ _FRAGMENTS = st.sampled_from(
         "",
         "",
         "1 + 1 = 2 and 3 - 1 = 2",
+        "Run `make test`, then **bold** and *italic* words, snake_case_names and 2 * 3.",
+        'see (https://example.com/x) and "https://example.com/y"',
+        "A [link](https://example.com) and `` code with `tick` ``",
+        "- item one\n- item two\n  continued",
     ]
 )
 

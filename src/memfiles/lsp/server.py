@@ -44,6 +44,7 @@ class MemfilesServer(LanguageServer):
         self.lint_cache: Any = None
         self.lint_versions: dict[str, int] = {}
         self.lint_tasks: set[asyncio.Task[None]] = set()
+        self.semantic = SemanticBoost()
 
     # --- the project ------------------------------------------------------------------------------------
 
@@ -328,7 +329,7 @@ def build_server(root: Path | None = None) -> MemfilesServer:
         if typed is None:
             return None
         context = "\n".join(lines[max(0, number - 5) : number + 6])
-        ranked = index.complete(context, typed.group(1), limit=50, boost=semantic_boost(index, context))
+        ranked = index.complete(context, typed.group(1), limit=50, boost=ls.semantic.get(index, context))
         start = typed.start(1)
         edit_range = convert.span(line, number, start, column)
         items = []
@@ -434,25 +435,48 @@ def build_server(root: Path | None = None) -> MemfilesServer:
     return server
 
 
-def semantic_boost(index: WorkspaceIndex, context: str) -> dict[str, float] | None:
+class SemanticBoost:
     """Ids a running watcher finds nearest in meaning to the text around the cursor, with a rank bonus.
 
-    Only a watcher already running is asked (over its socket, 0.3 s at most): the server never loads the
-    model itself, so completion stays fast and torch-free.
+    Never waits: the first completion at a place is lexical and sends the question to the watcher in a
+    worker thread; the editor asks again as the user types (the list is incomplete), and by then the answer
+    is here. Only a watcher already running is asked: the server never loads the model, so completion stays
+    fast and torch-free.
     """
-    from memfiles.services import ipc
 
-    settings = index.project.settings
-    if not context.strip() or not ipc.socket_path(settings).exists():
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfiles-semantic")
+        self.answers: dict[str, dict[str, float]] = {}
+        self.asked: set[str] = set()
+
+    def get(self, index: WorkspaceIndex, context: str) -> dict[str, float] | None:
+        from memfiles.services import ipc
+
+        settings = index.project.settings
+        if not context.strip() or not ipc.socket_path(settings).exists():
+            return None
+        key = context[-2000:]
+        if key in self.answers:
+            return self.answers[key]
+        if key not in self.asked:
+            self.asked.add(key)
+            self.pool.submit(self._ask, settings, key)
         return None
-    try:
-        answer = ipc.request(settings, {"op": "search", "queries": [[context[-2000:], 20]], "mode": "hybrid"}, 0.3)
-    except MemfilesError:
-        return None
-    if not answer:
-        return None
-    hits = answer.get("results", [[]])[0]
-    return {hit["id"]: 5.0 * (len(hits) - rank) / len(hits) for rank, hit in enumerate(hits)}
+
+    def _ask(self, settings: Any, text: str) -> None:
+        from memfiles.services import ipc
+
+        try:
+            answer = ipc.request(settings, {"op": "search", "queries": [[text, 20]], "mode": "hybrid"}, 10.0)
+        except MemfilesError:
+            answer = None
+        finally:
+            self.asked.discard(text)
+        if answer:
+            hits = answer.get("results", [[]])[0]
+            if len(self.answers) > 256:
+                self.answers.clear()
+            self.answers[text] = {hit["id"]: 5.0 * (len(hits) - rank) / len(hits) for rank, hit in enumerate(hits)}
 
 
 def _symbols(memory: Any, lines: list[str]) -> list[types.DocumentSymbol]:

@@ -63,7 +63,7 @@ def _bracket_urls(line: str) -> str:
         start, end = match.span()
         url = match.group(0)
         before = line[start - 1] if start else ""
-        if before in "<([\"'=" or line[max(0, start - 2) : start] == "](" or not _outside(spans, start):
+        if (before and before in "<[=") or line[max(0, start - 2) : start] == "](" or not _outside(spans, start):
             continue
         while url and url[-1] in ".,;:!?'\"":
             url = url[:-1]
@@ -122,7 +122,10 @@ def fix_markup(text: str) -> str:
             line = _BULLET.sub(r"\1-\2", line)
         line = _HASH_WORD.sub(lambda m: m.group(1) + "\\" + m.group(2), line)
         line = _bracket_urls(line)
-        if out and out[-1].strip() and line.strip() and (_needs_blank(out[-1], line) or after_code):
+        new_list = (
+            _LIST.match(line) and not line.startswith(" ") and _marker(_open_list(out)) not in ("", _marker(line))
+        )
+        if out and out[-1].strip() and line.strip() and (_needs_blank(out[-1], line) or after_code or new_list):
             out.append("")  # lists, quotes, headings and tables get a blank line around them (md032, md022, md058)
         after_code = False
         out.append(line)
@@ -143,6 +146,16 @@ def _kind(line: str) -> str:
     return "text"
 
 
+def _open_list(out: list[str]) -> str:
+    """The last top-level list item above, within the current block (no blank line between), or ""."""
+    for line in reversed(out):
+        if not line.strip():
+            return ""
+        if _LIST.match(line) and not line.startswith(" "):
+            return line
+    return ""
+
+
 def _marker(line: str) -> str:
     """The kind of list a list line belongs to: `-` for bullets, `.` or `)` for ordered ones."""
     match = _LIST.match(line)
@@ -154,7 +167,7 @@ def _needs_blank(previous: str, line: str) -> bool:
     second line starts a block that would interrupt the first anyway."""
     before, now = _kind(previous), _kind(line)
     if "heading" in (before, now):
-        return now != "indented"
+        return True  # a heading is a block of one line: nothing before or after it can continue it
     if now == "list":
         return before not in ("list", "indented") or (before == "list" and _marker(previous) != _marker(line))
     if now in ("quote", "table"):
@@ -234,3 +247,40 @@ def clean_body(text: str, width: int) -> str:
             continue
         out.extend(wrap_line(line, width))
     return "\n".join(out)
+
+
+# --- when the clean-up's output can be trusted without PyMarkdown -------------------------------------
+
+_AUTOLINK = re.compile(r"<(?:https?|ftps?)://[^\s<>]+>")
+_SPAN = re.compile(r"(`+)(.+?)\1")
+_MARKUP = re.compile(r"[\[\]!|<>\\~]")
+_UNDERSCORE_EMPHASIS = re.compile(r"(?:^|[\s(])_|_(?:$|[\s).,;:!?])")
+_LOOSE_STAR = re.compile(r"(?:^|\s)\*+(?:\s|$)")
+_RISKY_LINE = re.compile(r"^(?:\s|#|\d{1,9}[.)]|-\s{2,}|[-=*_ ]{3,}$|-$)")
+
+
+def needs_scan(text: str, width: int) -> bool:
+    """False when `text`, as `clean_body` left it, provably passes the default rules: prose with inline
+    code, `*`/`**` emphasis, links the clean-up made, flat `-` lists and top-level ``` fences. Anything
+    else (headings, links, tables, quotes, nesting, ordered lists, ~~~ fences...) is for PyMarkdown to
+    judge; the write path only pays for starting it then."""
+    for role, line in zip(_fence_roles(text.split("\n")), text.split("\n"), strict=True):
+        if role:
+            if line.startswith((" ", "~")):
+                return True
+            continue
+        if not line.strip():
+            continue
+        if _RISKY_LINE.match(line) or (width > 0 and len(line) > width and " " in line.strip()):
+            return True
+        line = _AUTOLINK.sub("", line.removeprefix("\\#"))
+        for span in _SPAN.finditer(line):
+            content = span.group(2)
+            if content != content.strip() and content.strip():
+                return True  # spaces inside a code span (md038)
+        line = _SPAN.sub("", line)
+        if _MARKUP.search(line) or _UNDERSCORE_EMPHASIS.search(line) or _LOOSE_STAR.search(line) or "`" in line:
+            return True
+        if _URL.search(line):
+            return True  # a URL the clean-up left bare
+    return False

@@ -86,6 +86,8 @@ class Chunk:
     prefixed: bool
     # File lines of entry metadata (`- key: value`): one line per key by the format, never wrapped.
     meta_lines: frozenset[int] = frozenset()
+    # File lines inside fenced code (PyMarkdown loses track of them after a table: see code_tabs_allowed).
+    code_lines: frozenset[int] = frozenset()
 
     @property
     def document(self) -> str:
@@ -135,7 +137,9 @@ def chunks(text: str) -> list[Chunk]:
             current.pop()  # the one blank line that separates blocks belongs to neither
         if any(line.strip() for line in current):
             text = "\n".join(current) + "\n"
-            found.append(Chunk(start, text, bool(found) or start > 1, _meta_lines(current, start)))
+            found.append(
+                Chunk(start, text, bool(found) or start > 1, _meta_lines(current, start), fenced_lines(current, start))
+            )
         current, start = [], next_start
 
     for number, line in enumerate(lines, start=1):
@@ -160,6 +164,18 @@ def chunks(text: str) -> list[Chunk]:
     return [_drop_leading_blanks(chunk) for chunk in found]
 
 
+def fenced_lines(lines: list[str], start: int) -> frozenset[int]:
+    """The numbers (from `start`) of the lines of fenced code blocks, fences included."""
+    fence = Fence()
+    return frozenset(start + offset for offset, line in enumerate(lines) if fence.feed(line, offset + 1))
+
+
+def code_tabs_allowed(config: LintConfig) -> bool:
+    """md010 with `code_blocks = false`: PyMarkdown forgets it in a fence that follows a table, so memfiles
+    drops those findings itself."""
+    return config.settings.get("plugins", {}).get("md010", {}).get("code_blocks", True) is False
+
+
 def _meta_lines(lines: list[str], start: int) -> frozenset[int]:
     found: set[int] = set()
     in_meta = False
@@ -180,7 +196,7 @@ def _drop_leading_blanks(chunk: Chunk) -> Chunk:
         skip += 1
     if not skip:
         return chunk
-    return Chunk(chunk.start + skip, "\n".join(lines[skip:]), chunk.prefixed, chunk.meta_lines)
+    return Chunk(chunk.start + skip, "\n".join(lines[skip:]), chunk.prefixed, chunk.meta_lines, chunk.code_lines)
 
 
 def _api(config: LintConfig, folder: Path) -> Any:
@@ -306,12 +322,15 @@ def lint_texts(
             if progress is not None:
                 progress(len(batch))
     results: list[list[RawFinding]] = []
+    tabs_in_code = code_tabs_allowed(config)
     for file_chunks in cut:
         found: list[RawFinding] = []
         for chunk in file_chunks:
             for line, column, rule, name, message in cache.get(chunk.key(config)) or []:
                 where = chunk.file_line(line)
                 if where is None or not config.enabled(rule) or (rule == "md013" and where in chunk.meta_lines):
+                    continue
+                if rule == "md010" and where in chunk.code_lines and tabs_in_code:
                     continue
                 found.append(RawFinding(where, column, rule, name, message))
         results.append(sorted(found, key=lambda f: (f.line, f.column, f.rule)))

@@ -8,7 +8,6 @@ content in .memfiles/lint-cache.json, so `check` on an unchanged project never s
 from __future__ import annotations
 
 import dataclasses
-import re
 import sys
 from collections.abc import Iterable
 
@@ -17,13 +16,15 @@ from memfiles.errors import OpError, ParseError
 from memfiles.format.model import MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.render import render
-from memfiles.mdlint.clean import clean_body, fix_markup
+from memfiles.mdlint.clean import clean_body, fix_markup, needs_scan
 from memfiles.mdlint.engine import (
     PREFIX,
     PYMARKDOWN_FIXABLE,
     LintCache,
     RawFinding,
     chunks,
+    code_tabs_allowed,
+    fenced_lines,
     fix_documents,
     lint_texts,
     pending,
@@ -184,18 +185,9 @@ def fix_text(project: Project, rel: str, memory: MemoryFile, config: LintConfig 
 
 # --- the write path: bodies stored so that the file passes ---------------------------------------------
 
-_PLAIN = re.compile(r"^[\w .,;:!?'\"()/%&@-]*$")
-_PLAIN_START = re.compile(r"^(?:[-+]|\d+[.)])")
-
 
 def _needs_scan(text: str, width: int) -> bool:
-    """False when `text` is plain prose the clean-up provably leaves passing (no markup at all)."""
-    for line in text.split("\n"):
-        if not _PLAIN.match(line) or _PLAIN_START.match(line) or line.startswith(" "):
-            return True
-        if width > 0 and len(line) > width and " " in line.strip():
-            return True
-    return False
+    return needs_scan(text, width)
 
 
 def _body_head(title: str) -> str:
@@ -207,7 +199,12 @@ def _scan_body(config: LintConfig, title: str, body: str) -> list[tuple[int, str
     head = _body_head(title)
     offset = head.count("\n")
     found = scan_documents([head + body + "\n"], config)[0]
-    return [(line - offset, f"{rule} {name.split(',')[0]}: {message}") for line, _c, rule, name, message in found]
+    code = fenced_lines(body.split("\n"), offset + 1) if code_tabs_allowed(config) else frozenset()
+    return [
+        (line - offset, f"{rule} {name.split(',')[0]}: {message}")
+        for line, _c, rule, name, message in found
+        if not (rule == "md010" and line in code)
+    ]
 
 
 def clean_text(project: Project, text: str, position: int, field: str, title: str = "x") -> str:
@@ -219,13 +216,13 @@ def clean_text(project: Project, text: str, position: int, field: str, title: st
     config = lint_config(project)
     problems = _scan_body(config, title, cleaned)
     if problems:
-        # PyMarkdown's own fixes (list indents, emphasis spacing...), then a second look
+        # PyMarkdown's own fixes (list indents, fence style, emphasis spacing...), then a second look
         head = _body_head(title)
         fixed = fix_documents([head + cleaned + "\n"], config)[0]
         if fixed.startswith(head):
-            candidate = fixed[len(head) :].rstrip("\n")
-            if not _scan_body(config, title, candidate):
-                return candidate
+            cleaned = fixed[len(head) :].rstrip("\n")
+            problems = _scan_body(config, title, cleaned)
+    if problems:
         line, message = problems[0]
         where = f"{field} line {line}" if line > 0 else "title"
         raise OpError(position, f"{where}: {message}; the lint rule set refuses it (docs/lint.md)")
