@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memfiles.contract import FINDING_CODES, SEVERITIES
+from memfiles.contract import SEVERITIES, severity_of
 
 _META = {
     "refs": "[str]",
@@ -197,8 +197,9 @@ def check_shape(value: Any, shape: str, where: str = "$") -> None:
         check(value[key], spec, f"{where}.{key}")
     if shape == "finding":
         assert value["severity"] in SEVERITIES, f"{where}.severity: {value['severity']!r}"
-        assert value["code"] in FINDING_CODES, f"{where}.code: {value['code']!r} is not in contract.FINDING_CODES"
-        assert FINDING_CODES[value["code"]] == value["severity"], f"{where}: {value['code']} has another severity"
+        registered = severity_of(value["code"])
+        assert registered is not None, f"{where}.code: {value['code']!r} is not in contract.FINDING_CODES"
+        assert registered == value["severity"], f"{where}: {value['code']} has another severity"
     elif shape == "entry_ref":
         assert value["type"] == "entry", f"{where}.type: {value['type']!r}"
     elif shape == "doc_ref":

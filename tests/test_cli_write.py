@@ -39,14 +39,17 @@ class TestAdd:
         assert ids == ["D-001", "F-001", "D-002", "F-002", "T-001"]
 
     def test_body_from_stdin_is_wrapped(self, run: Run, root: Path) -> None:
-        """A long prose paragraph from standard input is wrapped at 100 columns; a list is left alone."""
+        """A long prose paragraph from standard input is wrapped at 100 columns; a long list item is wrapped
+        under its own marker (the lint rule set's md013), so it stays one item."""
         prose = " ".join(["word"] * 60)
         listing = "- " + " ".join(["item"] * 30)
         result = run("add", "-k", "L", "-t", "Wrapping", "-a", "format", input=f"{prose}\n\n{listing}\n")
         assert result.exit_code == 0, result.output
         entry = parse((root / "memory" / "lessons.md").read_text()).entries[0]
-        assert all(len(line) <= 100 for line in entry.body.split("\n")[:-1])
-        assert entry.body.split("\n")[-1] == listing
+        assert all(len(line) <= 100 for line in entry.body.split("\n"))
+        item = entry.body.split("\n\n")[-1].split("\n")
+        assert item[0].startswith("- item") and all(line.startswith("  item") for line in item[1:])
+        assert " ".join(line.strip() for line in item) == listing
 
     def test_long_title_is_refused_with_the_limit(self, run: Run, root: Path) -> None:
         """A 121-character title: exit 2, a message with the numbers, no file written."""

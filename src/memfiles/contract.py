@@ -72,6 +72,21 @@ FINDING_CODES: dict[str, str] = {
 }
 
 
+# The Markdown lint rule set's findings carry PyMarkdown's rule id in lower case (md009, md034 ...): one
+# family of codes, all warnings (docs/lint.md lists the rules memfiles keeps).
+LINT_CODE_FAMILY = "md001 ... md060"
+LINT_SEVERITY = "warning"
+
+
+def is_lint_code(code: str) -> bool:
+    return len(code) == 5 and code.startswith("md") and code[2:].isdigit()
+
+
+def severity_of(code: str) -> str | None:
+    """The registered severity of a finding code (a lint rule's too); None for a code nobody registered."""
+    return FINDING_CODES.get(code) or (LINT_SEVERITY if is_lint_code(code) else None)
+
+
 def iso_instant(epoch: float | None) -> str | None:
     """A Unix time as UTC ISO 8601 with seconds (`2026-11-30T09:31:29Z`); None stays None."""
     if epoch is None:

@@ -8,27 +8,34 @@ import click
 
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json
 from memfiles.cli.reads import read_with_warnings
+from memfiles.format.validate import finding_order
 from memfiles.services.audit import audit_project
-from memfiles.services.check import check_project, fails, format_project
+from memfiles.services.check import check_project, fails, format_project, lint_findings
 from memfiles.services.refs import scan_references
+
+no_lint_option = click.option("--no-lint", is_flag=True, help="Skip the Markdown lint rule set (docs/lint.md).")
 
 
 @click.command()
+@no_lint_option
 @json_option
 @pass_app
-def check(app: App, as_json: bool) -> None:
+def check(app: App, no_lint: bool, as_json: bool) -> None:
     """Check every promise of the format; print findings as path:line: code message, exit 1 if any.
 
     Parseable UTF-8 files, unique ids, known kinds and statuses, valid dates, the title and body limits,
-    indexes up to date, the Manual section left alone, one kind of line ending, canonical form.
-    With --json: {"files": n, "findings": [...]} (docs/json.md lists the codes).
+    indexes up to date, the Manual section left alone, one kind of line ending, canonical form; and the
+    Markdown lint rule set (trailing spaces, tabs, blank lines, line length, bare URLs, headings...:
+    docs/lint.md). With --json: {"files": n, "findings": [...]} (docs/json.md lists the codes).
 
     \b
     Example:
       memfiles check && echo ok
+      memfiles check --no-lint
     """
     with errors_to_exit():
         findings, count = check_project(app.project)
+        findings = sorted([*findings, *lint_findings(app.project, enabled=not no_lint)], key=finding_order)
     if as_json:
         print_json({"files": count, "findings": [item.as_json() for item in findings]})
     else:
@@ -43,10 +50,13 @@ def check(app: App, as_json: bool) -> None:
 
 @click.command()
 @click.option("--check", "check_only", is_flag=True, help="Change nothing; exit 1 if a file would change.")
+@no_lint_option
 @json_option
 @pass_app
-def fmt(app: App, check_only: bool, as_json: bool) -> None:
-    """Rewrite memory files in canonical form, with fresh indexes. Bodies are left as written.
+def fmt(app: App, check_only: bool, no_lint: bool, as_json: bool) -> None:
+    """Rewrite memory files in canonical form, with fresh indexes, and fix what the lint rule set can fix
+    (trailing spaces, tabs, blank lines, list markers, bare URLs...). Prose is not re-wrapped, and
+    `## Manual` and every entry's id, title and metadata are left as written.
 
     A file keeps its line ending (the first line's, CRLF or LF) throughout, Manual included. Files that
     cannot be read are named (exit 2) and left alone. With --json: {"changed": [paths], "unchanged": n,
@@ -57,7 +67,7 @@ def fmt(app: App, check_only: bool, as_json: bool) -> None:
       memfiles fmt --check || memfiles fmt
     """
     with errors_to_exit():
-        result = format_project(app.project, write=not check_only)
+        result = format_project(app.project, write=not check_only, lint=not no_lint)
     if as_json:
         print_json(
             {

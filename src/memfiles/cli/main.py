@@ -11,6 +11,7 @@ from memfiles.cli.app import App, JsonErrorsGroup, root_option
 from memfiles.cli.checks import audit, check, fmt, refs
 from memfiles.cli.distill_cmds import distil, dupes
 from memfiles.cli.index_cmds import backfill, status, watch
+from memfiles.cli.lsp_cmd import lsp
 from memfiles.cli.reads import list_entries, show
 from memfiles.cli.writes import add, import_ops, prune, renumber, retire, set_entry
 
@@ -58,5 +59,6 @@ for command in (
     status,
     distil,
     dupes,
+    lsp,
 ):
     cli.add_command(command)

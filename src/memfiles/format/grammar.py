@@ -159,6 +159,13 @@ def section_heading(name: str) -> str:
     return f"## {name}".rstrip()
 
 
+def any_entry_heading(line: str) -> tuple[str, str] | None:
+    """(id, title) when `line` is shaped like an entry heading of any prefix, known or not (a lint chunker or
+    an editor looking for headings; entry_heading of a Grammar also checks the prefix is known)."""
+    match = _ANY_ENTRY_RE.match(line) if line.startswith("###") else None
+    return (match.group(1), match.group(2)) if match else None
+
+
 def entry_heading(entry_id: str, title: str) -> str:
     """An entry heading as fmt writes it: `### D-476: Title`."""
     return f"### {entry_id}: {title}"

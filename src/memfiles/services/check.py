@@ -10,6 +10,8 @@ from dataclasses import dataclass, field, replace
 
 from memfiles.contract import Finding
 from memfiles.errors import ParseError
+from memfiles.format.model import MemoryFile
+from memfiles.format.parse import parse
 from memfiles.format.render import render
 from memfiles.format.validate import finding, finding_order, validate_file, validate_ids
 from memfiles.store.fileio import NotUtf8Error, write_if_changed
@@ -32,13 +34,31 @@ def _ledger_findings(project: Project, files: list[LoadedFile]) -> list[Finding]
     except Exception as error:  # a broken ledger is a finding to report, not a crash
         line = getattr(error, "line", None) or 1
         return [finding("bad-ledger", project.rel(ledger.path), line, getattr(error, "message", str(error)))]
-    found = []
-    for loaded in files:
-        for entry in loaded.memory.entries:
-            if entry.id in pruned:
-                message = f"{entry.id} was pruned; its number cannot be reused"
-                found.append(finding("pruned-id-reused", loaded.rel, entry.line, message, entry.id))
-    return found
+    return [item for loaded in files for item in _reused_pruned(loaded.rel, loaded.memory, set(pruned))]
+
+
+def _reused_pruned(rel: str, memory: MemoryFile, pruned: set[str]) -> list[Finding]:
+    return [
+        finding("pruned-id-reused", rel, entry.line, f"{entry.id} was pruned; its number cannot be reused", entry.id)
+        for entry in memory.entries
+        if entry.id in pruned
+    ]
+
+
+def text_findings(
+    project: Project, rel: str, text: str, others: list[tuple[str, MemoryFile]], pruned: set[str]
+) -> list[Finding]:
+    """check's findings for one file as it stands in an editor (`text`), beside the project's other files
+    (for ids used twice) and the pruned ids: what the language server shows as you type."""
+    schema = project.settings.schema
+    try:
+        memory = parse(text, rel, schema)
+    except ParseError as error:
+        return [parse_finding(error)]
+    found = list(validate_file(rel, memory, text, schema))
+    found += [item for item in validate_ids([(rel, memory), *others]) if item.path == rel]
+    found += _reused_pruned(rel, memory, pruned)
+    return sorted(found, key=finding_order)
 
 
 def check_project(project: Project) -> tuple[list[Finding], int]:
@@ -125,6 +145,15 @@ def id_findings(project: Project, files: list[LoadedFile], broken: bool = False)
     return findings
 
 
+def lint_findings(project: Project, enabled: bool = True) -> list[Finding]:
+    """The lint rule set's findings over the memory files (none when lint is skipped: `--no-lint`)."""
+    if not enabled:
+        return []
+    from memfiles.services.lint import lint_project
+
+    return lint_project(project)
+
+
 @dataclass
 class FmtResult:
     changed: list[str]
@@ -132,11 +161,15 @@ class FmtResult:
     errors: list[Finding] = field(default_factory=list)
 
 
-def format_project(project: Project, write: bool) -> FmtResult:
+def format_project(project: Project, write: bool, lint: bool = True) -> FmtResult:
     """Rewrite every memory file in canonical form with a fresh index (or, with write=False, only tell).
 
     Files that cannot be read are left alone and come back as `errors` (parse-error or not-utf8 findings).
+    With `lint`, what the lint rule set can fix is fixed too (never in `## Manual`, never an entry's
+    id, title or metadata): see services/lint.fix_text.
     """
+    if lint:
+        from memfiles.services.lint import fix_text
     result = FmtResult([], 0)
     with FileLock(project.settings.state_dir / "write.lock", project.settings.lock_timeout):
         files, errors = project.load_all()
@@ -151,6 +184,8 @@ def format_project(project: Project, write: bool) -> FmtResult:
             return result
         for loaded in files:
             text = render(loaded.memory, project.settings.schema)
+            if lint:
+                text = fix_text(project, loaded.rel, loaded.memory)
             if text == loaded.text:
                 result.unchanged += 1
                 continue

@@ -30,6 +30,9 @@ def write_ops(
     retired or ambiguous ids) are in `result.warnings`. The file is the source of truth, so nothing the
     index does can undo or fail a write: see @@D-002.
     """
+    from memfiles.services.lint import clean_ops
+
+    ops = clean_ops(project, ops)  # bodies stored so that the file passes the lint rule set (docs/lint.md)
     result = Batch(project).apply(ops, request_id=request_id, allow_dangling=allow_dangling, problems=problems)
     warning = None
     if notify is not None and not result.replayed and (result.changed_ids or result.pruned):

@@ -1,0 +1,219 @@
+"""The language server's state: the project's workspace index, lint in a worker thread, the semantic boost.
+
+Every request first refreshes the workspace index by stat (cheap), so files saved by other tools or a
+branch switch are seen; open documents are re-diagnosed when anything changed. Lint diagnostics of
+memory files come from a worker thread: PyMarkdown is slow on a chunk it has not seen, and the reference
+and check diagnostics should not wait for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from memfiles import __version__
+from memfiles.config import find_root, load_settings
+from memfiles.contract import Finding
+from memfiles.errors import MemfilesError
+from memfiles.format.ids import ID_RE
+from memfiles.lsp import convert
+from memfiles.services.check import text_findings
+from memfiles.services.workspace import WorkspaceIndex, iter_refs
+from memfiles.store.project import Project
+
+log = logging.getLogger("memfiles.lsp")
+
+
+class MemfilesServer(LanguageServer):
+    """A pygls server holding the project's workspace index (None until a project is found)."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        super().__init__("memfiles", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.root_option = root
+        self.index: WorkspaceIndex | None = None
+        self.lint_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfiles-lint")
+        self.lint_cache: Any = None
+        self.lint_versions: dict[str, int] = {}
+        self.lint_tasks: set[asyncio.Task[None]] = set()
+        self.semantic = SemanticBoost()
+
+    # --- the project ------------------------------------------------------------------------------------
+
+    def open_project(self, root_path: str | None) -> None:
+        try:
+            # the editor's folder may be a package inside the project: the CLI's root rules decide
+            root = self.root_option or (find_root(Path(root_path)) if root_path else None)
+            settings = load_settings(root)
+        except MemfilesError as error:
+            self.window_show_message(
+                types.ShowMessageParams(types.MessageType.Warning, f"memfiles: no project here ({error})")
+            )
+            return
+        project = Project(settings)
+        self.index = WorkspaceIndex.open(project)
+
+    def fresh(self) -> WorkspaceIndex | None:
+        """The index, brought up to date with the disk; open documents are re-diagnosed if it changed."""
+        if self.index is None:
+            return None
+        if self.index.refresh():
+            self.publish_all()
+        return self.index
+
+    def text_of(self, uri: str) -> tuple[list[str], Path | None]:
+        """The document's lines as the editor holds them (or as on disk, for one not open)."""
+        try:
+            source = self.workspace.get_text_document(uri).source
+        except (OSError, UnicodeDecodeError):  # a document neither open nor readable: nothing to answer
+            source = ""
+        return source.split("\n"), convert.path_of(uri)
+
+    def ref_at(self, uri: str, position: types.Position) -> tuple[str, re.Match[str] | None, int, int]:
+        """The reference (or, in a memory file, bare id) under the cursor: (token, REF_RE match, start, end)."""
+        lines, path = self.text_of(uri)
+        if position.line >= len(lines):
+            return "", None, 0, 0
+        line = lines[position.line]
+        column = convert.from_utf16(line, position.character)
+        for match in iter_refs(line):
+            if match.start() <= column <= match.end():
+                return match.group(0), match, match.start(), match.end()
+        index = self.index
+        if index is not None and path is not None and index.is_memory_file(path):
+            for match in ID_RE.finditer(line):
+                if match.start() <= column <= match.end():
+                    return match.group(0), None, match.start(), match.end()
+        return "", None, 0, 0
+
+    def resolve_at(self, uri: str, position: types.Position):
+        index = self.fresh()
+        token, match, start, end = self.ref_at(uri, position)
+        if index is None or not token:
+            return None, token, start, end
+        resolution = index.resolve(match) if match is not None else index.resolve_id(token)
+        return resolution, token, start, end
+
+    # --- diagnostics --------------------------------------------------------------------------------------
+
+    def quick_diagnostics(self, uri: str) -> list[types.Diagnostic]:
+        """References that do not resolve, and in a memory file what `check` says about it."""
+        index = self.index
+        if index is None:
+            return []
+        lines, path = self.text_of(uri)
+        found = []
+        for number, line in enumerate(lines):
+            for match in iter_refs(line):
+                diagnostic = convert.ref_diagnostic(
+                    line, number, match.start(), match.end(), match.group(0), index.resolve(match)
+                )
+                if diagnostic is not None:
+                    found.append(diagnostic)
+        if path is not None and index.is_memory_file(path):
+            found.extend(convert.finding_diagnostic(lines, f) for f in self.check_findings(path, "\n".join(lines)))
+        return found
+
+    def check_findings(self, path: Path, text: str) -> list[Finding]:
+        index = self.index
+        assert index is not None
+        project = index.project
+        rel = project.rel(path)
+        others = [(f.rel, f.memory) for f in index.loaded_files() if f.rel != rel]
+        return text_findings(project, rel, text, others, set(index.pruned))
+
+    def publish(self, uri: str, extra: list[types.Diagnostic] | None = None) -> None:
+        diagnostics = self.quick_diagnostics(uri) + (extra or [])
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
+
+    def publish_all(self) -> None:
+        for uri in list(self.workspace.text_documents):
+            self.publish(uri)
+            self.schedule_lint(uri)
+
+    def schedule_lint(self, uri: str) -> None:
+        """Lint a memory file in the worker thread; publish when done, unless the document moved on."""
+        index = self.index
+        path = convert.path_of(uri)
+        if index is None or path is None or not index.is_memory_file(path):
+            return
+        document = self.workspace.get_text_document(uri)
+        version = document.version or 0
+        self.lint_versions[uri] = version
+        text = document.source
+        loop = asyncio.get_event_loop()
+
+        def work() -> list[Finding]:
+            from memfiles.services.lint import lint_text, open_cache
+
+            if self.lint_cache is None:
+                self.lint_cache = open_cache(index.project)
+            found = lint_text(index.project, index.project.rel(path), text, self.lint_cache)
+            self.lint_cache.save()
+            return found
+
+        async def later() -> None:
+            try:
+                found = await loop.run_in_executor(self.lint_pool, work)
+            except Exception as error:  # lint must never take the server down
+                log.warning("lint failed for %s: %s", uri, error)
+                return
+            if self.lint_versions.get(uri) != version or uri not in self.workspace.text_documents:
+                return
+            lines = document.source.split("\n")
+            self.publish(uri, [convert.finding_diagnostic(lines, f) for f in found])
+
+        self.lint_tasks.add(task := loop.create_task(later()))
+        task.add_done_callback(self.lint_tasks.discard)
+
+
+class SemanticBoost:
+    """Ids a running watcher finds nearest in meaning to the text around the cursor, with a rank bonus.
+
+    Never waits: the first completion at a place is lexical and sends the question to the watcher in a
+    worker thread; the editor asks again as the user types (the list is incomplete), and by then the answer
+    is here. Only a watcher already running is asked: the server never loads the model, so completion stays
+    fast and torch-free.
+    """
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfiles-semantic")
+        self.answers: dict[str, dict[str, float]] = {}
+        self.asked: set[str] = set()
+
+    def get(self, index: WorkspaceIndex, context: str) -> dict[str, float] | None:
+        from memfiles.services import ipc
+
+        settings = index.project.settings
+        if not context.strip() or not ipc.socket_path(settings).exists():
+            return None
+        key = context[-2000:]
+        if key in self.answers:
+            return self.answers[key]
+        if key not in self.asked:
+            self.asked.add(key)
+            self.pool.submit(self._ask, settings, key)
+        return None
+
+    def _ask(self, settings: Any, text: str) -> None:
+        from memfiles.services import ipc
+
+        try:
+            answer = ipc.request(settings, {"op": "search", "queries": [[text, 20]], "mode": "hybrid"}, 10.0)
+        except MemfilesError:
+            answer = None
+        finally:
+            self.asked.discard(text)
+        if answer:
+            hits = answer.get("results", [[]])[0]
+            if len(self.answers) > 256:
+                self.answers.clear()
+            self.answers[text] = {
+                hit["entry"]["id"]: 5.0 * (len(hits) - rank) / len(hits) for rank, hit in enumerate(hits)
+            }

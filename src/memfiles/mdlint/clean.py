@@ -1,0 +1,291 @@
+"""The write path's Markdown clean-up: rewrites that change how a body looks in a file, never what it says.
+
+Applied to every body and section intro the write path stores (after the prose is wrapped), so that
+what memfiles writes passes the lint rule set (docs/lint.md). Each step is one a reader of the rendered
+Markdown cannot see: tabs become spaces, trailing spaces go, a bare URL gets the angle brackets that
+make it the same link, `#tag` at a line start is escaped so it stays text, `*`/`+` bullets become the
+`-` the metadata uses, a list, heading or fence gets the blank line around it that it has in the
+rendering anyway, and a long list item or quote line is wrapped under its own marker. Code (fenced or
+indented) is left as written apart from trailing spaces. Stdlib only: no PyMarkdown on the write path.
+
+`fix_markup` is every step but wrapping; fmt uses it (fmt never re-wraps a body: @@D-006).
+"""
+
+from __future__ import annotations
+
+import re
+
+from memfiles.format.grammar import Fence, opens_fence
+
+_LIST = re.compile(r"^( {0,3})([-*+]|\d{1,9}[.)])( +)(?=\S)")
+_BULLET = re.compile(r"^(\s*)[*+]( +)(?=\S)")
+_THEMATIC = re.compile(r"^ {0,3}([-*_])( *\1){2,} *$")
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?: |$)")
+_HASH_WORD = re.compile(r"^( {0,3})(#+)(?=[^\s#])")
+_QUOTE = re.compile(r"^( {0,3}>+ ?)")
+_URL = re.compile(r"(?:https?|ftps?)://[^\s<>`\"]+")
+_RISKY = re.compile(r"^(?:#|[-*+]$|\d{1,9}[.)]$|>|\||=+$|-+$|\[\^?[^\]]*\]:)")
+
+
+def _risky_start(word: str) -> bool:
+    """A word that would start a block (heading, list, quote, table, fence...) if a wrap put it first."""
+    return bool(_RISKY.match(word)) or opens_fence(word)
+
+
+def _is_block_start(line: str) -> bool:
+    stripped = line.lstrip()
+    return bool(
+        not stripped
+        or _LIST.match(line)
+        or _HEADING.match(line)
+        or _QUOTE.match(line)
+        or stripped.startswith("|")
+        or opens_fence(line)
+        or line.startswith(("    ", "\t"))
+    )
+
+
+def _is_paragraph(line: str) -> bool:
+    return bool(line.strip()) and not _is_block_start(line)
+
+
+def _code_spans(line: str) -> list[tuple[int, int]]:
+    """Where the inline code spans of `line` are (start, end), so rewrites can keep out of them."""
+    spans = []
+    for match in re.finditer(r"(`+)(?:.*?[^`])?\1(?!`)", line):
+        spans.append(match.span())
+    return spans
+
+
+def _outside(spans: list[tuple[int, int]], position: int) -> bool:
+    return not any(start <= position < end for start, end in spans)
+
+
+def _bracket_urls(line: str) -> str:
+    spans = _code_spans(line)
+    out, last = [], 0
+    for match in _URL.finditer(line):
+        start, end = match.span()
+        url = match.group(0)
+        before = line[start - 1] if start else ""
+        if (before and before in "<[=") or line[max(0, start - 2) : start] == "](" or not _outside(spans, start):
+            continue
+        while url and url[-1] in ".,;:!?'\"":
+            url = url[:-1]
+        if url.endswith(")") and url.count("(") < url.count(")"):
+            url = url[:-1]
+        end = start + len(url)
+        out.append(line[last:start] + f"<{url}>")
+        last = end
+    out.append(line[last:])
+    return "".join(out)
+
+
+def _fence_roles(lines: list[str]) -> list[str]:
+    """For each line: "open", "close" or "in" for the lines of a fenced code block, "" outside one."""
+    fence = Fence()
+    roles = []
+    for number, line in enumerate(lines, start=1):
+        was_open = fence.marker is not None
+        inside = fence.feed(line, number)
+        if not inside:
+            roles.append("")
+        elif not was_open:
+            roles.append("open")
+        else:
+            roles.append("close" if fence.marker is None else "in")
+    return roles
+
+
+def fix_markup(text: str) -> str:
+    """Every clean-up step but wrapping; `text` is a body as the write path normalised it."""
+    lines = text.split("\n")
+    roles = _fence_roles(lines)
+    out: list[str] = []
+    after_code = False  # the previous line belongs to an indented code block
+    for index, line in enumerate(lines):
+        role = roles[index]
+        top_level = not line.startswith(" ")
+        if role:
+            if role == "open" and top_level and out and out[-1].strip():
+                out.append("")  # a fence gets a blank line above it (md031)
+            out.append(line.rstrip())
+            following = lines[index + 1] if index + 1 < len(lines) else ""
+            if role == "close" and top_level and following.strip():
+                out.append("")  # and below it
+            continue
+        code = line.startswith(("    ", "\t")) and (not out or not out[-1].strip() or out[-1].startswith("    "))
+        if code:
+            out.append(line.rstrip())
+            after_code = True
+            continue
+        line = line.expandtabs(4)
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        hard_break = line.endswith("  ") and not roles[min(index + 1, len(lines) - 1)] and _is_paragraph(following)
+        line = line.rstrip() + ("  " if hard_break and line.strip() else "")
+        if not _THEMATIC.match(line):
+            line = _BULLET.sub(r"\1-\2", line)
+        line = _HASH_WORD.sub(lambda m: m.group(1) + "\\" + m.group(2), line)
+        line = _bracket_urls(line)
+        new_list = (
+            _LIST.match(line) and not line.startswith(" ") and _marker(_open_list(out)) not in ("", _marker(line))
+        )
+        if out and out[-1].strip() and line.strip() and (_needs_blank(out[-1], line) or after_code or new_list):
+            out.append("")  # lists, quotes, headings and tables get a blank line around them (md032, md022, md058)
+        after_code = False
+        out.append(line)
+    return "\n".join(out)
+
+
+def _kind(line: str) -> str:
+    if line.startswith(" "):
+        return "indented"
+    if _LIST.match(line):
+        return "list"
+    if _HEADING.match(line):
+        return "heading"
+    if _QUOTE.match(line):
+        return "quote"
+    if line.startswith("|"):
+        return "table"
+    return "text"
+
+
+def _open_list(out: list[str]) -> str:
+    """The last top-level list item above, within the current block (no blank line between), or ""."""
+    for line in reversed(out):
+        if not line.strip():
+            return ""
+        if _LIST.match(line) and not line.startswith(" "):
+            return line
+    return ""
+
+
+def _marker(line: str) -> str:
+    """The kind of list a list line belongs to: `-` for bullets, `.` or `)` for ordered ones."""
+    match = _LIST.match(line)
+    return "" if match is None else match.group(2)[-1] if match.group(2)[-1] in ".)" else "-"
+
+
+def _needs_blank(previous: str, line: str) -> bool:
+    """Whether a blank line belongs between two non-blank lines; only where it changes no rendering: the
+    second line starts a block that would interrupt the first anyway."""
+    before, now = _kind(previous), _kind(line)
+    if "heading" in (before, now):
+        return True  # a heading is a block of one line: nothing before or after it can continue it
+    if now == "list":
+        return before not in ("list", "indented") or (before == "list" and _marker(previous) != _marker(line))
+    if now in ("quote", "table"):
+        return before != now
+    return before == "table"  # a line after a table without a pipe would be read as one more row
+
+
+def _prefixes(line: str) -> tuple[str, str, str] | None:
+    """(first-line prefix, continuation prefix, text) for a wrappable line, or None to leave it."""
+    quote = _QUOTE.match(line)
+    if quote:
+        prefix = quote.group(1) if quote.group(1).endswith(" ") else quote.group(1) + " "
+        return prefix, prefix, line[quote.end() :].strip()
+    item = _LIST.match(line)
+    if item:
+        return item.group(0), " " * len(item.group(0)), line[item.end() :].strip()
+    if _HEADING.match(line) or line.lstrip().startswith("|"):
+        return None
+    indent = line[: len(line) - len(line.lstrip())]
+    return indent, indent, line.strip()
+
+
+def _escape(word: str) -> str:
+    """`word` as it can start a continuation line and stay text (`\\#12`, `1\\.`, `\\-`)."""
+    if word[0] in "#>|=*+-`~[":
+        return "\\" + word
+    match = re.match(r"^(\d{1,9})([.)])$", word)
+    if match:
+        return f"{match.group(1)}\\{match.group(2)}"
+    return word
+
+
+def wrap_line(line: str, width: int) -> list[str]:
+    """A long list item, quote or paragraph line wrapped at `width` under its own marker."""
+    parts = _prefixes(line)
+    if parts is None:
+        return [line]
+    first, rest, text = parts
+    hard_break = line.endswith("  ")
+    spans = _code_spans(text)
+    lines: list[str] = []
+    current, has_words, position = first, False, 0
+    for word in text.split():
+        position = text.find(word, position)
+        in_code = not _outside(spans, position)
+        position += len(word)
+        risky = _risky_start(word)
+        if has_words and len(current) + 1 + len(word) > width and not (in_code and risky):
+            head, _, last = current.rpartition(" ")
+            if risky and head.strip() and len(head) > len(first) and not _risky_start(last):
+                lines.append(head)  # break one word earlier, so the risky word does not start a line
+                current = rest + last + " " + word
+            else:
+                lines.append(current)
+                current = rest + (_escape(word) if risky else word)
+        else:
+            current += (" " if has_words else "") + word
+        has_words = True
+    lines.append(current)
+    if hard_break:
+        lines[-1] += "  "
+    return lines
+
+
+def clean_body(text: str, width: int) -> str:
+    """`text` (a normalised body) as the write path stores it: `fix_markup`, then long lines wrapped."""
+    cleaned = fix_markup(text)
+    if width <= 0:
+        return cleaned
+    lines = cleaned.split("\n")
+    roles = _fence_roles(lines)
+    out: list[str] = []
+    for index, line in enumerate(lines):
+        code = line.startswith("    ") and (not out or not out[-1].strip() or out[-1].startswith("    "))
+        if roles[index] or code or len(line) <= width or " " not in line.strip():
+            out.append(line)
+            continue
+        out.extend(wrap_line(line, width))
+    return "\n".join(out)
+
+
+# --- when the clean-up's output can be trusted without PyMarkdown -------------------------------------
+
+_AUTOLINK = re.compile(r"<(?:https?|ftps?)://[^\s<>]+>")
+_SPAN = re.compile(r"(`+)(.+?)\1")
+_MARKUP = re.compile(r"[\[\]!|<>\\~]")
+_UNDERSCORE_EMPHASIS = re.compile(r"(?:^|[\s(])_|_(?:$|[\s).,;:!?])")
+_LOOSE_STAR = re.compile(r"(?:^|\s)\*+(?:\s|$)")
+_RISKY_LINE = re.compile(r"^(?:\s|#|\d{1,9}[.)]|-\s{2,}|[-=*_ ]{3,}$|-$)")
+
+
+def needs_scan(text: str, width: int) -> bool:
+    """False when `text`, as `clean_body` left it, provably passes the default rules: prose with inline
+    code, `*`/`**` emphasis, links the clean-up made, flat `-` lists and top-level ``` fences. Anything
+    else (headings, links, tables, quotes, nesting, ordered lists, ~~~ fences...) is for PyMarkdown to
+    judge; the write path only pays for starting it then."""
+    for role, line in zip(_fence_roles(text.split("\n")), text.split("\n"), strict=True):
+        if role:
+            if line.startswith((" ", "~")):
+                return True
+            continue
+        if not line.strip():
+            continue
+        if _RISKY_LINE.match(line) or (width > 0 and len(line) > width and " " in line.strip()):
+            return True
+        line = _AUTOLINK.sub("", line.removeprefix("\\#"))
+        for span in _SPAN.finditer(line):
+            content = span.group(2)
+            if content != content.strip() and content.strip():
+                return True  # spaces inside a code span (md038)
+        line = _SPAN.sub("", line)
+        if _MARKUP.search(line) or _UNDERSCORE_EMPHASIS.search(line) or _LOOSE_STAR.search(line) or "`" in line:
+            return True
+        if _URL.search(line):
+            return True  # a URL the clean-up left bare
+    return False

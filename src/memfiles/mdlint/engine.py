@@ -1,0 +1,350 @@
+"""PyMarkdown over memory files: cut into chunks, scanned (or fixed) in one run, remembered by content.
+
+PyMarkdown's time grows faster than the length of a file (a 300-line file takes seconds), so a file is
+cut into chunks at its section and entry headings; each chunk is scanned on its own, with a synthetic
+`# ...` line above it so that a stray level-1 heading in a body still counts as a second title. The
+generated index (the tool's own output, long lines by design) and `## Manual` (the user's own, which
+no tool edits) are not linted. A cache keyed by the chunk's text and the configuration means an
+unchanged entry is never scanned twice: `check` on an unchanged project does not even import PyMarkdown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memfiles.errors import ConfigError
+from memfiles.format.grammar import (
+    BOM,
+    META_RE,
+    Fence,
+    any_entry_heading,
+    is_manual_heading,
+    section_name,
+    split_lines,
+)
+from memfiles.format.toc import INDEX_END, INDEX_START_PREFIX
+from memfiles.mdlint.rules import LintConfig
+
+# Above every chunk but a file's first: a title, so that a body's `# Heading` is a second one (md025).
+PREFIX = "# memfiles lint chunk\n\n"
+PREFIX_LINES = 2
+# Rules PyMarkdown's fix mode repairs (`pymarkdown plugins list`, column FIX) and those the memfiles
+# cleaner repairs (mdlint.clean): fmt fixes both kinds.
+PYMARKDOWN_FIXABLE = frozenset(
+    [
+        "md004",
+        "md005",
+        "md007",
+        "md009",
+        "md010",
+        "md012",
+        "md019",
+        "md021",
+        "md023",
+        "md027",
+        "md029",
+        "md030",
+        "md031",
+        "md035",
+        "md037",
+        "md038",
+        "md039",
+        "md044",
+        "md046",
+        "md047",
+        "md048",
+    ]
+)
+CLEANER_FIXABLE = frozenset(["md022", "md032", "md034", "md018"])
+FIXABLE = PYMARKDOWN_FIXABLE | CLEANER_FIXABLE
+
+
+@functools.cache
+def engine_version() -> str:
+    """PyMarkdown's version, read without importing it (the cache must notice an upgrade)."""
+    spec = importlib.util.find_spec("pymarkdown")
+    if spec is None or not spec.submodule_search_locations:
+        return "missing"
+    try:
+        text = (Path(next(iter(spec.submodule_search_locations))) / "version.py").read_text(encoding="utf-8")
+    except OSError:
+        return "unknown"
+    match = re.search(r"""__version__\s*=\s*["']([^"']+)""", text)
+    return match.group(1) if match else "unknown"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Lines `start`.. (1-based, in the file) of a file, scanned as one document (with PREFIX if `prefixed`)."""
+
+    start: int
+    text: str
+    prefixed: bool
+    # File lines of entry metadata (`- key: value`): one line per key by the format, never wrapped.
+    meta_lines: frozenset[int] = frozenset()
+    # File lines inside fenced code (PyMarkdown loses track of them after a table: see code_tabs_allowed).
+    code_lines: frozenset[int] = frozenset()
+
+    @property
+    def document(self) -> str:
+        return PREFIX + self.text if self.prefixed else self.text
+
+    def key(self, config: LintConfig) -> str:
+        return hashlib.sha256(f"{config.digest}\0{self.document}".encode()).hexdigest()[:32]
+
+    def file_line(self, line: int) -> int | None:
+        """The file line of a line of `document`, or None for a line of the synthetic prefix."""
+        if self.prefixed:
+            line -= PREFIX_LINES
+            if line < 1:
+                return None
+        return self.start + line - 1
+
+
+@dataclass(frozen=True)
+class RawFinding:
+    """One PyMarkdown finding, at a line of a file."""
+
+    line: int
+    column: int
+    rule: str  # lower case: md009
+    name: str
+    message: str
+
+    @property
+    def fixable(self) -> bool:
+        return self.rule in FIXABLE
+
+
+def chunks(text: str) -> list[Chunk]:
+    """`text` cut at its `##` and entry headings, without the generated index and `## Manual`."""
+    lines = split_lines(text.removeprefix(BOM))  # a byte-order mark is the file's encoding, not its first line
+    if lines and lines[-1] == "":
+        lines.pop()
+    found: list[Chunk] = []
+    current: list[str] = []
+    start = 1
+    fence = Fence()
+    in_index = False
+
+    def close(next_start: int) -> None:
+        nonlocal current, start
+        if current and not current[-1].strip():
+            current.pop()  # the one blank line that separates blocks belongs to neither
+        if any(line.strip() for line in current):
+            text = "\n".join(current) + "\n"
+            found.append(
+                Chunk(start, text, bool(found) or start > 1, _meta_lines(current, start), fenced_lines(current, start))
+            )
+        current, start = [], next_start
+
+    for number, line in enumerate(lines, start=1):
+        if in_index:
+            if line.strip() == INDEX_END:
+                in_index = False
+                close(number + 1)
+            continue
+        if fence.feed(line, number):
+            current.append(line)
+            continue
+        if line.strip().startswith(INDEX_START_PREFIX):
+            close(number)
+            in_index = True
+            continue
+        if is_manual_heading(line):
+            break
+        if (section_name(line) is not None or any_entry_heading(line)) and current:
+            close(number)
+        current.append(line)
+    close(len(lines) + 1)
+    return [_drop_leading_blanks(chunk) for chunk in found]
+
+
+def fenced_lines(lines: list[str], start: int) -> frozenset[int]:
+    """The numbers (from `start`) of the lines of fenced code blocks, fences included."""
+    fence = Fence()
+    return frozenset(start + offset for offset, line in enumerate(lines) if fence.feed(line, offset + 1))
+
+
+def code_tabs_allowed(config: LintConfig) -> bool:
+    """md010 with `code_blocks = false`: PyMarkdown forgets it in a fence that follows a table, so memfiles
+    drops those findings itself."""
+    return config.settings.get("plugins", {}).get("md010", {}).get("code_blocks", True) is False
+
+
+def _meta_lines(lines: list[str], start: int) -> frozenset[int]:
+    found: set[int] = set()
+    in_meta = False
+    for offset, line in enumerate(lines):
+        if any_entry_heading(line):
+            in_meta = True
+        elif in_meta and META_RE.match(line):
+            found.add(start + offset)
+        elif in_meta and found:
+            in_meta = False
+    return frozenset(found)
+
+
+def _drop_leading_blanks(chunk: Chunk) -> Chunk:
+    lines = chunk.text.split("\n")
+    skip = 0
+    while skip < len(lines) and not lines[skip].strip():
+        skip += 1
+    if not skip:
+        return chunk
+    return Chunk(chunk.start + skip, "\n".join(lines[skip:]), chunk.prefixed, chunk.meta_lines, chunk.code_lines)
+
+
+def _api(config: LintConfig, folder: Path) -> Any:
+    from pymarkdown.api import PyMarkdownApi
+
+    settings = folder / "pymarkdown.json"
+    settings.write_text(json.dumps(config.settings), encoding="utf-8")
+    # strict: a value PyMarkdown cannot use is an error naming it, not a silent fall-back to its default
+    return PyMarkdownApi().configuration_file_path(str(settings)).enable_strict_configuration()
+
+
+def _config_error(config: LintConfig, error: Exception) -> ConfigError:
+    where = config.source or "the memfiles lint defaults"
+    return ConfigError(f"{where}: [tool.pymarkdown] was refused by PyMarkdown: {error}")
+
+
+def scan_documents(documents: list[str], config: LintConfig) -> list[list[tuple[int, int, str, str, str]]]:
+    """Each document's findings as (line, column, rule, name, message), from one PyMarkdown run."""
+    if not documents:
+        return []
+    from pymarkdown.api import PyMarkdownApiException
+
+    results: list[list[tuple[int, int, str, str, str]]] = [[] for _ in documents]
+    with tempfile.TemporaryDirectory(prefix="memfiles-lint-") as name:
+        folder = Path(name)
+        names = {}
+        for number, document in enumerate(documents):
+            path = folder / f"{number:06d}.md"
+            path.write_text(document, encoding="utf-8")
+            names[os.path.realpath(path)] = number
+        try:
+            scanned = _api(config, folder).scan_path(str(folder))
+        except PyMarkdownApiException as error:
+            raise _config_error(config, error) from error
+        for failure in scanned.scan_failures:
+            number = names.get(os.path.realpath(failure.scan_file))
+            if number is None:
+                continue
+            extra = (failure.extra_error_information or "").strip()
+            message = failure.rule_description + (f" {extra}" if extra else "")
+            results[number].append(
+                (failure.line_number, failure.column_number, failure.rule_id.lower(), failure.rule_name, message)
+            )
+    return results
+
+
+def fix_documents(documents: list[str], config: LintConfig) -> list[str]:
+    """Each document as PyMarkdown's fix mode leaves it (unchanged when nothing is fixable)."""
+    if not documents:
+        return []
+    from pymarkdown.api import PyMarkdownApiException
+
+    with tempfile.TemporaryDirectory(prefix="memfiles-fix-") as name:
+        folder = Path(name)
+        paths = []
+        for number, document in enumerate(documents):
+            path = folder / f"{number:06d}.md"
+            path.write_text(document, encoding="utf-8")
+            paths.append(path)
+        try:
+            _api(config, folder).fix_path(str(folder))
+        except PyMarkdownApiException as error:
+            raise _config_error(config, error) from error
+        return [path.read_text(encoding="utf-8") for path in paths]
+
+
+class LintCache:
+    """Findings by chunk key, in one JSON file under the tool's state folder; a broken file is ignored."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.data: dict[str, list[list[Any]]] = {}
+        self.used: set[str] = set()
+        self.dirty = False
+        if path is not None:
+            with contextlib.suppress(OSError, ValueError):
+                loaded = json.loads(path.read_text(encoding="utf-8"))
+                if isinstance(loaded, dict) and isinstance(loaded.get("chunks"), dict):
+                    self.data = loaded["chunks"]
+
+    def get(self, key: str) -> list[list[Any]] | None:
+        found = self.data.get(key)
+        if found is not None:
+            self.used.add(key)
+        return found
+
+    def put(self, key: str, findings: list[list[Any]]) -> None:
+        self.data[key] = findings
+        self.used.add(key)
+        self.dirty = True
+
+    def save(self, prune: bool = False) -> None:
+        """Write the cache (atomically; a failure only costs a rescan). `prune` keeps only keys used now."""
+        if self.path is None or not (self.dirty or (prune and set(self.data) - self.used)):
+            return
+        data = {key: value for key, value in self.data.items() if not prune or key in self.used}
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            temp.write_text(json.dumps({"version": 1, "chunks": data}), encoding="utf-8")
+            os.replace(temp, self.path)
+
+
+def lint_texts(
+    texts: Iterable[str], config: LintConfig, cache: LintCache | None = None, progress: Any = None
+) -> list[list[RawFinding]]:
+    """The findings of each text, sorted by line; only chunks the cache does not know are scanned."""
+    cache = cache or LintCache(None)
+    cut = [chunks(text) for text in texts]
+    todo: dict[str, str] = {}
+    for file_chunks in cut:
+        for chunk in file_chunks:
+            key = chunk.key(config)
+            if cache.get(key) is None and key not in todo:
+                todo[key] = chunk.document
+    if todo:
+        keys = list(todo)
+        step = 200  # one PyMarkdown run per batch: its start-up is paid once, progress can move
+        for begin in range(0, len(keys), step):
+            batch = keys[begin : begin + step]
+            for key, found in zip(batch, scan_documents([todo[k] for k in batch], config), strict=True):
+                cache.put(key, [list(item) for item in found])
+            if progress is not None:
+                progress(len(batch))
+    results: list[list[RawFinding]] = []
+    tabs_in_code = code_tabs_allowed(config)
+    for file_chunks in cut:
+        found: list[RawFinding] = []
+        for chunk in file_chunks:
+            for line, column, rule, name, message in cache.get(chunk.key(config)) or []:
+                where = chunk.file_line(line)
+                if where is None or not config.enabled(rule) or (rule == "md013" and where in chunk.meta_lines):
+                    continue
+                if rule == "md010" and where in chunk.code_lines and tabs_in_code:
+                    continue
+                found.append(RawFinding(where, column, rule, name, message))
+        results.append(sorted(found, key=lambda f: (f.line, f.column, f.rule)))
+    return results
+
+
+def pending(texts: Iterable[str], config: LintConfig, cache: LintCache) -> int:
+    """How many chunks of `texts` the cache does not know (what a run would have to scan)."""
+    keys = {chunk.key(config) for text in texts for chunk in chunks(text)}
+    return sum(1 for key in keys if key not in cache.data)

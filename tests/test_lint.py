@@ -1,0 +1,224 @@
+"""The Markdown lint rule set: check reports it, fmt fixes what it can, the write path never fails it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memfiles.config import load_settings
+from memfiles.services.lint import lint_project
+from memfiles.store.project import Project
+from tests.conftest import REPO, Run, snapshot
+
+LONG = " ".join(["word"] * 80)  # a 399-character line
+BROKEN = {
+    "md009": "Trailing spaces at the end.   ",
+    "md010": "A\ttab in prose.",
+    "md012": "Before three blank lines.\n\n\n\nAfter them.",
+    "md013": LONG,
+    "md034": "See https://example.com/page for more.",
+    "md018": "#heading-without-space",
+}
+MANUAL = "## Manual\n\nMy own list, with a bare https://example.org and trailing spaces   \n\n\n\n* star bullet\n"
+
+
+def _hand_edit(root: Path, run: Run) -> Path:
+    """A decision added through the CLI, then its body made messy by hand, with a messy Manual below."""
+    result = run("add", "--kind", "decision", "--title", "A clean entry", "--area", "lint", "--body", "Clean.")
+    assert result.exit_code == 0, result.output
+    path = root / "memory" / "decisions.md"
+    text = path.read_text(encoding="utf-8")
+    body = "\n\n".join(BROKEN.values()) + "\n\n* star bullet\n* another"
+    text = text.replace("Clean.\n", body + "\n")
+    text = text[: text.index("## Manual")] + MANUAL
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _codes(output: str) -> set[str]:
+    return {line.split(": ")[1].split()[0] for line in output.splitlines() if ": md" in line}
+
+
+def test_check_reports_each_rule_on_the_issue_examples(root: Path, run: Run) -> None:
+    """Trailing spaces, a tab, three blank lines, a 400-character line, a bare URL and #heading each fire."""
+    _hand_edit(root, run)
+    result = run("check")
+    assert result.exit_code == 1
+    assert _codes(result.output) >= set(BROKEN) | {"md004"}
+    assert "memory/decisions.md:" in result.output and ": md009 no-trailing-spaces: " in result.output
+
+
+def test_check_json_has_lint_findings_as_contract_findings(root: Path, run: Run) -> None:
+    """`check --json` lists lint findings as finding objects: code, severity, path, line, detail."""
+    _hand_edit(root, run)
+    result = run("check", "--json")
+    findings = json.loads(result.output)["findings"]
+    md013 = next(f for f in findings if f["code"] == "md013")
+    assert md013["severity"] == "warning" and md013["path"] == "memory/decisions.md"
+    assert md013["detail"]["fixable"] is False and md013["detail"]["rule"] == "line-length"
+    assert isinstance(md013["line"], int)
+
+
+def test_the_manual_is_not_linted(root: Path, run: Run) -> None:
+    """Nothing under `## Manual` is reported: it is the user's own and no tool edits it."""
+    path = _hand_edit(root, run)
+    manual_line = path.read_text(encoding="utf-8").split("\n").index("## Manual") + 1
+    findings = json.loads(run("check", "--json").output)["findings"]
+    assert findings and all(f["line"] < manual_line for f in findings)
+
+
+def test_no_lint_skips_the_rule_set(root: Path, run: Run) -> None:
+    """`check --no-lint` reports none of the lint findings."""
+    _hand_edit(root, run)
+    result = run("check", "--no-lint")
+    assert not _codes(result.output)
+
+
+def test_fmt_fixes_the_fixable_and_leaves_manual_and_metadata(root: Path, run: Run) -> None:
+    """fmt fixes trailing spaces, tabs, blank lines, bare URLs, #heading and bullets; Manual and metadata stay."""
+    path = _hand_edit(root, run)
+    before = path.read_text(encoding="utf-8")
+    assert run("fmt").exit_code == 0
+    after = path.read_text(encoding="utf-8")
+    assert after.endswith(MANUAL)  # byte for byte
+    assert before.split("\n### D-001")[1].split("\n\n")[0] == after.split("\n### D-001")[1].split("\n\n")[0]
+    assert "<https://example.com/page>" in after and "\\#heading-without-space" in after
+    assert "- star bullet" in after.split("## Manual")[0]
+    result = run("check")
+    assert _codes(result.output) == {"md013"}  # fmt never re-wraps prose
+    assert run("fmt", "--check").exit_code == 0
+
+
+def test_fmt_no_lint_leaves_lint_findings(root: Path, run: Run) -> None:
+    """`fmt --no-lint` only renders the canonical form; the lint findings remain."""
+    _hand_edit(root, run)
+    run("fmt", "--no-lint")
+    assert _codes(run("check").output) >= set(BROKEN)
+
+
+def test_user_overrides_in_tool_pymarkdown(root: Path, run: Run) -> None:
+    """[tool.pymarkdown] in pyproject.toml turns a rule off or re-configures it."""
+    _hand_edit(root, run)
+    (root / "pyproject.toml").write_text(
+        "[tool.pymarkdown]\nplugins.md013.line_length = 500\nplugins.md009.enabled = false\n", encoding="utf-8"
+    )
+    codes = _codes(run("check").output)
+    assert "md013" not in codes and "md009" not in codes and "md010" in codes
+
+
+def test_a_bad_override_is_a_clear_error(root: Path, run: Run) -> None:
+    """A [tool.pymarkdown] rule that is not a table is refused with the file named, exit 2."""
+    _hand_edit(root, run)
+    (root / "pyproject.toml").write_text("[tool.pymarkdown]\nplugins.md013 = 5\n", encoding="utf-8")
+    result = run("check")
+    assert result.exit_code == 2
+    assert "pyproject.toml" in result.output and "md013" in result.output
+
+
+def test_write_path_refuses_a_body_it_cannot_clean(root: Path, run: Run) -> None:
+    """A body with an empty link is refused naming the line and rule, and nothing is written."""
+    run("add", "--kind", "decision", "--title", "First", "--area", "x", "--body", "Fine.")
+    before = snapshot(root)
+    result = run("add", "--kind", "decision", "--title", "Second", "--area", "x", "--body", "Text\n\nSee [this]().")
+    assert result.exit_code == 2
+    assert "body line 3" in result.output and "md042" in result.output
+    assert snapshot(root) == before
+
+
+def test_write_path_cleans_the_issue_examples(root: Path, run: Run) -> None:
+    """A body with every issue example is stored so that the file passes the rule set."""
+    body = "\n\n".join(BROKEN.values()) + "\n\n* star\n* bullets\nText\n- a list after text"
+    result = run("add", "--kind", "decision", "--title", "Messy", "--area", "x", "--body", body)
+    assert result.exit_code == 0, result.output
+    assert run("check").exit_code == 0, run("check").output
+
+
+_FRAGMENTS = st.sampled_from(
+    [
+        "Plain prose about the parser.",
+        LONG,
+        "A line with trailing spaces   ",
+        "A\ttab",
+        "See https://example.com/a_b?x=1.",
+        "#tag at the start",
+        "issue #12 in the middle",
+        "* a star bullet",
+        "+ a plus bullet",
+        "- a dash bullet " + "with words " * 12,
+        "1. first step",
+        "> a quote " + "quoted " * 20,
+        "Uses `inline code` and *emphasis* and **strong**.",
+        "```\ncode\twith tab   \n```",
+        "~~~python\nprint('x')\n~~~",
+        "    indented code",
+        "#### A sub-heading",
+        "| a | b |\n| - | - |\n| 1 | 2 |",
+        "",
+        "",
+        "1 + 1 = 2 and 3 - 1 = 2",
+        "Run `make test`, then **bold** and *italic* words, snake_case_names and 2 * 3.",
+        'see (https://example.com/x) and "https://example.com/y"',
+        "A [link](https://example.com) and `` code with `tick` ``",
+        "- item one\n- item two\n  continued",
+    ]
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    parts=st.lists(_FRAGMENTS, min_size=1, max_size=8),
+    separators=st.lists(st.sampled_from(["\n", "\n\n", "\n\n\n"]), min_size=8, max_size=8),
+)
+def test_write_path_never_writes_a_file_that_fails_the_rules(
+    tmp_path_factory, parts: list[str], separators: list[str]
+) -> None:
+    """Whatever mix of Markdown a body holds, add stores it so that lint finds nothing in the file."""
+    from click.testing import CliRunner
+
+    from memfiles.cli.main import cli
+
+    root = tmp_path_factory.mktemp("hypo")
+    (root / "memory").mkdir()
+    body = "".join(part + sep for part, sep in zip(parts, separators, strict=False)).strip() or "x"
+    result = CliRunner().invoke(
+        cli, ["--root", str(root), "add", "--kind", "lesson", "--title", "T", "--area", "a", "--body", body]
+    )
+    if result.exit_code == 2:  # only what the author must decide: two sibling headings alike, or nothing at all
+        assert "md024 no-duplicate-heading" in result.output or "body is empty" in result.output, result.output
+        return
+    assert result.exit_code == 0, result.output
+    findings = lint_project(Project(load_settings(root)))
+    assert not findings, [str(f) for f in findings]
+
+
+def test_the_projects_own_memory_and_sample_domains_pass() -> None:
+    """memory/ of this repository, memory/synthesis and memory/sta included, has no lint finding."""
+    project = Project(load_settings(REPO))
+    assert not [str(f) for f in lint_project(project)]
+
+
+def test_override_values_pymarkdown_refuses_are_errors(root: Path, run: Run) -> None:
+    """A bad value, an unknown rule id or a non-table is exit 2 naming pyproject.toml, never a silent default."""
+    _hand_edit(root, run)
+    for setting, words in (
+        ("plugins.md013.line_length = -1", "line_length"),
+        ("plugins.md999.enabled = false", "md999"),
+        ("plugins = 3", "plugins"),
+    ):
+        (root / "pyproject.toml").write_text(f"[tool.pymarkdown]\n{setting}\n", encoding="utf-8")
+        result = run("check")
+        assert result.exit_code == 2, (setting, result.output)
+        assert "pyproject.toml" in result.output and words in result.output
+
+
+def test_write_path_refuses_a_title_that_fails_the_rules(root: Path, run: Run) -> None:
+    """A title the rules refuse (spaces inside emphasis) is refused on add and on set, naming the rule."""
+    run("add", "--kind", "decision", "--title", "First", "--area", "x", "--body", "Fine.")
+    before = snapshot(root)
+    for args in (("add", "--kind", "decision", "--area", "x", "--body", "Plain."), ("set", "D-001")):
+        result = run(*args, "--title", "Spaces * in * emphasis")
+        assert result.exit_code == 2 and "title: md037" in result.output, result.output
+    assert snapshot(root) == before
