@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json
-from memfiles.services.audit import SEVERE, audit_project
+from memfiles.services.audit import SEVERE, audit_project, layer_findings
 from memfiles.services.check import check_project, format_project
 from memfiles.services.refs import scan_references
 
@@ -84,12 +84,16 @@ def audit(app: App, stale_days: int | None, as_json: bool) -> None:
         if stale_days is not None:
             project.settings = dataclasses.replace(project.settings, stale_days=stale_days)
         findings = audit_project(project)
+        layers = layer_findings(project)
     if as_json:
-        print_json([finding.as_json() for finding in findings])
+        print_json([finding.as_json() for finding in [*findings, *layers]])
     else:
         for finding in findings:
             click.echo(f"{finding.kind}: {finding}")
-    raise SystemExit(1 if any(f.kind in SEVERE for f in findings) else 0)
+        for layer_finding in layers:
+            click.echo(str(layer_finding))
+    severe = any(f.kind in SEVERE for f in findings) or any(f.severity != "info" for f in layers)
+    raise SystemExit(1 if severe else 0)
 
 
 @click.command()

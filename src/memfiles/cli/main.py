@@ -10,8 +10,11 @@ from memfiles import __version__
 from memfiles.cli.app import App, root_option
 from memfiles.cli.checks import audit, check, fmt, refs
 from memfiles.cli.distill_cmds import distil, dupes
+from memfiles.cli.agent_cmds import mcp, persona, promote
 from memfiles.cli.index_cmds import backfill, status, watch
+from memfiles.cli.recall_cmd import recall
 from memfiles.cli.reads import list_entries, show
+from memfiles.cli.working_cmds import working
 from memfiles.cli.writes import add, import_ops, prune, retire, set_entry
 
 
@@ -57,5 +60,10 @@ for command in (
     status,
     distil,
     dupes,
+    working,
+    recall,
+    promote,
+    persona,
+    mcp,
 ):
     cli.add_command(command)

@@ -9,7 +9,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from memfiles.format.ids import ID_RE
+from memfiles.format.ids import HIDDEN_KINDS, ID_RE
 from memfiles.index.catalog import Catalog, IndexDoc
 from memfiles.index.chroma import VectorStore
 from memfiles.index.embedder import Embedder
@@ -37,10 +37,17 @@ class Filters:
     status: str | None = None
     path: str | None = None  # a glob over paths relative to the root
     since: str | None = None  # YYYY-MM-DD
+    # Kinds left out unless `kind` names one: run-scoped working memory is not a default search hit.
+    hidden: tuple[str, ...] = HIDDEN_KINDS
+
+    @property
+    def hides(self) -> tuple[str, ...]:
+        return tuple(self.hidden) if self.kind is None else ()
 
     def accepts(self, doc: IndexDoc) -> bool:
         return (
             (self.kind is None or doc.kind == self.kind)
+            and doc.kind not in self.hides
             and (self.area is None or doc.area == self.area)
             and (self.status is None or doc.status == self.status)
             and (self.path is None or fnmatch.fnmatch(doc.path, self.path))
@@ -52,6 +59,8 @@ class Filters:
         for key in ("kind", "area", "status"):
             if getattr(self, key) is not None:
                 clauses.append({key: getattr(self, key)})
+        if self.hides:
+            clauses.append({"kind": {"$nin": list(self.hides)}})
         if self.path is not None:
             paths = sorted({d.path for d in catalog.docs.values() if fnmatch.fnmatch(d.path, self.path)})
             clauses.append({"path": {"$in": paths or ["\0none"]}})
@@ -71,6 +80,11 @@ class Filters:
             if wanted is not None:
                 codes, values = catalog.column(key)
                 keep &= codes == (values.index(wanted) if wanted in values else -1)
+        if self.hides:
+            codes, values = catalog.column("kind")
+            hidden = [n for n, value in enumerate(values) if value in self.hides]
+            if hidden:
+                keep &= ~np.isin(codes, hidden)
         if self.path is not None:
             codes, values = catalog.column("path")
             matching = [n for n, value in enumerate(values) if fnmatch.fnmatch(value, self.path)]
@@ -82,7 +96,8 @@ class Filters:
 
     @property
     def active(self) -> bool:
-        return any(getattr(self, key) is not None for key in ("kind", "area", "status", "path", "since"))
+        keys = ("kind", "area", "status", "path", "since")
+        return bool(self.hides) or any(getattr(self, key) is not None for key in keys)
 
 
 @dataclass(frozen=True)
@@ -197,6 +212,8 @@ class Searcher:
         allowed = int(mask.sum())
         if allowed == 0:
             return {}
+        if allowed == total:  # nothing hidden is indexed: the unfiltered query is exact
+            return dict(self.store.query(vector, min(depth, total)))
         if allowed <= BY_ID_LIMIT:
             ids = [self.catalog.order[r] for r in np.flatnonzero(mask)]
             stored = self.store.vectors(ids)

@@ -7,6 +7,7 @@ import datetime as dt
 import re
 from dataclasses import asdict, dataclass
 
+from memfiles.contract import Finding as ContractFinding
 from memfiles.format.ids import ID_RE, RETIRED
 from memfiles.store.ledger import Ledger
 from memfiles.store.project import Located, Project
@@ -120,3 +121,13 @@ def audit_project(project: Project, today: dt.date | None = None) -> list[Findin
             )
         )
     return findings
+
+
+def layer_findings(project: Project) -> list[ContractFinding]:
+    """The memory layers' findings, as contract findings: evidence that names nothing, procedures and
+    insights without evidence, and episodes repeated often enough to promote."""
+    from memfiles.services.evidence import evidence_findings
+    from memfiles.services.promote import promotion_candidates
+
+    entries = list(project.entries())
+    return [*evidence_findings(project, entries), *promotion_candidates(project, entries)]

@@ -166,6 +166,11 @@ class Watcher:
                     for q, k in request["queries"]
                 ]
             return {"ok": True, "results": results}
+        if op == "search_many":  # several filtered searches in one round trip (recall's layers)
+            from memfiles.services.recall import search_many
+
+            with self.mutex:
+                return {"ok": True, "results": search_many(self.searcher, request["items"])}
         if op == "similar":
             from memfiles.index.search import Filters
             from memfiles.services.index import nearest

@@ -32,10 +32,10 @@ TEXT_FIELDS = (
     "last_seen",
     "contradicted",
 )
-LIST_FIELDS = ("refs", "tags", "evidence")
+LIST_FIELDS = ("refs", "tags", "evidence", "promoted")
 # What an entry op may set: everything of an entry but its id, plus where it lives (file, section).
 _ENTRY_FIELDS = frozenset(
-    "file title area status date body section refs tags source confirmed last_seen evidence contradicted".split()  # noqa: SIM905
+    "file title area status date body section refs tags source confirmed last_seen evidence contradicted promoted".split()  # noqa: SIM905
 )
 ALLOWED = {
     "add": _ENTRY_FIELDS | {"kind"},
@@ -76,7 +76,7 @@ def _ids(position: int, name: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise OpError(position, f"{name} must be a list of text")
     items = tuple(item.strip() for item in value if item.strip())
-    if name in ("refs",):
+    if name in ("refs", "promoted"):
         for item in items:
             if not FULL_ID_RE.match(item):
                 raise OpError(position, f"{name}: {item!r} is not an id (like D-476)")
