@@ -8,7 +8,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from memfiles.contract import Finding as ContractFinding
-from memfiles.format.ids import ID_RE, RETIRED
+from memfiles.format.ids import HIDDEN_KINDS, ID_RE, RETIRED
 from memfiles.store.ledger import Ledger
 from memfiles.store.project import Located, Project
 
@@ -76,7 +76,10 @@ def audit_project(project: Project, today: dt.date | None = None) -> list[Findin
                 findings.append(Finding("retired-ref", path, int(line), f"{entry.id} refers to retired {ref}{hint}"))
 
     titles: dict[str, Located] = {}
+    hidden = {k.prefix for k in project.settings.schema.kinds if k.name in HIDDEN_KINDS}
     for located in entries:
+        if located.entry.prefix in hidden:  # a run's state repeats its goal, and its episode does too
+            continue
         key = re.sub(r"\s+", " ", located.entry.title.strip().lower())
         if key in titles:
             first = titles[key]

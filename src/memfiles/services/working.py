@@ -184,7 +184,8 @@ def runs(project: Project) -> list[tuple[str, str]]:
             continue
         try:
             state = load(project, path.stem)
-        except MemfilesError:
+        except (MemfilesError, UnicodeDecodeError) as error:
+            found.append((path.stem, f"unreadable: {error}"))
             continue
         if state is not None:
             found.append((path.stem, state.status))
@@ -196,11 +197,16 @@ def resolve_run(project: Project, run: str | None) -> str:
     run = run or os.environ.get(RUN_ENV) or None
     if run:
         return check_run(run)
-    active = [name for name, status in runs(project) if status == "active"]
+    found = runs(project)
+    active = [name for name, status in found if status == "active"]
     if len(active) == 1:
         return active[0]
+    broken = "".join(f"; {status}" for _name, status in found if status.startswith("unreadable"))
     if not active:
-        raise WorkingError(f"no active run: start one with `memfiles working start --goal ...`, or pass --run (or set {RUN_ENV})")
+        raise WorkingError(
+            f"no active run: start one with `memfiles working start --goal ...`, or pass --run (or set {RUN_ENV})"
+            + broken
+        )
     raise WorkingError(f"several runs are active ({', '.join(active)}): pass --run or set {RUN_ENV}")
 
 
@@ -350,8 +356,8 @@ class Working:
         """Close the run; with `episode`, record it as an episode first (idempotent on a re-run)."""
         state = require(self.project, resolve_run(self.project, run))
         outcome = _one_line("outcome", outcome)
-        episode_id = None
-        if episode:
+        episode_id = next((i for i in state.promoted if i.startswith(self._episode_prefix())), None)
+        if episode and episode_id is None:
             op = normalize_automated(episode_op(state, outcome, title), self.project.settings.schema)
             result = self._write([op], request_id=f"working-end-{state.run}-{state.id}")
             episode_id = result.added[0]
@@ -359,9 +365,13 @@ class Working:
         extra: dict[str, Any] = {"status": "ended"}
         if promoted:
             extra["promoted"] = promoted
-        if state.status != "ended" or episode_id:
+        if state.status != "ended" or promoted != state.promoted:
             self._write([self._state_op(state, state.values, **extra)])
-        return require(self.project, state.run), episode_id
+        return require(self.project, state.run), episode_id if episode else None
+
+    def _episode_prefix(self) -> str:
+        kind = self.project.settings.schema.kind("episode")
+        return f"{kind.prefix}-" if kind else "E-"
 
 
 def episode_op(state: WorkingState, outcome: str | None, title: str | None) -> dict[str, Any]:
