@@ -80,8 +80,11 @@ def persona(app: App, as_json: bool) -> None:
 
 
 @click.command()
+@click.option(
+    "--no-watch", is_flag=True, help="Do not start a watcher in this process when none runs (open the store per call)."
+)
 @pass_app
-def mcp(app: App) -> None:
+def mcp(app: App, no_watch: bool) -> None:
     """Serve the project's memory over the Model Context Protocol on standard input and output.
 
     Tools: search, recall, show, add, import, working_get, working_set, promote. Entries are
@@ -97,4 +100,4 @@ def mcp(app: App) -> None:
         raise click.ClickException(f"the MCP server needs the mcp extra: pip install 'memfiles[mcp]' ({error})") from error
     with errors_to_exit():
         settings = app.settings
-    serve(settings)
+    serve(settings, watch=not no_watch)

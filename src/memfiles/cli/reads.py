@@ -9,6 +9,7 @@ import subprocess
 import click
 
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json
+from memfiles.cli.complete import complete_id
 from memfiles.errors import MemfilesError
 from memfiles.format.render import render_entry
 from memfiles.store.project import Located
@@ -33,7 +34,7 @@ def entry_json(located: Located, kind: str | None) -> dict[str, object]:
 
 
 @click.command()
-@click.argument("entry_id", metavar="ID")
+@click.argument("entry_id", metavar="ID", shell_complete=complete_id)
 @click.option("--open", "open_", is_flag=True, help="Open the file in $EDITOR at the entry's line.")
 @json_option
 @pass_app
