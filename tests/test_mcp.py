@@ -109,17 +109,34 @@ def test_import_working_memory_and_promote(root: Path) -> None:
     async def scenario(client: Any) -> None:
         ops = [
             {"op": "add", "kind": "episode", "title": "Deploy waited on a table lock", "area": "db", "body": "B1."},
-            {"op": "add", "kind": "episode", "title": "Deploy waited on a table lock again", "area": "db", "body": "B2."},
+            {
+                "op": "add",
+                "kind": "episode",
+                "title": "Deploy waited on a table lock again",
+                "area": "db",
+                "body": "B2.",
+            },
         ]
         first = data(await client.call_tool("import", {"ops": ops, "request_id": "batch-1"}))
         again = data(await client.call_tool("import", {"ops": ops, "request_id": "batch-1"}))
         assert first["added"] == ["E-001", "E-002"] and again["replayed"] is True
         assert "op 1" in error_text(await client.call_tool("import", {"ops": [{"op": "add", "kind": "lesson"}]}))
 
-        started = data(await client.call_tool("working_set", {"run": "r1", "goal": "Ship the migration", "stage": "plan",
-                                                              "todo_add": ["Take a backup", "Run it at night"]}))  # fmt: skip
+        started = data(
+            await client.call_tool(
+                "working_set",
+                {
+                    "run": "r1",
+                    "goal": "Ship the migration",
+                    "stage": "plan",
+                    "todo_add": ["Take a backup", "Run it at night"],
+                },
+            )
+        )
         assert started["working"]["goal"] == "Ship the migration" and len(started["added"]) == 2
-        data(await client.call_tool("working_set", {"last_observation": "lock timeout", "todo_done": ["Take a backup"]}))
+        data(
+            await client.call_tool("working_set", {"last_observation": "lock timeout", "todo_done": ["Take a backup"]})
+        )
         state = data(await client.call_tool("working_get", {"run": "r1"}))["working"]
         assert state["stage"] == "plan" and state["last_observation"] == "lock timeout"
         assert [t["task"] for t in state["todo_done"]] == ["Take a backup"]

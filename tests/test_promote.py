@@ -35,9 +35,17 @@ class TestPromote:
         first = add_episode(run, "Hook tests failed on yaml", "ModuleNotFoundError: No module named 'yaml' in CI.")
         second = add_episode(run, "Hook tests failed on yaml again", "Same import error on a clean clone.")
         result = run(
-            "promote", first, second, "--to", "procedure", "--reason", "Twice the same failure",
-            "--title", "Install the dev extra before the hook tests", "--json",
-        )  # fmt: skip
+            "promote",
+            first,
+            second,
+            "--to",
+            "procedure",
+            "--reason",
+            "Twice the same failure",
+            "--title",
+            "Install the dev extra before the hook tests",
+            "--json",
+        )
         assert result.exit_code == 0, result.output
         data = json.loads(result.stdout)
         assert data["added"] == ["P-001"] and data["updated"] == [first, second]
@@ -80,9 +88,16 @@ class TestAuditLayers:
         """audit names a missing entry, file, commit and run cited as evidence, as path:line: code message."""
         subprocess.run(["git", "init", "-q"], cwd=root, check=True)
         (root / "notes.txt").write_text("x")
-        ops = [{"op": "add", "kind": "insight", "title": "Locks and migrations", "area": "db", "body": "Why.",
-                "evidence": ["E-404", "notes.txt", "src/gone.py:12", "commit:0123456789abcdef", "run:never",
-                             "run:r1"]}]  # fmt: skip
+        ops = [
+            {
+                "op": "add",
+                "kind": "insight",
+                "title": "Locks and migrations",
+                "area": "db",
+                "body": "Why.",
+                "evidence": ["E-404", "notes.txt", "src/gone.py:12", "commit:0123456789abcdef", "run:never", "run:r1"],
+            }
+        ]
         assert run("import", "-", input=json.dumps({"ops": ops})).exit_code == 0
         run("working", "start", "--run", "r1", "--goal", "g")
         result = run("audit")
@@ -102,8 +117,16 @@ class TestAuditLayers:
         (root / "memory" / "sta").mkdir()
         record = {"timestamp": "2026-10-02T09:14:00Z", "run_id": "sta-0101", "issues_encountered": ["x"]}
         (root / "memory" / "sta" / "experiences.jsonl").write_text(json.dumps(record) + "\n")
-        ops = [{"op": "add", "kind": "lesson", "title": "A lesson", "area": "sta", "body": "B.",
-                "evidence": ["sta-0101", "sta-0999"]}]  # fmt: skip
+        ops = [
+            {
+                "op": "add",
+                "kind": "lesson",
+                "title": "A lesson",
+                "area": "sta",
+                "body": "B.",
+                "evidence": ["sta-0101", "sta-0999"],
+            }
+        ]
         run("import", "-", input=json.dumps({"ops": ops}))
         out = run("audit").stdout
         assert "run sta-0999" in out and "run sta-0101" not in out

@@ -23,15 +23,36 @@ EPISODE_BODY = "pytest failed with ModuleNotFoundError: No module named 'yaml'; 
 
 def seed(run: Run) -> None:
     ops = [
-        {"op": "add", "kind": "procedure", "title": "Run make install before the test suite", "area": "ci",
-         "body": "The dev extra brings pyyaml and pre-commit; the hook tests import both.", "evidence": ["E-001"]},
-        {"op": "add", "kind": "episode", "title": "Hook tests failed on a missing yaml module", "area": "ci",
-         "body": EPISODE_BODY},
-        {"op": "add", "kind": "insight", "title": "Test dependencies belong in one extra", "area": "ci",
-         "body": "Every dependency a test imports is declared in the dev extra, so a clean clone passes."},
-        {"op": "add", "kind": "decision", "title": "Install the yaml module system-wide", "area": "ci",
-         "body": "A decision, not a layer: recall never shows it."},
-    ]  # fmt: skip
+        {
+            "op": "add",
+            "kind": "procedure",
+            "title": "Run make install before the test suite",
+            "area": "ci",
+            "body": "The dev extra brings pyyaml and pre-commit; the hook tests import both.",
+            "evidence": ["E-001"],
+        },
+        {
+            "op": "add",
+            "kind": "episode",
+            "title": "Hook tests failed on a missing yaml module",
+            "area": "ci",
+            "body": EPISODE_BODY,
+        },
+        {
+            "op": "add",
+            "kind": "insight",
+            "title": "Test dependencies belong in one extra",
+            "area": "ci",
+            "body": "Every dependency a test imports is declared in the dev extra, so a clean clone passes.",
+        },
+        {
+            "op": "add",
+            "kind": "decision",
+            "title": "Install the yaml module system-wide",
+            "area": "ci",
+            "body": "A decision, not a layer: recall never shows it.",
+        },
+    ]
     result = run("import", "-", input=json.dumps({"ops": ops}))
     assert result.exit_code == 0, result.output
 
@@ -45,8 +66,8 @@ def recall(run: Run, *args: str) -> dict:
 class TestSignature:
     def test_signature_keeps_the_error_and_wipes_what_changes_between_runs(self) -> None:
         """Paths, line numbers and addresses go; the typed error and its message stay."""
-        one = 'File "/tmp/run-1/x.py", line 12\nModuleNotFoundError: No module named \'yaml\' at 0x7f3a2b'
-        two = 'File "/home/ci/x.py", line 99\nModuleNotFoundError: No module named \'yaml\' at 0x55aa01'
+        one = "File \"/tmp/run-1/x.py\", line 12\nModuleNotFoundError: No module named 'yaml' at 0x7f3a2b"
+        two = "File \"/home/ci/x.py\", line 99\nModuleNotFoundError: No module named 'yaml' at 0x55aa01"
         assert error_signature(one) == error_signature(two)
         assert error_signature(one).startswith("ModuleNotFoundError: No module named 'yaml'")
         assert error_signature("error: /a/b/c.txt: 3 lines failed") == "error: c.txt: N lines failed"
@@ -155,9 +176,7 @@ def indexed(root: Path, run: Run) -> Iterator[Path]:
 
 @pytest.mark.integration
 class TestWithIndex:
-    def test_local_index_answers_and_working_memory_stays_out_of_default_search(
-        self, indexed: Path, run: Run
-    ) -> None:
+    def test_local_index_answers_and_working_memory_stays_out_of_default_search(self, indexed: Path, run: Run) -> None:
         """With an index (no watcher), recall answers from it; a plain memsearch never returns working memory."""
         data = recall(run, "hook tests fail because yaml is missing", "--trigger", "failure")
         assert data["index"] == "local"

@@ -38,7 +38,9 @@ def show(run: Run, *args: str) -> dict:
 
 @pytest.fixture
 def started(run: Run) -> Run:
-    result = run("working", "start", "--run", "fix-ci", "--goal", "Make the hook tests pass offline", "--stage", "explore")
+    result = run(
+        "working", "start", "--run", "fix-ci", "--goal", "Make the hook tests pass offline", "--stage", "explore"
+    )
     assert result.exit_code == 0, result.output
     return run
 

@@ -14,7 +14,9 @@ from memfiles.contract import write_object
 @click.option("--to", "to", type=click.Choice(["procedure", "insight"]), required=True, help="The new entry's kind.")
 @click.option("--reason", required=True, help="Why these episodes deserve it (recorded on the new entry).")
 @click.option("--title", help="The new entry's title. Default: the first episode's.")
-@click.option("--body", help="The new entry's body (what to do, or what it means). Default: the reason and the sources.")
+@click.option(
+    "--body", help="The new entry's body (what to do, or what it means). Default: the reason and the sources."
+)
 @click.option("--area", help="Default: the first episode's area.")
 @json_option
 @pass_app
@@ -39,7 +41,8 @@ def promote(
           --title "Install the dev extra before running the hook tests" --body "Run make install first ..."
     """
     from memfiles.cli.writes import notify_index
-    from memfiles.services.promote import entry_json, promote as promote_service
+    from memfiles.services.promote import entry_json
+    from memfiles.services.promote import promote as promote_service
 
     with errors_to_exit():
         new_id, sources, warnings = promote_service(
@@ -97,7 +100,9 @@ def mcp(app: App, no_watch: bool) -> None:
     try:
         from memfiles.mcp.server import serve
     except ImportError as error:
-        raise click.ClickException(f"the MCP server needs the mcp extra: pip install 'memfiles[mcp]' ({error})") from error
+        raise click.ClickException(
+            f"the MCP server needs the mcp extra: pip install 'memfiles[mcp]' ({error})"
+        ) from error
     with errors_to_exit():
         settings = app.settings
     serve(settings, watch=not no_watch)

@@ -7,13 +7,13 @@ from pathlib import Path
 import click
 
 from memfiles import __version__
+from memfiles.cli.agent_cmds import mcp, persona, promote
 from memfiles.cli.app import App, root_option
 from memfiles.cli.checks import audit, check, fmt, refs
 from memfiles.cli.distill_cmds import distil, dupes
-from memfiles.cli.agent_cmds import mcp, persona, promote
 from memfiles.cli.index_cmds import backfill, status, watch
-from memfiles.cli.recall_cmd import recall
 from memfiles.cli.reads import list_entries, show
+from memfiles.cli.recall_cmd import recall
 from memfiles.cli.working_cmds import working
 from memfiles.cli.writes import add, import_ops, prune, retire, set_entry
 

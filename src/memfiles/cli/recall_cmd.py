@@ -11,7 +11,8 @@ from typing import Any
 import click
 
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json
-from memfiles.services.recall import DEFAULT_K, TRIGGERS, recall as recall_service
+from memfiles.services.recall import DEFAULT_K, TRIGGERS
+from memfiles.services.recall import recall as recall_service
 
 
 def _first_sentence(body: str, width: int = 140) -> str:
@@ -56,7 +57,9 @@ def print_recall(result: dict[str, Any]) -> None:
     show_default=True,
     help="The moment in the agent's loop; it decides which layers are mandatory (see docs/agents.md).",
 )
-@click.option("--run", envvar="MEMFILES_RUN", help="The run whose working memory to include (resume, compaction, answer).")
+@click.option(
+    "--run", envvar="MEMFILES_RUN", help="The run whose working memory to include (resume, compaction, answer)."
+)
 @click.option("-k", "k", type=click.IntRange(1, 50), default=DEFAULT_K, show_default=True, help="Hits per layer.")
 @json_option
 @pass_app

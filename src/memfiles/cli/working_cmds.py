@@ -83,7 +83,10 @@ def _field_options(function: Any) -> Any:
         function
     )
     function = click.option(
-        "--evidence", "evidence_refs", multiple=True, help="An evidence ref: an id, a file, commit:SHA, run:ID (repeatable)."
+        "--evidence",
+        "evidence_refs",
+        multiple=True,
+        help="An evidence ref: an id, a file, commit:SHA, run:ID (repeatable).",
     )(function)
     function = click.option(
         "--action-id", "active_action_ids", multiple=True, help="An active action id (repeatable; replaces the list)."

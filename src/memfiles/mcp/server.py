@@ -69,7 +69,9 @@ class Tools:
 
         return notify(project, result)
 
-    def _write(self, ops: list[Any], request_id: str | None = None, warnings: list[str] | None = None) -> dict[str, Any]:
+    def _write(
+        self, ops: list[Any], request_id: str | None = None, warnings: list[str] | None = None
+    ) -> dict[str, Any]:
         from memfiles.services.promote import entry_json
         from memfiles.services.write import write_ops
 
@@ -97,7 +99,9 @@ class Tools:
         if kind:
             found = self.settings.schema.kind(kind)
             if found is None:
-                raise MemfilesError(f"unknown kind {kind!r} (known: {', '.join(k.name for k in self.settings.schema.kinds)})")
+                raise MemfilesError(
+                    f"unknown kind {kind!r} (known: {', '.join(k.name for k in self.settings.schema.kinds)})"
+                )
             filters["kind"] = found.name
         filters = {key: value for key, value in filters.items() if value}
         raw, source = filtered_search(self.settings, [(query, filters, k)])
@@ -123,7 +127,9 @@ class Tools:
         close = ", ".join(f"{c.id} {c.title!r} ({c.score:.2f})" for c in found[0][:3])
         if close and unique:
             raise MemfilesError(f"refused, a near-duplicate exists: {close}")
-        warnings = [f"near-duplicate: close to {close}" + (" (by word overlap)" if mode == "lexical" else "")] if close else []
+        warnings = (
+            [f"near-duplicate: close to {close}" + (" (by word overlap)" if mode == "lexical" else "")] if close else []
+        )
         return self._write([parsed], warnings=warnings)
 
     def import_ops(self, ops: list[dict[str, Any]], request_id: str | None) -> dict[str, Any]:
@@ -273,7 +279,8 @@ def build(settings: Settings) -> MCPServer:
     ) -> dict[str, Any]:
         """Promote episodes (E-003, E-007) to a procedure or an insight: a new entry citing them as
         evidence; each episode records what it was promoted to. Returns the write object."""
-        from memfiles.services.promote import entry_json, promote as promote_service
+        from memfiles.services.promote import entry_json
+        from memfiles.services.promote import promote as promote_service
 
         def body_() -> dict[str, Any]:
             project = tools.project

@@ -116,18 +116,25 @@ def evidence_findings(project: Project, entries: list[Located] | None = None) ->
                     target = entry_ref(evidence.target)
             elif evidence.kind == "file":
                 if not (project.root / evidence.target).exists():
-                    problem = ("evidence-missing-file", f"{entry.id} cites the file {evidence.target}, which does not exist")
+                    problem = (
+                        "evidence-missing-file",
+                        f"{entry.id} cites the file {evidence.target}, which does not exist",
+                    )
                     target = {"type": "file", "path": evidence.target}
             elif evidence.kind == "commit":
                 if _commit_exists(project, evidence.target, commits) is False:
-                    problem = ("evidence-unknown-commit", f"{entry.id} cites commit {evidence.target}, which git does not know")
+                    problem = (
+                        "evidence-unknown-commit",
+                        f"{entry.id} cites commit {evidence.target}, which git does not know",
+                    )
                     target = {"type": "commit", "sha": evidence.target}
             else:
                 runs = known_runs(project, entries) if runs is None else runs
                 if evidence.target not in runs:
                     problem = (
                         "evidence-unknown-run",
-                        f"{entry.id} cites run {evidence.target}, which no working file, experience log or entry records",
+                        f"{entry.id} cites run {evidence.target}, which no working file, experience log"
+                        " or entry records",
                     )
                     target = {"type": "run", "run": evidence.target}
             if problem:

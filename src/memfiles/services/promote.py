@@ -130,7 +130,9 @@ def _key(located: Located) -> str:
     return "title:" + " ".join(re.sub(r"\d+", "N", located.entry.title.casefold()).split())
 
 
-def promotion_candidates(project: Project, entries: list[Located] | None = None, repeats: int = REPEATS) -> list[Finding]:
+def promotion_candidates(
+    project: Project, entries: list[Located] | None = None, repeats: int = REPEATS
+) -> list[Finding]:
     """Groups of `repeats` or more recorded episodes of the same failure or title: promote them."""
     entries = list(project.entries()) if entries is None else entries
     schema = project.settings.schema

@@ -94,9 +94,7 @@ class WorkingState:
 
 def check_run(run: str) -> str:
     if not RUN_RE.match(run):
-        raise WorkingError(
-            f"run {run!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
-        )
+        raise WorkingError(f"run {run!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
     return run
 
 
@@ -141,7 +139,9 @@ def parse_fields(body: str, where: str) -> dict[str, Any]:
         if item and current in LISTS:
             values[current].append(item.group(1).strip())
             continue
-        raise WorkingError(f"{where}: line {number} of the state is not '- **field**: value' (fields: {', '.join(_BODY_FIELDS)})")
+        raise WorkingError(
+            f"{where}: line {number} of the state is not '- **field**: value' (fields: {', '.join(_BODY_FIELDS)})"
+        )
     return values
 
 
@@ -253,7 +253,9 @@ def checked_changes(changes: dict[str, Any]) -> dict[str, Any]:
     settable = (*SCALARS, *LISTS)
     unknown = sorted(set(changes) - set(settable))
     if unknown:
-        raise WorkingError(f"unknown field {', '.join(unknown)} (fields: {', '.join(settable)}; todos have their own commands)")
+        raise WorkingError(
+            f"unknown field {', '.join(unknown)} (fields: {', '.join(settable)}; todos have their own commands)"
+        )
     out: dict[str, Any] = {}
     for name, value in changes.items():
         out[name] = _items(name, value) if name in LISTS else _one_line(name, value)
@@ -391,8 +393,10 @@ def episode_op(state: WorkingState, outcome: str | None, title: str | None) -> d
     blocked = [todo.task for todo in state.get("todo_blocked")]
     if blocked:
         lines.append("- **blocked**: " + "; ".join(blocked))
-    text = " ".join(str(state.get(name) or "") for name in ("last_observation", "hypothesis")) + " " + " ".join(
-        state.get("blockers")
+    text = (
+        " ".join(str(state.get(name) or "") for name in ("last_observation", "hypothesis"))
+        + " "
+        + " ".join(state.get("blockers"))
     )
     signature = error_signature(text)
     if signature:

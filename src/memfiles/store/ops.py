@@ -35,8 +35,8 @@ TEXT_FIELDS = (
 LIST_FIELDS = ("refs", "tags", "evidence", "promoted")
 # What an entry op may set: everything of an entry but its id, plus where it lives (file, section).
 _ENTRY_FIELDS = frozenset(
-    "file title area status date body section refs tags source confirmed last_seen evidence contradicted promoted".split()  # noqa: SIM905
-)
+    "file title area status date body section refs tags source confirmed last_seen evidence contradicted".split()  # noqa: SIM905
+) | {"promoted"}
 ALLOWED = {
     "add": _ENTRY_FIELDS | {"kind"},
     "update": _ENTRY_FIELDS | {"id"},
