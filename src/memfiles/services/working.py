@@ -18,6 +18,14 @@ from typing import Any
 
 from memfiles.errors import MemfilesError, OpError
 from memfiles.format.wrap import clip
+from memfiles.services.working_text import (
+    LISTS,
+    SCALARS,
+    WorkingError,
+    episode_op,
+    parse_fields,
+    render_fields,
+)
 from memfiles.services.write import IndexNotifier, write_ops
 from memfiles.store.batch import BatchResult
 from memfiles.store.ops import normalize_automated, parse_op
@@ -28,24 +36,16 @@ FOLDER = "working"  # below the root memory/
 STATE_SECTION = "State"
 TODO_SECTION = "Todo"
 # The seed's working-memory contract, in its order.
-SCALARS = ("goal", "stage", "hypothesis", "last_action", "last_observation", "next_step")
-LISTS = ("blockers", "evidence_refs", "active_action_ids")
 TODOS = ("todo_active", "todo_done", "todo_blocked")
+__all__ = ["LISTS", "SCALARS", "WorkingError", "episode_op", "parse_fields", "render_fields"]
 FIELDS = (*SCALARS, *LISTS, *TODOS)
-_BODY_FIELDS = tuple(name for name in (*SCALARS, *LISTS) if name != "evidence_refs")
 TODO_STATUS = {"todo_active": "active", "todo_done": "done", "todo_blocked": "blocked"}
 RUN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_FIELD_LINE = re.compile(r"^- \*\*([a-z_]+)\*\*:(?: (.*))?$")
-_ITEM_LINE = re.compile(r"^  - (.*)$")
 GITIGNORE = (
     "# Working memory is run-scoped state and is not committed. To commit it, delete this file:\n"
     "# memfiles writes it only when it creates memory/working/.\n*\n!.gitignore\n"
 )
 RUN_ENV = "MEMFILES_RUN"
-
-
-class WorkingError(MemfilesError):
-    """A working-memory request that cannot be done (no such run, several runs, a bad value)."""
 
 
 @dataclass
@@ -107,42 +107,6 @@ def default_note(run: str) -> str:
 
 
 # --- reading ----------------------------------------------------------------------------------------
-
-
-def render_fields(values: dict[str, Any]) -> str:
-    """The state entry's body: one list item per field, list fields as nested items (never re-wrapped)."""
-    lines = []
-    for name in _BODY_FIELDS:
-        value = values.get(name)
-        if name in LISTS:
-            lines.append(f"- **{name}**:")
-            lines.extend(f"  - {item}" for item in value or ())
-        else:
-            lines.append(f"- **{name}**:" + (f" {value}" if value else ""))
-    return "\n".join(lines)
-
-
-def parse_fields(body: str, where: str) -> dict[str, Any]:
-    """The fields of a state entry's body; WorkingError naming the file for a line that is not one."""
-    values: dict[str, Any] = {}
-    current: str | None = None
-    for number, line in enumerate(body.split("\n"), start=1):
-        if not line.strip():
-            continue
-        match = _FIELD_LINE.match(line)
-        if match and match.group(1) in _BODY_FIELDS:
-            current = match.group(1)
-            text = (match.group(2) or "").strip()
-            values[current] = [] if current in LISTS else (text or None)
-            continue
-        item = _ITEM_LINE.match(line)
-        if item and current in LISTS:
-            values[current].append(item.group(1).strip())
-            continue
-        raise WorkingError(
-            f"{where}: line {number} of the state is not '- **field**: value' (fields: {', '.join(_BODY_FIELDS)})"
-        )
-    return values
 
 
 def load(project: Project, run: str) -> WorkingState | None:
@@ -374,42 +338,6 @@ class Working:
     def _episode_prefix(self) -> str:
         kind = self.project.settings.schema.kind("episode")
         return f"{kind.prefix}-" if kind else "E-"
-
-
-def episode_op(state: WorkingState, outcome: str | None, title: str | None) -> dict[str, Any]:
-    """The add op of the episode a run becomes: what it tried, what it saw, what it did, its error signature."""
-    from memfiles.services.recall import error_signature
-
-    lines = [outcome or f"Run {state.run} ended at stage {state.get('stage') or 'unknown'}.", ""]
-    for name in ("goal", "stage", "hypothesis", "last_action", "last_observation", "next_step"):
-        if state.get(name):
-            lines.append(f"- **{name}**: {state.get(name)}")
-    for name in ("blockers",):
-        if state.get(name):
-            lines.append(f"- **{name}**: " + "; ".join(state.get(name)))
-    done = [todo.task for todo in state.get("todo_done")]
-    if done:
-        lines.append("- **done**: " + "; ".join(done))
-    blocked = [todo.task for todo in state.get("todo_blocked")]
-    if blocked:
-        lines.append("- **blocked**: " + "; ".join(blocked))
-    text = (
-        " ".join(str(state.get(name) or "") for name in ("last_observation", "hypothesis"))
-        + " "
-        + " ".join(state.get("blockers"))
-    )
-    signature = error_signature(text)
-    if signature:
-        lines.append(f"- **signature**: `{signature}`")
-    return {
-        "op": "add",
-        "kind": "episode",
-        "title": title or state.get("goal") or f"Run {state.run}",
-        "area": state.area,
-        "body": "\n".join(lines),
-        "evidence": [*state.get("evidence_refs"), f"run:{state.run}"],
-        "source": f"run:{state.run}",
-    }
 
 
 def _find_todo(state: WorkingState, which: str) -> Todo:
