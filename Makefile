@@ -12,7 +12,7 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH)
-	$(PY) -m pip install -q -e '.[index,lsp,dev]'
+	$(PY) -m pip install -q -e '.[index,lsp,mcp,dev]'
 	touch $@
 
 install: $(VENV)/.installed

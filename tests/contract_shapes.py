@@ -22,17 +22,11 @@ import re
 from typing import Any
 
 from memfiles.contract import SEVERITIES, severity_of
+from memfiles.format.model import LIST_KEYS, META_KEYS, REQUIRED_KEYS
 
+# Every metadata key of the format, as the entry object carries it (snake_case; lists as lists).
 _META = {
-    "refs": "[str]",
-    "tags": "[str]",
-    "evidence": "[str]",
-    "successor": "str?",
-    "reason": "str?",
-    "source": "str?",
-    "confirmed": "str?",
-    "last_seen": "str?",
-    "contradicted": "str?",
+    key.replace("-", "_"): ("[str]" if key in LIST_KEYS else "str?") for key in META_KEYS if key not in REQUIRED_KEYS
 }
 
 SHAPES: dict[str, dict[str, str]] = {

@@ -55,6 +55,13 @@ FINDING_CODES: dict[str, str] = {
     "missing-id": "error",
     "ids-conflict": "error",
     "ids-file": "error",
+    # memory layers (services/evidence.py, services/promote.py): audit
+    "evidence-dangling": "warning",
+    "evidence-missing-file": "warning",
+    "evidence-unknown-commit": "warning",
+    "evidence-unknown-run": "warning",
+    "evidence-none": "info",
+    "promote-candidate": "info",
     # the read side (list, show, audit, refs): a memory file set aside
     "unparseable": "error",
     # audit

@@ -9,7 +9,7 @@ import click
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json
 from memfiles.cli.reads import read_with_warnings
 from memfiles.format.validate import finding_order
-from memfiles.services.audit import audit_project
+from memfiles.services.audit import audit_project, layer_findings
 from memfiles.services.check import check_project, fails, format_project, lint_findings
 from memfiles.services.refs import scan_references
 
@@ -113,6 +113,7 @@ def audit(app: App, stale_days: int | None, as_json: bool) -> None:
             project.settings = dataclasses.replace(project.settings, stale_days=stale_days)
         reading = read_with_warnings(app)
         findings = audit_project(project, reading=reading)
+        findings += layer_findings(project, reading)
     if as_json:
         print_json({"findings": [f.as_json() for f in findings], "skipped": [f.as_json() for f in reading.skipped]})
     else:

@@ -7,12 +7,15 @@ from pathlib import Path
 import click
 
 from memfiles import __version__
+from memfiles.cli.agent_cmds import mcp, persona, promote
 from memfiles.cli.app import App, JsonErrorsGroup, root_option
 from memfiles.cli.checks import audit, check, fmt, refs
 from memfiles.cli.distill_cmds import distil, dupes
 from memfiles.cli.index_cmds import backfill, status, watch
 from memfiles.cli.lsp_cmd import lsp
 from memfiles.cli.reads import list_entries, show
+from memfiles.cli.recall_cmd import recall
+from memfiles.cli.working_cmds import working
 from memfiles.cli.writes import add, import_ops, prune, renumber, retire, set_entry
 
 
@@ -60,5 +63,10 @@ for command in (
     distil,
     dupes,
     lsp,
+    working,
+    recall,
+    promote,
+    persona,
+    mcp,
 ):
     cli.add_command(command)

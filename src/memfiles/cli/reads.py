@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, warn
+from memfiles.cli.complete import complete_id
 from memfiles.errors import MemfilesError
 from memfiles.format.render import render_entry
 from memfiles.services.read import (
@@ -62,7 +63,7 @@ def open_in_editor(path: Path, line: int) -> None:
 
 
 @click.command()
-@click.argument("entry_id", metavar="ID")
+@click.argument("entry_id", metavar="ID", shell_complete=complete_id)
 @click.option("--open", "open_", is_flag=True, help="Open the file in $VISUAL or $EDITOR at the entry's line.")
 @json_option
 @pass_app

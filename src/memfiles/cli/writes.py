@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, warn
+from memfiles.cli.complete import complete_id
 from memfiles.cli.infile import read_input
 from memfiles.errors import BatchError, OpError, ParseError
 from memfiles.services.write import renumber_warnings, write_json, write_ops
@@ -193,7 +194,7 @@ def add(
 
 
 @click.command("set")
-@click.argument("entry_id", metavar="ID")
+@click.argument("entry_id", metavar="ID", shell_complete=complete_id)
 @click.option("--title", "-t", help="New title (one line, at most 120 characters).")
 @click.option("--area", "-a", help="New area.")
 @click.option("--status", "-s", help="New status (one of the kind's; retire with `memfiles retire`).")
@@ -246,7 +247,7 @@ def set_entry(
 
 
 @click.command()
-@click.argument("entry_id", metavar="ID")
+@click.argument("entry_id", metavar="ID", shell_complete=complete_id)
 @click.option("--successor", help="Id of the entry that replaces it; old references will name it.")
 @click.option("--reason", required=True, help="Why it is retired (kept on the entry).")
 @json_option
@@ -268,7 +269,7 @@ def retire(app: App, entry_id: str, successor: str | None, reason: str, as_json:
 
 
 @click.command()
-@click.argument("entry_id", metavar="ID")
+@click.argument("entry_id", metavar="ID", shell_complete=complete_id)
 @click.option("--reason", required=True, help="Why it is removed (recorded in memory/pruned.jsonl).")
 @json_option
 @pass_app

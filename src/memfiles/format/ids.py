@@ -34,9 +34,13 @@ DEFAULT_KINDS: tuple[Kind, ...] = (
     Kind("lesson", "L", ("active", RETIRED), "lessons.md"),
     Kind("fact", "K", ("active", RETIRED), "facts.md"),
     Kind("procedure", "P", ("active", RETIRED), "procedures.md"),
-    Kind("episode", "E", ("recorded", RETIRED), "episodes.md"),
+    Kind("episode", "E", ("recorded", "promoted", RETIRED), "episodes.md"),
     Kind("insight", "I", ("active", RETIRED), "insights.md"),
+    # Run-scoped working memory: memory/working/<run>.md, one state entry and one entry per todo.
+    Kind("working", "W", ("active", "done", "blocked", "ended", RETIRED), "working/default.md"),
 )
+# Kinds a search leaves out unless asked for by name: run-scoped state is not reusable knowledge.
+HIDDEN_KINDS: tuple[str, ...] = ("working",)
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,10 @@ META_KEYS: tuple[str, ...] = (
     "last-seen",
     "evidence",
     "contradicted",
+    "promoted",
 )
 REQUIRED_KEYS: tuple[str, ...] = ("date", "area", "status")
-LIST_KEYS: frozenset[str] = frozenset({"refs", "tags", "evidence"})
+LIST_KEYS: frozenset[str] = frozenset({"refs", "tags", "evidence", "promoted"})
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class Entry:
     last_seen: str | None = None
     evidence: tuple[str, ...] = ()
     contradicted: str | None = None
+    # The entries an episode (or a run) was promoted to: a procedure, an insight, an episode.
+    promoted: tuple[str, ...] = ()
     # Where the heading stood in the file it was parsed from (1-based); 0 for an entry not from a file.
     line: int = field(default=0, compare=False)
 

@@ -7,6 +7,7 @@ import fnmatch
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from memfiles.format.ids import HIDDEN_KINDS
 from memfiles.index.catalog import Catalog, IndexDoc
 
 if TYPE_CHECKING:
@@ -31,10 +32,17 @@ class Filters:
     status: tuple[str, ...] | None = None
     path: str | None = None  # a glob over paths relative to the root
     since: str | None = None  # YYYY-MM-DD
+    # Kinds left out unless `kind` names them: run-scoped working memory is not a default search hit.
+    hidden: tuple[str, ...] = HIDDEN_KINDS
 
     def __post_init__(self) -> None:
         for key in _CHOICES:  # a single string is one value; the socket sends lists
             object.__setattr__(self, key, _values(getattr(self, key)))
+        object.__setattr__(self, "hidden", tuple(self.hidden))
+
+    @property
+    def hides(self) -> tuple[str, ...]:
+        return self.hidden if self.kind is None else ()
 
     def as_json(self) -> dict[str, Any]:
         return {key: (list(v) if isinstance(v, tuple) else v) for key, v in asdict(self).items() if v is not None}
@@ -42,6 +50,7 @@ class Filters:
     def accepts(self, doc: IndexDoc) -> bool:
         return (
             all(getattr(self, key) is None or getattr(doc, key) in getattr(self, key) for key in _CHOICES)
+            and doc.kind not in self.hides
             and (self.path is None or fnmatch.fnmatch(doc.path, self.path))
             and (self.since is None or doc.date_num >= int(self.since.replace("-", "")))
         )
@@ -52,6 +61,8 @@ class Filters:
             values = getattr(self, key)
             if values is not None:
                 clauses.append({key: values[0]} if len(values) == 1 else {key: {"$in": list(values)}})
+        if self.hides:
+            clauses.append({"kind": {"$nin": list(self.hides)}})
         if self.path is not None:
             paths = sorted({d.path for d in catalog.docs.values() if fnmatch.fnmatch(d.path, self.path)})
             clauses.append({"path": {"$in": paths or ["\0none"]}})
@@ -71,6 +82,11 @@ class Filters:
             if wanted is not None:
                 codes, values = catalog.column(key)
                 keep &= np.isin(codes, [n for n, value in enumerate(values) if value in wanted])
+        if self.hides:
+            codes, values = catalog.column("kind")
+            hidden = [n for n, value in enumerate(values) if value in self.hides]
+            if hidden:
+                keep &= ~np.isin(codes, hidden)
         if self.path is not None:
             codes, values = catalog.column("path")
             matching = [n for n, value in enumerate(values) if fnmatch.fnmatch(value, self.path)]
@@ -82,4 +98,4 @@ class Filters:
 
     @property
     def active(self) -> bool:
-        return any(getattr(self, key) is not None for key in (*_CHOICES, "path", "since"))
+        return bool(self.hides) or any(getattr(self, key) is not None for key in (*_CHOICES, "path", "since"))

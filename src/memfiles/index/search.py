@@ -134,6 +134,8 @@ class Searcher:
         allowed = int(mask.sum())
         if allowed == 0:
             return {}
+        if allowed == total:  # nothing hidden is indexed: the unfiltered query is exact
+            return dict(self.store.query(vector, min(depth, total)))
         if allowed <= BY_ID_LIMIT:
             ids = [self.catalog.order[r] for r in np.flatnonzero(mask)]
             stored = self.store.vectors(ids)

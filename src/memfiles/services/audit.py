@@ -7,7 +7,7 @@ import datetime as dt
 import re
 
 from memfiles.contract import Finding, entry_ref, finding
-from memfiles.format.ids import RETIRED
+from memfiles.format.ids import HIDDEN_KINDS, RETIRED
 from memfiles.services.read import Reading, read_project
 from memfiles.store.project import Located, Project
 
@@ -119,7 +119,10 @@ def audit_project(project: Project, today: dt.date | None = None, reading: Readi
         )
 
     titles: dict[str, Located] = {}
+    hidden = {k.prefix for k in project.settings.schema.kinds if k.name in HIDDEN_KINDS}
     for located in entries:
+        if located.entry.prefix in hidden:  # a run's state repeats its goal, and its episode does too
+            continue
         key = re.sub(r"\s+", " ", located.entry.title.strip().lower())
         if key in titles:
             first = titles[key]
@@ -170,3 +173,15 @@ def audit_project(project: Project, today: dt.date | None = None, reading: Readi
             )
         )
     return findings
+
+
+def layer_findings(project: Project, reading: Reading | None = None) -> list[Finding]:
+    """The memory layers' findings, as contract findings: evidence that names nothing, procedures and
+    insights without evidence, and episodes repeated often enough to promote; over the files that parse
+    (the read side's `reading`)."""
+    from memfiles.services.evidence import evidence_findings
+    from memfiles.services.promote import promotion_candidates
+
+    reading = reading or read_project(project)
+    entries = list(reading.loaded.entries())
+    return [*evidence_findings(project, entries, reading.pruned.records), *promotion_candidates(project, entries)]

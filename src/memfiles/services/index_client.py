@@ -41,6 +41,11 @@ class IndexClient(Protocol):
         """For each (query, k), up to k hit objects, best first. IndexUnavailable when there is no index."""
         ...
 
+    def search_many(self, items: list[dict[str, Any]]) -> list[Hits]:
+        """Several searches with filters of their own ({"query", "k", "filters", "mode"}), each distinct
+        query embedded once: recall's layers in one call (one socket round trip to a watcher)."""
+        ...
+
     def similar(self, texts: list[str], filters: Filters, k: int = 5) -> list[Neighbours]:
         """For each text, the k nearest entries as (document fields incl. id, title, text; cosine)."""
         ...
@@ -96,6 +101,15 @@ class LocalIndex:
                 [hit.as_json(rank) for rank, hit in enumerate(searcher.search(query, k, filters, mode), start=1)]
                 for query, k in queries
             ]
+
+    def search_many(self, items: list[dict[str, Any]]) -> list[Hits]:
+        from memfiles.services.recall import search_many
+
+        with self._open(timeout=max(self.settings.index_timeout, 10.0)) as session:
+            if not session.store.exists():
+                raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
+            self.warnings = unreadable_warnings(session.catalog.broken)
+            return search_many(session.searcher(), items)
 
     def similar(self, texts: list[str], filters: Filters, k: int = 5) -> list[Neighbours]:
         from memfiles.services.index_session import nearest
@@ -176,6 +190,15 @@ class WatcherIndex:
         answer = ipc.request(self.settings, payload, timeout=60)
         if answer is None:
             results = self.local.search(queries, filters, mode)
+            self.warnings = self.local.warnings
+            return results
+        self.warnings = unreadable_warnings(answer.get("unreadable", {}))
+        return answer["results"]
+
+    def search_many(self, items: list[dict[str, Any]]) -> list[Hits]:
+        answer = ipc.request(self.settings, {"op": "search_many", "items": items}, timeout=60)
+        if answer is None:
+            results = self.local.search_many(items)
             self.warnings = self.local.warnings
             return results
         self.warnings = unreadable_warnings(answer.get("unreadable", {}))

@@ -225,6 +225,8 @@ class Batch:
             title = kind.file[:-3].capitalize() if kind and kind.file == Path(rel).name else Path(rel).stem
             if Path(rel).parent.name != "memory":  # memory/<domain>/knowledge.md is "Knowledge: <domain>"
                 title = f"{title.capitalize()}: {Path(rel).parent.name}"
+            if kind and kind.name == "working":  # memory/working/<run>.md
+                title = f"Working memory: {Path(rel).stem}"
             memory = MemoryFile(title=title[:1].upper() + title[1:].replace("_", " "), manual=NEW_FILE_MANUAL)
             self.work.drafts[rel] = Draft(memory, None)
         self.work.touched.add(rel)
@@ -261,6 +263,7 @@ class Batch:
             last_seen=op.get("last_seen"),
             evidence=op.get("evidence", ()),
             contradicted=op.get("contradicted"),
+            promoted=op.get("promoted", ()),
         )
         draft.append(entry, op.get("section"))
         self.work.moved(entry_id, None, rel)

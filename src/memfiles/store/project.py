@@ -19,6 +19,7 @@ from memfiles.format.toc import INDEX_START_PREFIX
 from memfiles.store.fileio import not_utf8
 
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "build", "dist", "venv", "env"}
+PERSONA_FILE = "persona.md"  # behaviour configuration in the root memory/: never a memory file, never indexed
 
 
 def is_memory_text(text: str, schema: Schema | None = None) -> bool:
@@ -114,6 +115,7 @@ class Project:
             and MEMORY_DIR in parts[:-1]
             and not any(part.startswith(".") for part in parts)
             and not self._excluded(rel)
+            and rel != f"{MEMORY_DIR}/{PERSONA_FILE}"
         )
 
     def markdown_files(self) -> list[Path]:

@@ -1,6 +1,6 @@
 """The watcher's side of the socket: one request object in, one answer object out (services/ipc.py).
 
-Ops: ping, search, similar, sync (the write path's update), backfill, status. The answers are the same
+Ops: ping, search, search_many, similar, sync (the write path's update), backfill, status. The answers are the same
 objects the local index client returns (services/index_client.py), plus "ok".
 """
 
@@ -35,6 +35,12 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
                 ]
                 for q, k in request["queries"]
             ]
+        return {"ok": True, "results": results, "unreadable": dict(keeper.catalog.broken)}
+    if op == "search_many":  # several filtered searches in one round trip (recall's layers)
+        from memfiles.services.recall import search_many
+
+        with keeper.mutex:
+            results = search_many(keeper.searcher, request["items"])
         return {"ok": True, "results": results, "unreadable": dict(keeper.catalog.broken)}
     if op == "similar":
         from memfiles.index.filters import Filters

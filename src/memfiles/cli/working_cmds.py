@@ -1,0 +1,245 @@
+"""`memfiles working`: a run's working memory (goal, stage, hypothesis, ... todos), kept across crashes
+and compactions in memory/working/<run>.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, warn
+from memfiles.cli.complete import complete_todo
+from memfiles.contract import write_object
+from memfiles.services.working import FIELDS, LISTS, SCALARS, TODOS, Working, WorkingState
+
+run_option = click.option(
+    "--run",
+    "run",
+    envvar="MEMFILES_RUN",
+    help="The run (a name like fix-ci-42). Default: $MEMFILES_RUN, else the one active run.",
+)
+
+
+def _service(app: App) -> Working:
+    from memfiles.cli.writes import notify_index
+
+    return Working(app.project, notify=notify_index)
+
+
+def _print_state(state: WorkingState) -> None:
+    click.echo(f"run {state.run} ({state.status})  {state.path}  {state.id}")
+    for name in FIELDS:
+        value = state.get(name)
+        if name in TODOS:
+            click.echo(f"{name}:")
+            for todo in value:
+                note = f"  — {todo.note}" if todo.note else ""
+                click.echo(f"  - {todo.id} {todo.task}{note}")
+        elif name in LISTS:
+            click.echo(f"{name}: " + ("; ".join(value) if value else ""))
+        else:
+            click.echo(f"{name}: {value or ''}")
+
+
+def _report(
+    app: App, service: Working, state: WorkingState, as_json: bool, added: list[str] | None = None, text: str = ""
+) -> None:
+    for warning in service.warnings:
+        warn(warning)
+    if as_json:
+        from memfiles.services.promote import entry_json
+
+        entries = [entry_json(app.project, i) for i in dict.fromkeys([*(added or []), state.id or ""]) if i]
+        print_json({**write_object(added=added, entries=[e for e in entries if e]), "working": state.as_json()})
+    elif text:
+        click.echo(text)
+    else:
+        _print_state(state)
+
+
+@click.group()
+def working() -> None:
+    """A run's working memory: goal, stage, hypothesis, last action and observation, next step,
+    blockers, evidence refs, active action ids and task-level todos, in memory/working/<run>.md.
+
+    `show` after a crash or a compaction prints the state exactly as last saved. The folder holds a
+    .gitignore, so working memory is not committed (delete that file to commit it).
+
+    \b
+    Example:
+      memfiles working start --run fix-ci --goal "Make the hook tests pass offline"
+      memfiles working set --stage implement --last-action "ran pytest" --last-observation "2 failed"
+      memfiles working todo add "Pin pre-commit in the dev extra"
+      memfiles working show --json
+      memfiles working end --episode
+    """
+
+
+def _field_options(function: Any) -> Any:
+    for name in reversed(SCALARS[1:]):
+        flag = "--" + name.replace("_", "-")
+        function = click.option(flag, name, help=f"Set {name} (one line).")(function)
+    function = click.option("--blocker", "blockers", multiple=True, help="A blocker (repeatable; replaces the list).")(
+        function
+    )
+    function = click.option(
+        "--evidence",
+        "evidence_refs",
+        multiple=True,
+        help="An evidence ref: an id, a file, commit:SHA, run:ID (repeatable).",
+    )(function)
+    function = click.option(
+        "--action-id", "active_action_ids", multiple=True, help="An active action id (repeatable; replaces the list)."
+    )(function)
+    return function
+
+
+@working.command("start")
+@run_option
+@click.option("--goal", required=True, help="What the run is for (one line).")
+@click.option("--area", help="The area of the project the run works on. Default: working.")
+@_field_options
+@json_option
+@pass_app
+def start(app: App, run: str | None, goal: str, area: str | None, as_json: bool, **fields: Any) -> None:
+    """Start a run's working memory; prints the run's name (set MEMFILES_RUN to it).
+
+    \b
+    Example:
+      memfiles working start --run fix-ci --goal "Make the hook tests pass offline" --stage explore
+    """
+    with errors_to_exit():
+        service = _service(app)
+        values = {k: (list(v) or None) if k in LISTS else v for k, v in fields.items()}
+        state = service.start(run, goal, area, **values)
+    _report(app, service, state, as_json, added=[state.id or ""], text=state.run)
+
+
+@working.command("show")
+@run_option
+@json_option
+@pass_app
+def show(app: App, run: str | None, as_json: bool) -> None:
+    """Print a run's working memory exactly as last saved (after a crash, a wait or a compaction).
+
+    \b
+    Example:
+      memfiles working show --run fix-ci --json
+    """
+    from memfiles.services import working as service
+
+    with errors_to_exit():
+        state = service.require(app.project, service.resolve_run(app.project, run))
+    print_json({"working": state.as_json()}) if as_json else _print_state(state)
+
+
+@working.command("set")
+@run_option
+@click.option("--goal", help="Set the goal (one line).")
+@_field_options
+@click.option("--add-evidence", multiple=True, help="Add an evidence ref, keeping the others (repeatable).")
+@click.option(
+    "--clear", "clear", multiple=True, type=click.Choice([*SCALARS[1:], *LISTS]), help="Empty this field (repeatable)."
+)
+@json_option
+@pass_app
+def set_fields(
+    app: App,
+    run: str | None,
+    add_evidence: tuple[str, ...],
+    clear: tuple[str, ...],
+    as_json: bool,
+    **fields: Any,
+) -> None:
+    """Change fields of the working memory; the others stay as they are. List options replace the list.
+
+    \b
+    Example:
+      memfiles working set --last-action "ran pytest -x" --last-observation "ImportError: yaml" \\
+          --next-step "add pyyaml to the dev extra" --add-evidence tests/test_hooks.py
+    """
+    changes: dict[str, Any] = {name: None if name in SCALARS else [] for name in clear}
+    for name, value in fields.items():
+        if name in LISTS and value:
+            changes[name] = list(value)
+        elif name not in LISTS and value is not None:
+            changes[name] = value
+    with errors_to_exit():
+        if not changes and not add_evidence:
+            raise click.UsageError("nothing to set: give a field option (see --help)")
+        service = _service(app)
+        state = service.set(run, changes, list(add_evidence))
+    _report(app, service, state, as_json, text=f"run {state.run} saved")
+
+
+@working.group("todo")
+def todo() -> None:
+    """Task-level todos of a run: add, done, block, reopen (by id, or by the task's exact text).
+
+    \b
+    Example:
+      memfiles working todo add "Write the try-repo test"
+      memfiles working todo done W-004
+    """
+
+
+@todo.command("add")
+@click.argument("task")
+@click.option("--note", help="A line of context for the task.")
+@run_option
+@json_option
+@pass_app
+def todo_add(app: App, task: str, note: str | None, run: str | None, as_json: bool) -> None:
+    """Add a task-level todo to the run; prints its id.
+
+    \b
+    Example:
+      memfiles working todo add "Document the MCP registration"
+    """
+    with errors_to_exit():
+        service = _service(app)
+        state, new_id = service.todo_add(run, task, note)
+    _report(app, service, state, as_json, added=[new_id], text=new_id)
+
+
+def _todo_command(name: str, status: str, summary: str) -> click.Command:
+    @click.command(name, help=f"{summary}\n\n\b\nExample:\n  memfiles working todo {name} W-004")
+    @click.argument("todo_ref", metavar="TODO", shell_complete=complete_todo)
+    @click.option("--note", help="Why (replaces the todo's note).")
+    @run_option
+    @json_option
+    @pass_app
+    def command(app: App, todo_ref: str, note: str | None, run: str | None, as_json: bool) -> None:
+        with errors_to_exit():
+            service = _service(app)
+            state = service.todo_status(run, todo_ref, status, note)
+        _report(app, service, state, as_json, text=f"{todo_ref}: {status}")
+
+    return command
+
+
+todo.add_command(_todo_command("done", "done", "Mark a todo done."))
+todo.add_command(_todo_command("block", "blocked", "Mark a todo blocked (say why with --note)."))
+todo.add_command(_todo_command("reopen", "active", "Make a done or blocked todo active again."))
+
+
+@working.command("end")
+@run_option
+@click.option("--episode", is_flag=True, help="Record the run as an episode (kind episode) citing its evidence.")
+@click.option("--outcome", help="One line: how the run ended (the episode's first sentence).")
+@click.option("--title", help="The episode's title. Default: the goal.")
+@json_option
+@pass_app
+def end(app: App, run: str | None, episode: bool, outcome: str | None, title: str | None, as_json: bool) -> None:
+    """End a run; with --episode, turn it into an episode first (safe to repeat after a crash).
+
+    \b
+    Example:
+      memfiles working end --episode --outcome "Fixed: the hooks run with language: system"
+    """
+    with errors_to_exit():
+        service = _service(app)
+        state, episode_id = service.end(run, episode, outcome, title)
+    added = [episode_id] if episode_id else []
+    text = f"run {state.run} ended" + (f"; recorded as {episode_id}" if episode_id else "")
+    _report(app, service, state, as_json, added=added, text=text)

@@ -1,0 +1,1 @@
+"""memfiles over the Model Context Protocol: `memfiles mcp` (needs the mcp extra)."""

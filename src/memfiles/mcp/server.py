@@ -1,0 +1,348 @@
+"""The MCP server: the project's memory as tools and resources, over stdio, with the official SDK.
+
+Every tool is a thin use of the services the CLI uses: writes go through the one write path (the
+batch refuses any file outside the project's memory folders), results are the JSON contract's
+objects, and a domain error becomes a tool error with the same message the CLI would print.
+When no watcher runs, the server starts one in its own process, so the model stays loaded and the
+CLI's commands (recall from an agent's hooks, the write path's index updates) are answered warm too.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from pydantic import Field
+
+from memfiles import __version__
+from memfiles.config import Settings
+from memfiles.contract import write_object
+from memfiles.errors import MemfilesError
+from memfiles.format.ids import FULL_ID_RE
+from memfiles.services.recall import DEFAULT_K, TRIGGERS
+from memfiles.store.project import Project
+
+log = logging.getLogger("memfiles.mcp")
+T = TypeVar("T")
+Trigger = Literal["turn", "act", "replan", "failure", "risky", "resume", "answer", "memory-edit", "compaction"]
+assert set(Trigger.__args__) == set(TRIGGERS)  # type: ignore[attr-defined]
+K = Annotated[int, Field(ge=1, le=50, description="How many hits (per layer for recall).")]
+INSTRUCTIONS = """The project's memory: decisions, frictions, todos, lessons, facts, procedures,
+episodes and insights, one Markdown entry per finding with a stable id (D-005). Call `recall` with
+what you are about to do at every new turn, before acting (trigger act), after a failure (failure,
+with the error text), before risky actions (risky), on resume or compaction (resume, compaction, with
+your run) and before answering (answer). Keep your run's state with working_set; record what
+happened with add (kind episode) and promote repeated episodes to procedures."""
+
+
+def _guard(call: Callable[[], T]) -> T:
+    """Run a tool body; a MemfilesError (bad input, refused write) becomes a tool error, not a crash."""
+    try:
+        return call()
+    except MemfilesError as error:
+        raise ToolError(str(error)) from error
+
+
+def _entry_id(text: str) -> str:
+    entry_id = text.strip().removeprefix("@@").upper()
+    if not FULL_ID_RE.match(entry_id):
+        raise MemfilesError(f"{text!r} is not an id (like D-005)")
+    return entry_id
+
+
+class Tools:
+    """The tool bodies, over one project; kept apart from the SDK so that each is a plain method."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @property
+    def project(self) -> Project:
+        return Project(self.settings)  # cheap: files are read per call, so hand edits are always seen
+
+    def _notify(self, project: Project, result: Any) -> str | None:
+        from memfiles.services.index_client import notify
+
+        return notify(project, result)
+
+    def _write(
+        self, ops: list[Any], request_id: str | None = None, warnings: list[str] | None = None
+    ) -> dict[str, Any]:
+        from memfiles.services.promote import entry_json
+        from memfiles.services.write import write_ops
+
+        project = self.project
+        result, warning = write_ops(project, ops, request_id=request_id, notify=self._notify)
+        warnings = [*(warnings or []), *([warning] if warning else [])]
+        entries = [entry_json(project, i) for i in result.changed_ids]
+        return write_object(
+            added=result.added,
+            updated=result.updated,
+            retired=result.retired,
+            pruned=result.pruned,
+            replayed=result.replayed,
+            entries=[e for e in entries if e],
+            warnings=warnings,
+        )
+
+    def search(self, query: str, k: int, kind: str | None, area: str | None, status: str | None) -> dict[str, Any]:
+        from memfiles.services.recall import EntryReader, filtered_search, to_hits
+
+        query = " ".join(query.split())
+        if not query:
+            raise MemfilesError("query is empty: say what to look for")
+        filters: dict[str, Any] = {"area": area, "status": status}
+        if kind:
+            found = self.settings.schema.kind(kind)
+            if found is None:
+                raise MemfilesError(
+                    f"unknown kind {kind!r} (known: {', '.join(k.name for k in self.settings.schema.kinds)})"
+                )
+            filters["kind"] = found.name
+        filters = {key: value for key, value in filters.items() if value}
+        raw, source = filtered_search(self.settings, [(query, filters, k)])
+        hits = to_hits(EntryReader(self.project), raw[0], query, k)
+        warnings = ["no index: hits ranked by shared words (run memfiles backfill)"] if source == "files" else []
+        return {"query": query, "hits": hits, "warnings": warnings}
+
+    def show(self, entry_id: str) -> dict[str, Any]:
+        from memfiles.services.promote import entry_json
+
+        entry = entry_json(self.project, _entry_id(entry_id))
+        if entry is None:
+            raise MemfilesError(f"no entry {_entry_id(entry_id)}")
+        return {"entry": entry}
+
+    def add(self, fields: dict[str, Any], unique: bool) -> dict[str, Any]:
+        from memfiles.services.dedupe import many_near_duplicates
+        from memfiles.store.ops import parse_op
+
+        op = {"op": "add", **{key: value for key, value in fields.items() if value not in (None, [], "")}}
+        parsed = parse_op(op, 1, self.settings.schema, self.settings.wrap)
+        found, mode = many_near_duplicates(self.project, [(parsed.get("title"), parsed.get("body"), frozenset())])
+        close = ", ".join(f"{c.id} {c.title!r} ({c.score:.2f})" for c in found[0][:3])
+        if close and unique:
+            raise MemfilesError(f"refused, a near-duplicate exists: {close}")
+        warnings = (
+            [f"near-duplicate: close to {close}" + (" (by word overlap)" if mode == "lexical" else "")] if close else []
+        )
+        return self._write([parsed], warnings=warnings)
+
+    def import_ops(self, ops: list[dict[str, Any]], request_id: str | None) -> dict[str, Any]:
+        from memfiles.store.ops import parse_ops
+
+        return self._write(parse_ops({"ops": ops}, self.settings.schema, self.settings.wrap), request_id)
+
+
+def build(settings: Settings) -> MCPServer:
+    """The server with its tools and resources, for the project of `settings`."""
+    tools = Tools(settings)
+    server = MCPServer(name="memfiles", instructions=INSTRUCTIONS, version=__version__)
+
+    @server.tool()
+    def search(
+        query: str,
+        k: K = 10,
+        kind: str | None = None,
+        area: str | None = None,
+        status: str | None = None,
+    ) -> dict[str, Any]:
+        """Search the project's memory by meaning; ids (F-014), flags and error strings also hit exactly.
+
+        Returns {"query", "hits": [{"rank", "score", "signals", "entry"}], "warnings"}. Working memory is
+        left out unless kind is "working".
+        """
+        return _guard(lambda: tools.search(query, k, kind, area, status))
+
+    @server.tool()
+    def recall(query: str = "", trigger: Trigger = "turn", run: str | None = None, k: K = DEFAULT_K) -> dict[str, Any]:
+        """Recall prior experience for what you are about to do, by layer in order: procedure, episode,
+        insight, working. The trigger (turn, act, replan, failure, risky, resume, answer, memory-edit,
+        compaction) decides which layers are mandatory; each group says when it is empty. For a failure,
+        pass the error text: episodes are matched on its error signature."""
+        from memfiles.services.recall import recall as recall_service
+
+        return _guard(lambda: recall_service(tools.project, query, trigger, run, k))
+
+    @server.tool()
+    def show(id: str) -> dict[str, Any]:
+        """One entry by id (D-005 or @@D-005): {"entry": {...}} with its path, line, metadata and body."""
+        return _guard(lambda: tools.show(id))
+
+    @server.tool()
+    def add(
+        kind: str,
+        title: str,
+        area: str,
+        body: str,
+        status: str | None = None,
+        refs: list[str] | None = None,
+        tags: list[str] | None = None,
+        evidence: list[str] | None = None,
+        file: str | None = None,
+        section: str | None = None,
+        unique: bool = False,
+    ) -> dict[str, Any]:
+        """Add an entry through the one write path; returns the write object (added ids, the entry).
+
+        A near-duplicate of an existing entry is a warning (with unique=true: refused). kind is decision,
+        friction, todo, lesson, fact, procedure, episode or insight; title one line of at most 120
+        characters; the body stands alone. evidence: entry ids, files, commit:SHA, run:ID.
+        """
+        fields = {
+            "kind": kind,
+            "title": title,
+            "area": area,
+            "body": body,
+            "status": status,
+            "refs": refs,
+            "tags": tags,
+            "evidence": evidence,
+            "file": file,
+            "section": section,
+        }
+        return _guard(lambda: tools.add(fields, unique))
+
+    @server.tool(name="import")
+    def import_ops(ops: list[dict[str, Any]], request_id: str | None = None) -> dict[str, Any]:
+        """Apply a batch of ops all or nothing ({"op": "add"|"update"|"retire"|"prune"|"section", ...}).
+
+        With request_id, a batch already applied changes nothing and returns the first result again
+        (replayed: true). An error names the op's position and field; then nothing is written.
+        """
+        return _guard(lambda: tools.import_ops(ops, request_id))
+
+    @server.tool()
+    def working_get(run: str | None = None) -> dict[str, Any]:
+        """A run's working memory exactly as last saved: {"working": {goal, stage, hypothesis, last_action,
+        last_observation, next_step, blockers, evidence_refs, active_action_ids, todo_active, todo_done,
+        todo_blocked}}. Default run: the one active run."""
+        from memfiles.services import working
+
+        def body() -> dict[str, Any]:
+            project = tools.project
+            return {"working": working.require(project, working.resolve_run(project, run)).as_json()}
+
+        return _guard(body)
+
+    @server.tool()
+    def working_set(
+        run: str | None = None,
+        goal: str | None = None,
+        stage: str | None = None,
+        hypothesis: str | None = None,
+        last_action: str | None = None,
+        last_observation: str | None = None,
+        next_step: str | None = None,
+        blockers: list[str] | None = None,
+        evidence_refs: list[str] | None = None,
+        active_action_ids: list[str] | None = None,
+        add_evidence: list[str] | None = None,
+        todo_add: list[str] | None = None,
+        todo_done: list[str] | None = None,
+        todo_block: list[str] | None = None,
+        end: bool = False,
+        episode: bool = False,
+    ) -> dict[str, Any]:
+        """Save a run's working memory (starting the run when it has none: give goal). Fields given
+        replace the saved ones (lists too); the others stay. Todos are task-level: todo_add takes task
+        texts, todo_done and todo_block take todo ids or exact texts. end closes the run; with episode,
+        it is recorded as an episode first. Returns {"working": ..., "added": [new ids]}."""
+        from memfiles.mcp.working_tool import working_set as apply
+
+        values = {
+            "goal": goal,
+            "stage": stage,
+            "hypothesis": hypothesis,
+            "last_action": last_action,
+            "last_observation": last_observation,
+            "next_step": next_step,
+            "blockers": blockers,
+            "evidence_refs": evidence_refs,
+            "active_action_ids": active_action_ids,
+        }
+        todos = {"add": todo_add or [], "done": todo_done or [], "blocked": todo_block or []}
+        return _guard(lambda: apply(tools, run, values, add_evidence or [], todos, end, episode))
+
+    @server.tool()
+    def promote(
+        ids: list[str],
+        to: Literal["procedure", "insight"],
+        reason: str,
+        title: str | None = None,
+        body: str | None = None,
+        area: str | None = None,
+    ) -> dict[str, Any]:
+        """Promote episodes (E-003, E-007) to a procedure or an insight: a new entry citing them as
+        evidence; each episode records what it was promoted to. Returns the write object."""
+        from memfiles.services.promote import entry_json
+        from memfiles.services.promote import promote as promote_service
+
+        def body_() -> dict[str, Any]:
+            project = tools.project
+            new_id, sources, warnings = promote_service(
+                project, ids, to, reason, title=title, body=body, area=area, notify=tools._notify
+            )
+            entries = [entry_json(project, i) for i in [new_id, *sources]]
+            return write_object(added=[new_id], updated=sources, entries=[e for e in entries if e], warnings=warnings)
+
+        return _guard(body_)
+
+    @server.resource("memfiles://persona", name="persona", mime_type="text/markdown")
+    def persona_resource() -> str:
+        """The persona: behaviour configuration for agents (memory/persona.md); never a search hit."""
+        from memfiles.services.persona import persona
+
+        return persona(tools.project)["text"]
+
+    @server.resource("memfiles://{entry_id}", name="entry", mime_type="text/markdown")
+    def entry_resource(entry_id: str) -> str:
+        """One memory entry by id, as Markdown, headed by the file and line it lives at."""
+        from memfiles.format.render import render_entry
+
+        try:
+            located = tools.project.find(_entry_id(entry_id))
+        except MemfilesError as error:
+            raise ResourceNotFoundError(str(error)) from error
+        if located is None:
+            raise ResourceNotFoundError(f"no entry {entry_id}")
+        return f"<!-- {located.where} -->\n{render_entry(located.entry)}\n"
+
+    return server
+
+
+def start_watcher(settings: Settings) -> Any:
+    """A watcher in this process when none runs for the project (None when one does, or it cannot)."""
+    from memfiles.services.ipc import request
+
+    try:
+        if request(settings, {"op": "ping"}, timeout=2) is not None:
+            return None  # one runs: every call goes through its socket
+        from memfiles.services.watch import Watcher
+    except (MemfilesError, ImportError) as error:
+        log.warning("no watcher in the MCP server: %s", error)
+        return None
+    watcher = Watcher(Project(settings))
+
+    def run() -> None:
+        try:
+            watcher.start()
+        except Exception as error:  # the tools still work, opening the store per call
+            log.warning("the MCP server could not start its watcher: %s", error)
+
+    threading.Thread(target=run, name="memfiles-mcp-watcher", daemon=True).start()
+    return watcher
+
+
+def serve(settings: Settings, watch: bool = True) -> None:
+    """Serve over stdio until the client closes the connection."""
+    watcher = start_watcher(settings) if watch else None
+    try:
+        build(settings).run("stdio")
+    finally:
+        if watcher is not None and watcher.ready.is_set():
+            watcher.stop()

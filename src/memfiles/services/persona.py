@@ -1,0 +1,19 @@
+"""The persona: behaviour configuration for agents (tone, limits, habits), in memory/persona.md.
+
+It is read and returned on request, never indexed and never a search hit: the project's file
+discovery leaves it out (store/project.py), whatever it holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memfiles.store.fileio import read_text
+from memfiles.store.project import PERSONA_FILE, Project
+
+
+def persona(project: Project) -> dict[str, Any]:
+    """{"path", "exists", "text"}: the persona file relative to the root, and its text ("" when absent)."""
+    path = project.settings.memory_dir / PERSONA_FILE
+    exists = path.is_file()
+    return {"path": project.rel(path), "exists": exists, "text": read_text(path) if exists else ""}

@@ -1,0 +1,163 @@
+"""Promotion: episodes that keep happening become a procedure (what to do) or an insight (what it means).
+
+The new entry cites its sources as evidence; each source gains status `promoted` and records the new
+id in its `promoted` list. `promotion_candidates` finds episodes repeated often enough to be worth it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from memfiles.contract import Finding, entry_object
+from memfiles.errors import MemfilesError
+from memfiles.format.ids import RETIRED
+from memfiles.format.wrap import clip, one_line
+from memfiles.services.write import IndexNotifier, write_ops
+from memfiles.store.ops import parse_op
+from memfiles.store.project import Located, Project
+
+TARGETS = ("procedure", "insight")
+SOURCE_KINDS = ("episode",)
+REPEATS = 3  # episodes of one failure before audit suggests promoting them
+_SIGNATURE_LINE = re.compile(r"^- \*\*signature\*\*: `(.+)`$", re.MULTILINE)
+
+
+def entry_json(project: Project, entry_id: str) -> dict[str, Any] | None:
+    """The contract's entry object for `entry_id`, or None when there is no such entry."""
+    located = project.find(entry_id)
+    if located is None:
+        return None
+    kind = project.settings.schema.kind_of(entry_id)
+    return entry_object(
+        located.entry,
+        kind=kind.name if kind else None,
+        path=located.file.rel,
+        line=located.entry.line,
+        section=located.section,
+    )
+
+
+def _sources(project: Project, ids: list[str]) -> list[Located]:
+    if not ids:
+        raise MemfilesError("name the episodes to promote (like E-003 E-007)")
+    files = project.load()
+    found = []
+    for raw in dict.fromkeys(ids):
+        entry_id = raw.strip().removeprefix("@@").upper()
+        located = project.find(entry_id, files)
+        if located is None:
+            raise MemfilesError(f"no entry {entry_id}")
+        kind = project.settings.schema.kind_of(entry_id)
+        if kind is None or kind.name not in SOURCE_KINDS:
+            raise MemfilesError(f"{entry_id} is a {kind.name if kind else 'unknown kind'}: only episodes are promoted")
+        if located.entry.status == RETIRED:
+            raise MemfilesError(f"{entry_id} is retired ({located.entry.reason}): promote live episodes only")
+        found.append(located)
+    return found
+
+
+def default_body(sources: list[Located], reason: str) -> str:
+    lines = [reason, "", "Promoted from:"]
+    lines += [f"- {s.entry.id} ({s.entry.date}): {s.entry.title}" for s in sources]
+    return "\n".join(lines)
+
+
+def promote(
+    project: Project,
+    ids: list[str],
+    to: str,
+    reason: str,
+    *,
+    title: str | None = None,
+    body: str | None = None,
+    area: str | None = None,
+    notify: IndexNotifier | None = None,
+) -> tuple[str, list[str], list[str]]:
+    """Write the new entry and mark its sources; returns (new id, source ids, warnings).
+
+    Two batches, the first with a request id drawn from the inputs: run again after a crash between
+    them, the same command replays the first (the same new id) and finishes the second.
+    """
+    if to not in TARGETS:
+        raise MemfilesError(f"--to must be one of {', '.join(TARGETS)}, got {to!r}")
+    reason = one_line(reason or "")
+    if not reason:
+        raise MemfilesError("give a --reason: why these episodes deserve a " + to)
+    sources = _sources(project, ids)
+    schema, settings = project.settings.schema, project.settings
+    source_ids = [s.entry.id for s in sources]
+    text = body.strip() if body and body.strip() else default_body(sources, reason)
+    if body and body.strip():
+        text += f"\n\nPromoted from {', '.join(source_ids)}: {reason}"
+    add = {
+        "op": "add",
+        "kind": to,
+        "title": clip(one_line(title), schema.title_limit) if title else sources[0].entry.title,
+        "area": area or sources[0].entry.area,
+        "body": text,
+        "evidence": source_ids,
+    }
+    digest = hashlib.sha256(json.dumps(add, sort_keys=True).encode()).hexdigest()[:16]
+    warnings: list[str] = []
+    result, warning = write_ops(
+        project, [parse_op(add, 1, schema, settings.wrap)], request_id=f"promote-{digest}", notify=notify
+    )
+    warnings += [warning] if warning else []
+    new_id = result.added[0]
+    updates = []
+    for position, source in enumerate(_sources(project, source_ids), start=1):
+        promoted = list(dict.fromkeys([*source.entry.promoted, new_id]))
+        if promoted != list(source.entry.promoted) or source.entry.status != "promoted":
+            op = {"op": "update", "id": source.entry.id, "status": "promoted", "promoted": promoted}
+            updates.append(parse_op(op, position, schema, settings.wrap))
+    if updates:
+        _, warning = write_ops(project, updates, notify=notify)
+        warnings += [warning] if warning else []
+    return new_id, source_ids, warnings
+
+
+def _key(located: Located) -> str:
+    """What makes two episodes the same: their recorded error signature, else their title's words."""
+    from memfiles.services.recall import error_signature
+
+    match = _SIGNATURE_LINE.search(located.entry.body)
+    signature = match.group(1) if match else error_signature(f"{located.entry.title}\n{located.entry.body}")
+    if signature:
+        return "sig:" + signature.casefold()
+    return "title:" + " ".join(re.sub(r"\d+", "N", located.entry.title.casefold()).split())
+
+
+def promotion_candidates(
+    project: Project, entries: list[Located] | None = None, repeats: int = REPEATS
+) -> list[Finding]:
+    """Groups of `repeats` or more recorded episodes of the same failure or title: promote them."""
+    entries = list(project.entries()) if entries is None else entries
+    schema = project.settings.schema
+    groups: dict[str, list[Located]] = {}
+    for located in entries:
+        kind = schema.kind_of(located.entry.id)
+        if kind and kind.name == "episode" and located.entry.status == "recorded":
+            groups.setdefault(_key(located), []).append(located)
+    findings = []
+    for key, members in groups.items():
+        if len(members) < repeats:
+            continue
+        ids = [m.entry.id for m in members]
+        what = f"the same failure (`{key[4:]}`)" if key.startswith("sig:") else "the same task"
+        first = members[0]
+        findings.append(
+            Finding(
+                "promote-candidate",
+                "info",
+                first.file.rel,
+                first.entry.line,
+                f"{', '.join(ids)} record {what} {len(ids)} times: promote them"
+                f" (memfiles promote {' '.join(ids)} --to procedure --reason ...)",
+                id=first.entry.id,
+                detail={"ids": ids, "key": key},
+            )
+        )
+    return findings

@@ -1,0 +1,295 @@
+"""Experience-first recall: what the memory holds for what an agent is about to do, layer by layer.
+
+The layers come in the memory-manager seed's order (procedure, episode, insight, working); a trigger
+names the moment in an agent's loop and decides which layers are mandatory then. Each group says when
+it is empty, so an agent knows it looked. Cheap enough for every turn: with a watcher running, all the
+layers' searches are one socket round trip, and this module imports nothing heavy at module level.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from memfiles.config import Settings
+from memfiles.contract import entry_object, hit_object
+from memfiles.errors import IndexUnavailable, MemfilesError
+from memfiles.format.ids import RETIRED
+from memfiles.store.project import Project
+
+ORDER = ("procedure", "episode", "insight", "working")
+# Why each layer is mandatory, in the seed's words.
+WHY = {
+    "procedure": "procedures come before every execution batch",
+    "episode": "episodes of similar failures, repeated attempts and the same task type",
+    "insight": "insights for planning, trade-offs, contradictions and the final answer",
+    "working": "the run's working memory for resume, compaction recovery and handoff",
+}
+# The seed's mandatory retrieval triggers and the layers each makes mandatory.
+TRIGGERS: dict[str, tuple[str, ...]] = {
+    "turn": ("procedure", "episode", "insight"),  # every new user turn
+    "act": ("procedure",),  # every execution batch, before acting
+    "replan": ("procedure", "episode", "insight"),  # every replan
+    "failure": ("procedure", "episode"),  # a significant failure or a new error signature
+    "risky": ("procedure", "episode"),  # a high-resource or irreversible action
+    "resume": ("procedure", "working"),  # a long action resumed, a decision after polling
+    "answer": ("insight", "working"),  # before the final answer or a handoff
+    "memory-edit": ("procedure", "insight"),  # changing memory itself or a memory-related instruction
+    "compaction": ("procedure", "working"),  # compaction markers (Compact, Summary) in the context
+}
+DEFAULT_K = 3
+_EXTRA = 5  # asked beyond k so that retired entries can be dropped without coming up short
+
+_TYPED_ERROR = re.compile(r"\b[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning)\b")
+_ERROR_WORD = re.compile(r"\b(error|fatal|failed|failure|panic|traceback|denied|refused|not found|timed out)\b", re.I)
+_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{12,64}\b")
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+([\w.-]+)")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
+_STAMP = re.compile(r"^\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+Z?\]?\s*")
+
+
+def error_signature(text: str) -> str | None:
+    """The error line of `text`, with what changes between runs (paths, numbers, addresses) wiped.
+
+    The last line naming a typed error (`ModuleNotFoundError: ...`) wins, else the first line with an
+    error word. Two runs failing the same way give the same signature; None when no line looks like one.
+    """
+    lines = [line.strip() for line in text.replace("\r", "\n").split("\n") if line.strip()]
+    typed = [line for line in lines if _TYPED_ERROR.search(line)]
+    worded = [line for line in lines if _ERROR_WORD.search(line)]
+    line = typed[-1] if typed else (worded[0] if worded else None)
+    if line is None:
+        return None
+    line = _STAMP.sub("", line)
+    match = _TYPED_ERROR.search(line)
+    if match and typed:
+        line = line[match.start() :]
+    line = _HEX.sub("<hex>", line)
+    line = _PATH.sub(lambda m: m.group(1), line)
+    line = _NUMBER.sub("N", line)
+    return " ".join(line.split())[:200] or None
+
+
+# --- the seam: every search recall and the MCP server make goes through filtered_search ----------
+
+
+def filtered_search(
+    settings: Settings, items: list[tuple[str, dict[str, Any], int]]
+) -> tuple[list[list[dict[str, Any]]], str]:
+    """THE SEAM. For each (query, filters, k): the k best hits passing `filters` ({"kind", "area",
+    "status", "path", "since"}), as dicts holding at least id, score, path and line.
+
+    One socket round trip when a watcher runs; else the store opened here; else word overlap over the
+    files. Returns the hits and which of "watcher", "local" or "files" answered.
+    """
+    from memfiles.services.index_client import connect, index_exists
+
+    payload = [{"query": query, "k": k, "filters": dict(filters)} for query, filters, k in items]
+    if index_exists(settings):
+        client = connect(settings)
+        try:
+            return client.search_many(payload), client.where
+        except IndexUnavailable:
+            pass  # no collection yet, or a store that cannot be opened: the files still answer
+    return _files_search(Project(settings), items), "files"
+
+
+def search_many(searcher: Any, items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Several filtered searches over one open searcher, each distinct query embedded once.
+
+    The watcher answers its `search_many` op with this, and the local path calls it too.
+    """
+    from memfiles.index.filters import Filters
+
+    saved = searcher.embedder
+    if saved is not None:
+        searcher.embedder = _MemoEmbedder(saved)
+    try:
+        return [
+            [
+                hit.as_json(rank)
+                for rank, hit in enumerate(
+                    searcher.search(
+                        item["query"], int(item["k"]), Filters(**item.get("filters", {})), item.get("mode", "hybrid")
+                    ),
+                    start=1,
+                )
+            ]
+            for item in items
+        ]
+    finally:
+        searcher.embedder = saved
+
+
+class _MemoEmbedder:
+    """An embedder that encodes each text once per batch of searches."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.memo: dict[str, Any] = {}
+
+    def encode(self, texts: list[str]) -> Any:
+        missing = [text for text in texts if text not in self.memo]
+        if missing:
+            for text, vector in zip(missing, self.inner.encode(missing), strict=True):
+                self.memo[text] = vector
+        return [self.memo[text] for text in texts]
+
+
+def _files_search(project: Project, items: list[tuple[str, dict[str, Any], int]]) -> list[list[dict[str, Any]]]:
+    """Without an index: entries passing the filters, ranked by the share of the query's words they hold."""
+    from memfiles.format.ids import HIDDEN_KINDS
+    from memfiles.index.text import tokenize
+
+    schema = project.settings.schema
+    located = list(project.load_all().entries())
+    out = []
+    for query, filters, k in items:
+        wanted = set(tokenize(query))
+        named = set(schema.grammar.ids_in(query.upper()))  # an id in the query is that entry, as in memsearch
+        scored = []
+        for loc in located:
+            found = schema.kind_of(loc.entry.id)
+            kind = found.name if found else None
+            if not wanted or (filters.get("kind") or None) not in (None, kind):
+                continue
+            if not filters.get("kind") and kind in HIDDEN_KINDS:
+                continue
+            if any(filters.get(key) not in (None, getattr(loc.entry, key)) for key in ("area", "status")):
+                continue
+            words = set(tokenize(f"{loc.entry.title}\n\n{loc.entry.body}"))
+            share = 1.0 if loc.entry.id in named else len(wanted & words) / len(wanted)
+            if share > 0:
+                scored.append((share, loc))
+        scored.sort(key=lambda item: (-item[0], item[1].entry.id))
+        out.append(
+            [
+                {"id": loc.entry.id, "score": round(share, 6), "path": loc.file.rel, "line": loc.entry.line}
+                for share, loc in scored[:k]
+            ]
+        )
+    return out
+
+
+# --- recall ---------------------------------------------------------------------------------------
+
+
+def recall(
+    project: Project, query: str, trigger: str = "turn", run: str | None = None, k: int = DEFAULT_K
+) -> dict[str, Any]:
+    """The recall object of docs/json.md: the trigger's mandatory layers in the seed's order, each with
+    its hits (or the run's working memory) and a note when it is empty."""
+    if trigger not in TRIGGERS:
+        raise MemfilesError(f"unknown trigger {trigger!r} (triggers: {', '.join(TRIGGERS)})")
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 50:
+        raise MemfilesError(f"k must be a whole number from 1 to 50, got {k!r}")
+    layers = [layer for layer in ORDER if layer in TRIGGERS[trigger]]
+    warnings: list[str] = []
+    working, run_name, run_note = _working(project, run, "working" in layers, warnings)
+    query = " ".join((query or "").split())
+    if not query and working is not None:  # resume with nothing said: look for what the run is doing
+        query = " ".join(str(working.get(name) or "") for name in ("goal", "next_step")).strip()
+    searched = [layer for layer in layers if layer != "working"]
+    if searched and not query:
+        raise MemfilesError("say what you are about to do (the query is empty)")
+    signature = error_signature(query) if trigger == "failure" else None
+    queries = {layer: (signature if layer == "episode" and signature else query) for layer in searched}
+    source = "none"
+    results: dict[str, list[dict[str, Any]]] = {}
+    if searched:
+        raw, source = filtered_search(
+            project.settings, [(queries[layer], {"kind": layer}, k + _EXTRA) for layer in searched]
+        )
+        results = dict(zip(searched, raw, strict=True))
+        if source == "files":
+            warnings.append("no index: hits ranked by shared words (run memfiles backfill, or memfiles watch)")
+    entries = EntryReader(project)
+    groups = []
+    for layer in layers:
+        group: dict[str, Any] = {"layer": layer, "why": WHY[layer], "query": queries.get(layer)}
+        if layer == "working":
+            group.update(hits=[], working=working.as_json() if working else None)
+            group["empty"] = working is None
+            group["note"] = run_note if working is None else None
+        else:
+            hits = to_hits(entries, results.get(layer, []), query, k, drop_retired=True)
+            group.update(hits=hits, empty=not hits, note=None if hits else f"no {layer} matches")
+        groups.append(group)
+    return {
+        "query": query,
+        "trigger": trigger,
+        "run": run_name,
+        "signature": signature,
+        "index": source,
+        "layers": groups,
+        "warnings": warnings,
+    }
+
+
+def _working(project: Project, run: str | None, wanted: bool, warnings: list[str]) -> tuple[Any, str | None, str]:
+    """The run's working state (or None), its name, and why it is missing when it is."""
+    from memfiles.services import working
+
+    if not wanted and not run:
+        return None, None, ""
+    try:
+        name = working.resolve_run(project, run)
+        state = working.load(project, name)
+    except MemfilesError as error:
+        return None, run or os.environ.get(working.RUN_ENV), str(error)
+    if state is None:
+        return None, name, f"no working memory for run {name!r}: start it with memfiles working start"
+    return (state if wanted else None), name, ""
+
+
+def to_hits(
+    reader: EntryReader, raw_hits: list[dict[str, Any]], query: str, k: int, drop_retired: bool = False
+) -> list[dict[str, Any]]:
+    """The contract's hit objects for the seam's raw hits (entries read from their files), at most k."""
+    hits: list[dict[str, Any]] = []
+    for raw in raw_hits:
+        if "entry" in raw and "rank" in raw:  # already a contract hit
+            entry, score, signals = raw["entry"], raw["score"], raw["signals"]
+        else:
+            entry = reader.entry(raw)
+            score = min(1.0, float(raw["score"]))
+            signals = {"id": raw["id"].casefold() in query.casefold(), "exact": False, "lexical": None, "dense": None}
+        if entry is None or (drop_retired and entry["status"] == RETIRED):
+            continue
+        hits.append(hit_object(entry, score, signals, len(hits) + 1))
+        if len(hits) == k:
+            break
+    return hits
+
+
+class EntryReader:
+    """Entry objects for hits, read from their files (the files are the truth; each file parsed once)."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self.files: dict[str, Any] = {}
+
+    def entry(self, hit: dict[str, Any]) -> dict[str, Any] | None:
+        rel = hit["path"]
+        if rel not in self.files:
+            try:
+                loaded = self.project.load_file(self.project.root / rel)
+            except (MemfilesError, OSError, UnicodeDecodeError):
+                loaded = None
+            self.files[rel] = loaded
+        loaded = self.files[rel]
+        if loaded is None:
+            return None
+        for located in self.project.entries([loaded]):
+            if located.entry.id == hit["id"]:
+                kind = self.project.settings.schema.kind_of(located.entry.id)
+                return entry_object(
+                    located.entry,
+                    kind=kind.name if kind else None,
+                    path=loaded.rel,
+                    line=located.entry.line,
+                    section=located.section,
+                )
+        return None

@@ -1,0 +1,366 @@
+"""Working memory: the run-scoped state an agent needs to resume after a crash, a wait or a compaction.
+
+One memory file per run, `memory/working/<run>.md`, written through the one write path like every other:
+a `## State` section with one entry (kind `working`, its title the goal) whose body lists the seed's
+fields, and a `## Todo` section with one entry per task-level todo (status active, done or blocked).
+The evidence refs are the state entry's `evidence` metadata, so `audit` checks them like any other.
+The folder carries its own `.gitignore`: run state is not committed unless the user deletes it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memfiles.errors import MemfilesError, OpError
+from memfiles.format.wrap import clip
+from memfiles.services.working_text import (
+    LISTS,
+    SCALARS,
+    WorkingError,
+    episode_op,
+    parse_fields,
+    render_fields,
+)
+from memfiles.services.write import IndexNotifier, write_ops
+from memfiles.store.batch import BatchResult
+from memfiles.store.ops import normalize_automated, parse_op
+from memfiles.store.project import LoadedFile, Project
+
+KIND = "working"
+FOLDER = "working"  # below the root memory/
+STATE_SECTION = "State"
+TODO_SECTION = "Todo"
+# The seed's working-memory contract, in its order.
+TODOS = ("todo_active", "todo_done", "todo_blocked")
+__all__ = ["LISTS", "SCALARS", "WorkingError", "episode_op", "parse_fields", "render_fields"]
+FIELDS = (*SCALARS, *LISTS, *TODOS)
+TODO_STATUS = {"todo_active": "active", "todo_done": "done", "todo_blocked": "blocked"}
+RUN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+GITIGNORE = (
+    "# Working memory is run-scoped state and is not committed. To commit it, delete this file:\n"
+    "# memfiles writes it only when it creates memory/working/.\n*\n!.gitignore\n"
+)
+RUN_ENV = "MEMFILES_RUN"
+
+
+@dataclass
+class Todo:
+    id: str
+    task: str
+    status: str
+    note: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "task": self.task, "note": self.note}
+
+
+@dataclass
+class WorkingState:
+    """A run's working memory as the seed defines it, and where it lives."""
+
+    run: str
+    path: str
+    id: str | None = None
+    status: str = "active"
+    area: str = KIND
+    values: dict[str, Any] = field(default_factory=dict)
+    todos: list[Todo] = field(default_factory=list)
+    promoted: list[str] = field(default_factory=list)  # the episode the run became, once ended
+
+    def get(self, name: str) -> Any:
+        if name in TODOS:
+            return [todo for todo in self.todos if todo.status == TODO_STATUS[name]]
+        return self.values.get(name, [] if name in LISTS else None)
+
+    def as_json(self) -> dict[str, Any]:
+        """The working object of docs/json.md: run, path, id, status, then the twelve fields in order."""
+        data: dict[str, Any] = {
+            "run": self.run,
+            "path": self.path,
+            "id": self.id,
+            "status": self.status,
+            "promoted": list(self.promoted),
+        }
+        for name in FIELDS:
+            value = self.get(name)
+            data[name] = [todo.as_json() for todo in value] if name in TODOS else value
+        return data
+
+
+def check_run(run: str) -> str:
+    if not RUN_RE.match(run):
+        raise WorkingError(f"run {run!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+    return run
+
+
+def run_rel(run: str) -> str:
+    return f"memory/{FOLDER}/{check_run(run)}.md"
+
+
+def default_note(run: str) -> str:
+    return f"A task of run {run}."
+
+
+# --- reading ----------------------------------------------------------------------------------------
+
+
+def load(project: Project, run: str) -> WorkingState | None:
+    """The run's working memory, or None when the run has no file."""
+    rel = run_rel(run)
+    path = project.root / rel
+    if not path.is_file():
+        return None
+    loaded = project.load_file(path)
+    if loaded is None:
+        raise WorkingError(f"{rel} is not a memory file (no index and no entries)")
+    return state_of(project, run, loaded)
+
+
+def state_of(project: Project, run: str, loaded: LoadedFile) -> WorkingState:
+    state = WorkingState(run=run, path=loaded.rel)
+    for located in project.entries([loaded]):
+        entry = located.entry
+        if located.section == STATE_SECTION and state.id is None:
+            state.id, state.status, state.area = entry.id, entry.status, entry.area
+            state.values = parse_fields(entry.body, f"{loaded.rel}:{entry.line}")
+            state.values["evidence_refs"] = list(entry.evidence)
+            state.values.setdefault("goal", entry.title)
+            state.promoted = list(entry.promoted)
+        elif located.section == TODO_SECTION:
+            note = None if entry.body == default_note(run) else entry.body
+            state.todos.append(Todo(entry.id, entry.title, entry.status, note))
+    if state.id is None:
+        raise WorkingError(f"{loaded.rel} has no entry under '## {STATE_SECTION}': not a run's working memory")
+    return state
+
+
+def runs(project: Project) -> list[tuple[str, str]]:
+    """Every run with a working file, as (run, status), by name."""
+    folder = project.settings.memory_dir / FOLDER
+    found = []
+    for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+        if not RUN_RE.match(path.stem):
+            continue
+        try:
+            state = load(project, path.stem)
+        except (MemfilesError, UnicodeDecodeError) as error:
+            found.append((path.stem, f"unreadable: {error}"))
+            continue
+        if state is not None:
+            found.append((path.stem, state.status))
+    return found
+
+
+def resolve_run(project: Project, run: str | None) -> str:
+    """--run, else $MEMFILES_RUN, else the one active run; a clear error when that is not one."""
+    run = run or os.environ.get(RUN_ENV) or None
+    if run:
+        return check_run(run)
+    found = runs(project)
+    active = [name for name, status in found if status == "active"]
+    if len(active) == 1:
+        return active[0]
+    broken = "".join(f"; {status}" for _name, status in found if status.startswith("unreadable"))
+    if not active:
+        raise WorkingError(
+            f"no active run: start one with `memfiles working start --goal ...`, or pass --run (or set {RUN_ENV})"
+            + broken
+        )
+    raise WorkingError(f"several runs are active ({', '.join(active)}): pass --run or set {RUN_ENV}")
+
+
+def require(project: Project, run: str) -> WorkingState:
+    state = load(project, run)
+    if state is None:
+        known = ", ".join(name for name, _ in runs(project)) or "none"
+        raise WorkingError(f"no working memory for run {run!r} (runs: {known}); start it with `memfiles working start`")
+    return state
+
+
+# --- writing ----------------------------------------------------------------------------------------
+
+
+def _one_line(name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise WorkingError(f"{name} must be text, got {type(value).__name__}")
+    value = value.strip()
+    if "\n" in value or "\r" in value:
+        raise WorkingError(f"{name} must be one line: put long output in a file and cite it in evidence_refs")
+    return value or None
+
+
+def _items(name: str, value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
+        raise WorkingError(f"{name} must be a list of text")
+    items = [item.strip() for item in value if item.strip()]
+    for item in items:
+        if "\n" in item or "\r" in item:
+            raise WorkingError(f"{name}: each item must be one line")
+        if name == "evidence_refs" and "," in item:
+            raise WorkingError(f"evidence_refs: {item!r} holds a comma; give each ref on its own")
+    return items
+
+
+def checked_changes(changes: dict[str, Any]) -> dict[str, Any]:
+    """`changes` with every name known and every value the right shape; WorkingError otherwise."""
+    settable = (*SCALARS, *LISTS)
+    unknown = sorted(set(changes) - set(settable))
+    if unknown:
+        raise WorkingError(
+            f"unknown field {', '.join(unknown)} (fields: {', '.join(settable)}; todos have their own commands)"
+        )
+    out: dict[str, Any] = {}
+    for name, value in changes.items():
+        out[name] = _items(name, value) if name in LISTS else _one_line(name, value)
+    if "goal" in out and not out["goal"]:
+        raise WorkingError("goal cannot be empty: a run is for something")
+    return out
+
+
+class Working:
+    """The working-memory commands over one project; every write goes through write_ops."""
+
+    def __init__(self, project: Project, notify: IndexNotifier | None = None) -> None:
+        self.project = project
+        self.notify = notify
+        self.warnings: list[str] = []
+
+    def _write(self, ops: list[dict[str, Any]], request_id: str | None = None) -> BatchResult:
+        settings = self.project.settings
+        parsed = []
+        for position, value in enumerate(ops, start=1):
+            try:
+                parsed.append(parse_op(value, position, settings.schema, wrap=0))
+            except OpError as error:
+                raise WorkingError(error.message.replace("evidence:", "evidence_refs:")) from error
+        result, warning = write_ops(self.project, parsed, request_id=request_id, notify=self.notify)
+        if warning:
+            self.warnings.append(warning)
+        return result
+
+    def _state_op(self, state: WorkingState, values: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        title_limit = self.project.settings.schema.title_limit
+        op: dict[str, Any] = {
+            "title": clip(values["goal"], title_limit),
+            "body": render_fields(values),
+            "evidence": list(values.get("evidence_refs") or []),
+            **extra,
+        }
+        if state.id is None:
+            op.update(op="add", kind=KIND, area=state.area, file=state.path, section=STATE_SECTION)
+        else:
+            op.update(op="update", id=state.id)
+        return op
+
+    def start(self, run: str | None, goal: str, area: str | None = None, **fields: Any) -> WorkingState:
+        run = check_run(run) if run else (os.environ.get(RUN_ENV) or _new_run_name())
+        check_run(run)
+        existing = load(self.project, run)
+        if existing is not None:
+            raise WorkingError(
+                f"run {run} already has working memory (status {existing.status}): "
+                f"`memfiles working show --run {run}` restores it"
+            )
+        values = checked_changes({"goal": goal, **{k: v for k, v in fields.items() if v is not None}})
+        _ensure_folder(self.project)
+        state = WorkingState(run=run, path=run_rel(run), area=area or KIND)
+        self._write([self._state_op(state, values)])
+        return require(self.project, run)
+
+    def set(self, run: str | None, changes: dict[str, Any], add_evidence: list[str] | None = None) -> WorkingState:
+        state = require(self.project, resolve_run(self.project, run))
+        values = {**state.values, **checked_changes(changes)}
+        if add_evidence:
+            new = _items("evidence_refs", add_evidence)
+            values["evidence_refs"] = list(dict.fromkeys([*values.get("evidence_refs", []), *new]))
+        if values == state.values:
+            return state
+        self._write([self._state_op(state, values)])
+        return require(self.project, state.run)
+
+    def todo_add(self, run: str | None, task: str, note: str | None = None) -> tuple[WorkingState, str]:
+        state = require(self.project, resolve_run(self.project, run))
+        task = _one_line("task", task) or ""
+        if not task:
+            raise WorkingError("task is empty: say what is to be done")
+        op = {
+            "op": "add",
+            "kind": KIND,
+            "title": task,
+            "area": state.area,
+            "body": (note or "").strip() or default_note(state.run),
+            "file": state.path,
+            "section": TODO_SECTION,
+        }
+        result = self._write([op])
+        return require(self.project, state.run), result.added[0]
+
+    def todo_status(self, run: str | None, which: str, status: str, note: str | None = None) -> WorkingState:
+        state = require(self.project, resolve_run(self.project, run))
+        todo = _find_todo(state, which)
+        op: dict[str, Any] = {"op": "update", "id": todo.id, "status": status}
+        if note and note.strip():
+            op["body"] = note.strip()
+        if todo.status != status or "body" in op:
+            self._write([op])
+        return require(self.project, state.run)
+
+    def end(
+        self, run: str | None, episode: bool = False, outcome: str | None = None, title: str | None = None
+    ) -> tuple[WorkingState, str | None]:
+        """Close the run; with `episode`, record it as an episode first (idempotent on a re-run)."""
+        state = require(self.project, resolve_run(self.project, run))
+        outcome = _one_line("outcome", outcome)
+        episode_id = next((i for i in state.promoted if i.startswith(self._episode_prefix())), None)
+        if episode and episode_id is None:
+            op = normalize_automated(episode_op(state, outcome, title), self.project.settings.schema)
+            result = self._write([op], request_id=f"working-end-{state.run}-{state.id}")
+            episode_id = result.added[0]
+        promoted = list(dict.fromkeys([*state.promoted, *([episode_id] if episode_id else [])]))
+        extra: dict[str, Any] = {"status": "ended"}
+        if promoted:
+            extra["promoted"] = promoted
+        if state.status != "ended" or promoted != state.promoted:
+            self._write([self._state_op(state, state.values, **extra)])
+        return require(self.project, state.run), episode_id if episode else None
+
+    def _episode_prefix(self) -> str:
+        kind = self.project.settings.schema.kind("episode")
+        return f"{kind.prefix}-" if kind else "E-"
+
+
+def _find_todo(state: WorkingState, which: str) -> Todo:
+    which = which.strip()
+    by_id = [todo for todo in state.todos if todo.id.upper() == which.upper()]
+    if by_id:
+        return by_id[0]
+    by_task = [todo for todo in state.todos if todo.task.casefold() == which.casefold()]
+    if len(by_task) == 1:
+        return by_task[0]
+    listed = "; ".join(f"{todo.id} {todo.task} ({todo.status})" for todo in state.todos) or "none yet"
+    many = " (several have that text: use the id)" if by_task else ""
+    raise WorkingError(f"run {state.run} has no todo {which!r}{many}; todos: {listed}")
+
+
+def _new_run_name() -> str:
+    return "run-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+def _ensure_folder(project: Project) -> None:
+    """memory/working/ with its .gitignore, written only when the folder is created (delete it to commit)."""
+    folder: Path = project.settings.memory_dir / FOLDER
+    if folder.is_dir():
+        return
+    folder.mkdir(parents=True)
+    (folder / ".gitignore").write_text(GITIGNORE, encoding="utf-8")

@@ -1,0 +1,152 @@
+"""The MCP server as a client sees it: `memfiles mcp` started as a subprocess, driven by the SDK's client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+mcp = pytest.importorskip("mcp")
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+pytestmark = pytest.mark.integration
+MEMFILES = str(Path(sys.executable).parent / "memfiles")
+TOOLS = {"search", "recall", "show", "add", "import", "working_get", "working_set", "promote"}
+
+
+def drive(root: Path, scenario: Callable[[Any], Awaitable[None]], *options: str) -> None:
+    """Start `memfiles --root ROOT mcp` and run `scenario(client)` against it."""
+
+    async def main() -> None:
+        params = StdioServerParameters(command=MEMFILES, args=["--root", str(root), "mcp", *options], cwd=str(root))
+        async with Client(params, read_timeout_seconds=120) as client:
+            await scenario(client)
+
+    asyncio.run(main())
+
+
+def data(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
+
+def error_text(result: Any) -> str:
+    assert result.is_error
+    return " ".join(getattr(block, "text", "") for block in result.content)
+
+
+async def until(call: Callable[[], Awaitable[bool]], seconds: float = 60) -> None:
+    for _ in range(int(seconds / 0.25)):
+        if await call():
+            return
+        await asyncio.sleep(0.25)
+    raise AssertionError(f"not true within {seconds} s")
+
+
+def test_tools_add_search_errors_recall_and_resources(root: Path) -> None:
+    """Lists the tools, adds an entry, finds it by meaning, gets tool errors for bad input, recalls in order."""
+    outside = root.parent / "outside.md"
+
+    async def scenario(client: Any) -> None:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert names == TOOLS
+        added = data(
+            await client.call_tool(
+                "add",
+                {
+                    "kind": "episode",
+                    "title": "Chroma hung with two writer processes",
+                    "area": "index",
+                    "body": "Two PersistentClients on one folder waited for minutes; one owner process fixed it.",
+                    "evidence": ["run:r7"],
+                },
+            )
+        )
+        assert added["added"] == ["E-001"] and added["entries"][0]["evidence"] == ["run:r7"]
+
+        async def found() -> bool:
+            hits = data(await client.call_tool("search", {"query": "why did two processes hang on the vector store"}))
+            return bool(hits["hits"]) and hits["hits"][0]["entry"]["id"] == "E-001"
+
+        await until(found)
+        hit = data(await client.call_tool("search", {"query": "E-001"}))["hits"][0]
+        assert set(hit) == {"rank", "score", "signals", "entry"} and hit["entry"]["path"] == "memory/episodes.md"
+
+        assert "unknown kind" in error_text(
+            await client.call_tool("add", {"kind": "nonsense", "title": "t", "area": "a", "body": "b"})
+        )
+        assert "k" in error_text(await client.call_tool("search", {"query": "x", "k": 0}))
+        assert "query is empty" in error_text(await client.call_tool("search", {"query": "  "}))
+        escape = {"kind": "lesson", "title": "t", "area": "a", "body": "b", "file": "../outside.md"}
+        assert "inside a memory/ folder" in error_text(await client.call_tool("add", escape))
+        assert "no entry D-404" in error_text(await client.call_tool("show", {"id": "D-404"}))
+        assert "turn" in error_text(await client.call_tool("recall", {"query": "x", "trigger": "later"}))
+
+        recalled = data(await client.call_tool("recall", {"query": "two writers hang", "trigger": "replan"}))
+        assert [g["layer"] for g in recalled["layers"]] == ["procedure", "episode", "insight"]
+        assert recalled["layers"][0]["empty"] and recalled["layers"][1]["hits"][0]["entry"]["id"] == "E-001"
+
+        shown = data(await client.call_tool("show", {"id": "@@e-001"}))
+        assert shown["entry"]["title"] == "Chroma hung with two writer processes"
+        resource = await client.read_resource("memfiles://E-001")
+        assert "### E-001: Chroma hung with two writer processes" in resource.contents[0].text
+
+    drive(root, scenario)
+    assert not outside.exists()
+
+
+def test_import_working_memory_and_promote(root: Path) -> None:
+    """import replays by request id; working_set starts and updates a run; working_get restores it; promote."""
+    (root / "memory" / "persona.md").write_text("# Persona\n\nAnswer in one paragraph.\n")
+
+    async def scenario(client: Any) -> None:
+        ops = [
+            {"op": "add", "kind": "episode", "title": "Deploy waited on a table lock", "area": "db", "body": "B1."},
+            {
+                "op": "add",
+                "kind": "episode",
+                "title": "Deploy waited on a table lock again",
+                "area": "db",
+                "body": "B2.",
+            },
+        ]
+        first = data(await client.call_tool("import", {"ops": ops, "request_id": "batch-1"}))
+        again = data(await client.call_tool("import", {"ops": ops, "request_id": "batch-1"}))
+        assert first["added"] == ["E-001", "E-002"] and again["replayed"] is True
+        assert "op 1" in error_text(await client.call_tool("import", {"ops": [{"op": "add", "kind": "lesson"}]}))
+
+        started = data(
+            await client.call_tool(
+                "working_set",
+                {
+                    "run": "r1",
+                    "goal": "Ship the migration",
+                    "stage": "plan",
+                    "todo_add": ["Take a backup", "Run it at night"],
+                },
+            )
+        )
+        assert started["working"]["goal"] == "Ship the migration" and len(started["added"]) == 2
+        data(
+            await client.call_tool("working_set", {"last_observation": "lock timeout", "todo_done": ["Take a backup"]})
+        )
+        state = data(await client.call_tool("working_get", {"run": "r1"}))["working"]
+        assert state["stage"] == "plan" and state["last_observation"] == "lock timeout"
+        assert [t["task"] for t in state["todo_done"]] == ["Take a backup"]
+        assert "one line" in error_text(await client.call_tool("working_set", {"stage": "a\nb"}))
+
+        promoted = data(
+            await client.call_tool("promote", {"ids": ["E-001", "E-002"], "to": "procedure", "reason": "Twice"})
+        )
+        assert promoted["added"] == ["P-001"] and promoted["entries"][0]["evidence"] == ["E-001", "E-002"]
+        persona = await client.read_resource("memfiles://persona")
+        assert "Answer in one paragraph." in persona.contents[0].text
+
+    drive(root, scenario, "--no-watch")

@@ -1,0 +1,186 @@
+"""Promotion, evidence links checked by audit, promotion candidates, the persona, id completion."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.shell_completion import ShellComplete
+
+from memfiles.cli.main import cli
+from memfiles.config import load_settings
+from memfiles.services.promote import entry_json
+from memfiles.store.project import Project
+from tests.conftest import Run, snapshot
+
+
+def add_episode(run: Run, title: str, body: str, **extra: str) -> str:
+    args = [f"--{key}={value}" for key, value in extra.items()]
+    result = run("add", "-k", "episode", "-t", title, "-a", "ci", "--body", body, *args)
+    assert result.exit_code == 0, result.output
+    return result.stdout.strip()
+
+
+def entry(root: Path, entry_id: str) -> dict:
+    found = entry_json(Project(load_settings(root)), entry_id)
+    assert found is not None
+    return found
+
+
+class TestPromote:
+    def test_promote_writes_a_new_entry_citing_its_sources_and_marks_them(self, run: Run, root: Path) -> None:
+        """promote E-1 E-2 --to procedure: a new procedure with evidence [E-1, E-2]; each source records it."""
+        first = add_episode(run, "Hook tests failed on yaml", "ModuleNotFoundError: No module named 'yaml' in CI.")
+        second = add_episode(run, "Hook tests failed on yaml again", "Same import error on a clean clone.")
+        result = run(
+            "promote",
+            first,
+            second,
+            "--to",
+            "procedure",
+            "--reason",
+            "Twice the same failure",
+            "--title",
+            "Install the dev extra before the hook tests",
+            "--json",
+        )
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        assert data["added"] == ["P-001"] and data["updated"] == [first, second]
+        new = entry(root, "P-001")
+        assert new["kind"] == "procedure" and new["evidence"] == [first, second]
+        assert "Twice the same failure" in new["body"] and first in new["body"]
+        for source in (first, second):
+            assert entry(root, source)["status"] == "promoted" and entry(root, source)["promoted"] == ["P-001"]
+        assert run("check").exit_code == 0
+
+    def test_the_same_promote_again_does_not_write_a_second_entry(self, run: Run, root: Path) -> None:
+        """Repeating the exact command (after a crash, say) replays the first write: still one procedure."""
+        first = add_episode(run, "Deploy failed on a locked table", "The migration waited on a lock.")
+        args = ("promote", first, "--to", "insight", "--reason", "Migrations and locks")
+        assert run(*args).exit_code == 0
+        assert run(*args).exit_code == 0
+        assert [e["id"] for e in json.loads(run("list", "--kind", "insight", "--json").stdout)["entries"]] == ["I-001"]
+
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (["E-009", "--to", "procedure", "--reason", "r"], "no entry E-009"),
+            (["D-001", "--to", "procedure", "--reason", "r"], "only episodes are promoted"),
+            (["E-001", "--to", "procedure", "--reason", "  "], "give a --reason"),
+            (["E-001", "--to", "lesson", "--reason", "r"], "Invalid value for '--to'"),
+        ],
+    )
+    def test_bad_promotions_exit_2_and_write_nothing(self, run: Run, root: Path, args: list[str], message: str) -> None:
+        """A missing id, a non-episode, an empty reason or an unknown target: exit 2, files untouched."""
+        add_episode(run, "An episode", "Something happened.")
+        run("add", "-k", "decision", "-t", "A decision", "-a", "x", "--body", "Because.")
+        before = snapshot(root)
+        result = run("promote", *args)
+        assert result.exit_code == 2 and message in result.output
+        assert snapshot(root) == before
+
+
+class TestAuditLayers:
+    def test_evidence_that_names_nothing_is_reported(self, run: Run, root: Path) -> None:
+        """audit names a missing entry, file, commit and run cited as evidence, as path:line: code message."""
+        subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+        (root / "notes.txt").write_text("x")
+        ops = [
+            {
+                "op": "add",
+                "kind": "insight",
+                "title": "Locks and migrations",
+                "area": "db",
+                "body": "Why.",
+                "evidence": ["E-404", "notes.txt", "src/gone.py:12", "commit:0123456789abcdef", "run:never", "run:r1"],
+            }
+        ]
+        assert run("import", "-", input=json.dumps({"ops": ops})).exit_code == 0
+        run("working", "start", "--run", "r1", "--goal", "g")
+        result = run("audit")
+        assert result.exit_code == 1
+        lines = [line for line in result.stdout.splitlines() if "evidence-" in line]
+        codes = sorted(line.split(": ", 1)[1].split(" ", 1)[0] for line in lines)
+        assert codes == [
+            "evidence-dangling",
+            "evidence-missing-file",
+            "evidence-unknown-commit",
+            "evidence-unknown-run",
+        ]
+        assert all(line.startswith("memory/insights.md:") for line in lines)
+
+    def test_distiller_run_ids_resolve_through_the_experience_logs(self, run: Run, root: Path) -> None:
+        """A bare run id cited by a distilled entry resolves when memory/<domain>/experiences.jsonl has it."""
+        (root / "memory" / "sta").mkdir()
+        record = {"timestamp": "2026-10-02T09:14:00Z", "run_id": "sta-0101", "issues_encountered": ["x"]}
+        (root / "memory" / "sta" / "experiences.jsonl").write_text(json.dumps(record) + "\n")
+        ops = [
+            {
+                "op": "add",
+                "kind": "lesson",
+                "title": "A lesson",
+                "area": "sta",
+                "body": "B.",
+                "evidence": ["sta-0101", "sta-0999"],
+            }
+        ]
+        run("import", "-", input=json.dumps({"ops": ops}))
+        out = run("audit").stdout
+        assert "run sta-0999" in out and "run sta-0101" not in out
+
+    def test_repeated_episodes_are_listed_as_promotion_candidates(self, run: Run) -> None:
+        """Three recorded episodes of one error signature are one promote-candidate finding (info, exit 0)."""
+        for n in range(3):
+            add_episode(run, f"CI run {n} failed", f"pytest: ModuleNotFoundError: No module named 'yaml' (run {n})")
+        add_episode(run, "Something else", "An unrelated success.")
+        result = run("audit", "--json")
+        assert result.exit_code == 0, result.output
+        found = [f for f in json.loads(result.stdout)["findings"] if f["code"] == "promote-candidate"]
+        assert len(found) == 1 and found[0]["detail"]["ids"] == ["E-001", "E-002", "E-003"]
+        assert found[0]["severity"] == "info" and "memfiles promote E-001 E-002 E-003" in found[0]["message"]
+        run("promote", "E-001", "E-002", "E-003", "--to", "procedure", "--reason", "Three times")
+        assert not [
+            f for f in json.loads(run("audit", "--json").stdout)["findings"] if f["code"] == "promote-candidate"
+        ]
+
+    def test_a_procedure_without_evidence_is_an_info_finding(self, run: Run) -> None:
+        """A procedure that cites nothing is reported as evidence-none, which does not fail audit."""
+        run("add", "-k", "procedure", "-t", "Do it this way", "-a", "x", "--body", "Steps.")
+        result = run("audit")
+        assert result.exit_code == 0 and "evidence-none P-001 is a procedure" in result.stdout
+
+
+class TestPersona:
+    def test_persona_is_returned_on_request_and_never_indexed(self, run: Run, root: Path) -> None:
+        """memory/persona.md is printed by `persona`, and is no memory file even with an entry-like heading."""
+        text = "# Persona\n\nBe terse.\n\n### D-001: looks like an entry\n\n- date: 2026-01-01\n"
+        (root / "memory" / "persona.md").write_text(text)
+        assert json.loads(run("persona", "--json").stdout)["persona"] == {
+            "path": "memory/persona.md",
+            "exists": True,
+            "text": text,
+        }
+        assert run("check").exit_code == 0
+        assert json.loads(run("list", "--json").stdout)["entries"] == []
+        assert Project(load_settings(root)).markdown_files() == []
+
+    def test_no_persona_says_where_to_write_one(self, run: Run) -> None:
+        """Without memory/persona.md, persona says where it would be (exit 0)."""
+        result = run("persona")
+        assert result.exit_code == 0 and "memory/persona.md" in result.output
+
+
+class TestCompletion:
+    def test_ids_complete_from_the_project(self, run: Run, root: Path) -> None:
+        """Shell completion of an ID argument offers the project's ids with their titles."""
+        add_episode(run, "First", "One.")
+        add_episode(run, "Second", "Two.")
+        run("add", "-k", "decision", "-t", "A decision", "-a", "x", "--body", "Because.")
+        complete = ShellComplete(cli, {}, "memfiles", "_MEMFILES_COMPLETE")
+        items = complete.get_completions(["--root", str(root), "promote"], "E-")
+        assert [(i.value, i.help) for i in items] == [("E-001", "First"), ("E-002", "Second")]
+        todo = complete.get_completions(["--root", str(root), "working", "todo", "done"], "")
+        assert todo == []

@@ -1,0 +1,211 @@
+"""Experience-first recall: layers in the seed's order, mandatory per trigger, empty groups said so."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memfiles.cli.entry import subcommand
+from memfiles.config import load_settings
+from memfiles.services.recall import ORDER, TRIGGERS, error_signature
+from memfiles.services.watch import Watcher
+from memfiles.store.project import Project
+from tests.conftest import REPO, Run
+
+EPISODE_BODY = "pytest failed with ModuleNotFoundError: No module named 'yaml'; installing the dev extra fixed it."
+
+
+def seed(run: Run) -> None:
+    ops = [
+        {
+            "op": "add",
+            "kind": "procedure",
+            "title": "Run make install before the test suite",
+            "area": "ci",
+            "body": "The dev extra brings pyyaml and pre-commit; the hook tests import both.",
+            "evidence": ["E-001"],
+        },
+        {
+            "op": "add",
+            "kind": "episode",
+            "title": "Hook tests failed on a missing yaml module",
+            "area": "ci",
+            "body": EPISODE_BODY,
+        },
+        {
+            "op": "add",
+            "kind": "insight",
+            "title": "Test dependencies belong in one extra",
+            "area": "ci",
+            "body": "Every dependency a test imports is declared in the dev extra, so a clean clone passes.",
+        },
+        {
+            "op": "add",
+            "kind": "decision",
+            "title": "Install the yaml module system-wide",
+            "area": "ci",
+            "body": "A decision, not a layer: recall never shows it.",
+        },
+    ]
+    result = run("import", "-", input=json.dumps({"ops": ops}))
+    assert result.exit_code == 0, result.output
+
+
+def recall(run: Run, *args: str) -> dict:
+    result = run("recall", *args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+class TestSignature:
+    def test_signature_keeps_the_error_and_wipes_what_changes_between_runs(self) -> None:
+        """Paths, line numbers and addresses go; the typed error and its message stay."""
+        one = "File \"/tmp/run-1/x.py\", line 12\nModuleNotFoundError: No module named 'yaml' at 0x7f3a2b"
+        two = "File \"/home/ci/x.py\", line 99\nModuleNotFoundError: No module named 'yaml' at 0x55aa01"
+        assert error_signature(one) == error_signature(two)
+        assert error_signature(one).startswith("ModuleNotFoundError: No module named 'yaml'")
+        assert error_signature("error: /a/b/c.txt: 3 lines failed") == "error: c.txt: N lines failed"
+        assert error_signature("all good, 3 passed") is None
+
+
+class TestWithoutIndex:
+    def test_layers_come_in_the_seeds_order_for_every_trigger(self, run: Run) -> None:
+        """Every trigger returns exactly its mandatory layers, in the order procedure, episode, insight, working."""
+        seed(run)
+        run("working", "start", "--run", "r1", "--goal", "Make the hook tests pass")
+        for trigger, layers in TRIGGERS.items():
+            data = recall(run, "make the hook tests pass", "--trigger", trigger, "--run", "r1")
+            names = [group["layer"] for group in data["layers"]]
+            assert names == [layer for layer in ORDER if layer in layers], trigger
+            assert data["index"] == "files" and data["warnings"]
+
+    def test_hits_are_contract_objects_of_the_right_layer_and_decisions_never_appear(self, run: Run) -> None:
+        """Each group holds hit objects of its own kind; other kinds (a decision here) are not recalled."""
+        seed(run)
+        data = recall(run, "the hook tests fail on the yaml module", "--trigger", "turn")
+        for group in data["layers"]:
+            for hit in group["hits"]:
+                assert set(hit) == {"rank", "score", "signals", "entry"}
+                assert hit["entry"]["kind"] == group["layer"]
+                assert {"evidence", "promoted", "body", "path", "line"} <= set(hit["entry"])
+        assert data["layers"][0]["hits"][0]["entry"]["evidence"] == ["E-001"]
+
+    def test_an_empty_layer_says_so(self, run: Run) -> None:
+        """A layer with nothing to show is present, empty, with a note."""
+        data = recall(run, "deploy the website", "--trigger", "replan")
+        assert [g["layer"] for g in data["layers"]] == ["procedure", "episode", "insight"]
+        assert all(g["empty"] and g["note"] and g["hits"] == [] for g in data["layers"])
+
+    def test_failure_matches_episodes_on_the_error_signature(self, run: Run) -> None:
+        """--trigger failure searches episodes with the error signature of the text given."""
+        seed(run)
+        text = "Traceback ...\n  File \"/x/y.py\", line 3\nModuleNotFoundError: No module named 'yaml'"
+        data = recall(run, text, "--trigger", "failure")
+        episode = data["layers"][1]
+        assert data["signature"] == "ModuleNotFoundError: No module named 'yaml'"
+        assert episode["query"] == data["signature"] and episode["hits"][0]["entry"]["id"] == "E-001"
+
+    def test_resume_returns_the_run_state_and_derives_the_query_from_it(self, run: Run) -> None:
+        """--trigger resume with no query returns the run's working memory and procedures for its goal."""
+        seed(run)
+        run("working", "start", "--run", "r1", "--goal", "Run the test suite", "--next-step", "make install")
+        data = recall(run, "--trigger", "resume")
+        working = data["layers"][-1]
+        assert working["layer"] == "working" and not working["empty"]
+        assert working["working"]["goal"] == "Run the test suite" and working["working"]["next_step"] == "make install"
+        assert data["query"] == "Run the test suite make install"
+
+    def test_working_layer_without_a_run_is_empty_with_the_reason(self, run: Run) -> None:
+        """No run known: the working group is empty and says how to start one."""
+        data = recall(run, "where was I", "--trigger", "compaction")
+        assert data["layers"][-1]["empty"] and "working start" in data["layers"][-1]["note"]
+
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (["--trigger", "sometimes", "x"], "Invalid value for '--trigger'"),
+            (["-k", "0", "x"], "Invalid value for '-k'"),
+            (["--trigger", "act", "  "], "the query is empty"),
+        ],
+    )
+    def test_bad_input_exits_2(self, run: Run, args: list[str], message: str) -> None:
+        """An unknown trigger, k out of range or an empty query: exit 2 with the reason."""
+        result = run("recall", *args)
+        assert result.exit_code == 2 and message in result.output
+
+
+class TestFastPath:
+    def test_subcommand_is_found_past_the_group_options(self) -> None:
+        """The dispatcher sees `recall` after --root DIR or --chroma-url=URL, and nothing else as recall."""
+        assert subcommand(["recall", "x"]) == "recall"
+        assert subcommand(["--root", "/p", "recall"]) == "recall"
+        assert subcommand(["--chroma-url=http://h", "recall"]) == "recall"
+        assert subcommand(["--help"]) is None and subcommand(["add", "recall"]) == "add"
+
+    def test_recall_through_the_executable_loads_no_other_command(self, root: Path) -> None:
+        """`memfiles recall` runs through the short path: the other commands' modules are never imported."""
+        probe = (
+            "import sys, runpy\n"
+            "sys.argv = ['memfiles', '--root', sys.argv[1], 'recall', 'x', '--json']\n"
+            "from memfiles.cli.entry import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('MODULES', ' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", probe, str(root)], capture_output=True, text=True, cwd=REPO, check=True
+        )
+        modules = set(done.stderr.split("MODULES ", 1)[1].split())
+        assert json.loads(done.stdout)["trigger"] == "turn"
+        for heavy in ("memfiles.cli.main", "memfiles.cli.writes", "memfiles.services.distill", "numpy", "chromadb"):
+            assert heavy not in modules
+
+
+@pytest.fixture
+def indexed(root: Path, run: Run) -> Iterator[Path]:
+    seed(run)
+    run("working", "start", "--run", "r1", "--goal", "Make the hook tests pass")
+    assert run("backfill").exit_code == 0
+    yield root
+
+
+@pytest.mark.integration
+class TestWithIndex:
+    def test_local_index_answers_and_working_memory_stays_out_of_default_search(self, indexed: Path, run: Run) -> None:
+        """With an index (no watcher), recall answers from it; a plain memsearch never returns working memory."""
+        data = recall(run, "hook tests fail because yaml is missing", "--trigger", "failure")
+        assert data["index"] == "local"
+        assert data["layers"][1]["hits"][0]["entry"]["id"] == "E-001"
+        env = {**os.environ, "MEMFILES_ROOT": str(indexed)}
+        found = subprocess.run(
+            [str(Path(sys.executable).parent / "memsearch"), "Make the hook tests pass", "--json", "-k", "50"],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
+        assert "W-001" not in found.stdout
+        only = subprocess.run(
+            [str(Path(sys.executable).parent / "memsearch"), "hook tests", "--kind", "working", "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
+        assert "W-001" in only.stdout
+
+    def test_a_running_watcher_answers_in_one_round_trip(self, indexed: Path, run: Run) -> None:
+        """With a watcher running, recall's searches go through its socket (index: watcher)."""
+        watcher = Watcher(Project(load_settings(indexed)), debounce=0.1)
+        watcher.start()
+        try:
+            data = recall(run, "run make install before the tests", "--trigger", "act")
+        finally:
+            watcher.stop()
+        assert data["index"] == "watcher"
+        assert data["layers"][0]["hits"][0]["entry"]["id"] == "P-001"

@@ -1,0 +1,175 @@
+"""Working memory: the seed's contract in memory/working/<run>.md, restored exactly, ended into an episode."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memfiles.config import load_settings
+from memfiles.format.parse import parse
+from memfiles.services import working
+from memfiles.services.promote import entry_json
+from memfiles.store.project import Project
+from tests.conftest import Run, snapshot
+
+CONTRACT = [
+    "goal",
+    "stage",
+    "hypothesis",
+    "last_action",
+    "last_observation",
+    "next_step",
+    "blockers",
+    "evidence_refs",
+    "active_action_ids",
+    "todo_active",
+    "todo_done",
+    "todo_blocked",
+]
+
+
+def show(run: Run, *args: str) -> dict:
+    result = run("working", "show", *args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["working"]
+
+
+@pytest.fixture
+def started(run: Run) -> Run:
+    result = run(
+        "working", "start", "--run", "fix-ci", "--goal", "Make the hook tests pass offline", "--stage", "explore"
+    )
+    assert result.exit_code == 0, result.output
+    return run
+
+
+class TestStartAndShow:
+    def test_start_writes_a_memory_file_with_the_contract_and_a_gitignore(self, started: Run, root: Path) -> None:
+        """start writes memory/working/<run>.md (a memory file that checks clean) and a .gitignore ignoring it."""
+        path = root / "memory" / "working" / "fix-ci.md"
+        assert path.is_file()
+        assert parse(path.read_text(), "x").entries[0].id == "W-001"
+        gitignore = (root / "memory" / "working" / ".gitignore").read_text()
+        assert "*" in gitignore.splitlines() and "!.gitignore" in gitignore
+        assert started("check").exit_code == 0
+        state = show(started, "--run", "fix-ci")
+        assert list(state)[5:] == CONTRACT
+        assert state["goal"] == "Make the hook tests pass offline" and state["stage"] == "explore"
+        assert state["status"] == "active" and state["path"] == "memory/working/fix-ci.md"
+
+    def test_show_restores_every_field_exactly_from_a_fresh_process_view(self, started: Run, root: Path) -> None:
+        """Every field set (odd characters included) reads back exactly, as a new process would see it."""
+        values = {
+            "hypothesis": "try-repo needs pip's index; `language: system` avoids it — maybe | pipes * stars",
+            "last-action": "ran pytest -x tests/test_hooks.py",
+            "last-observation": "E   ModuleNotFoundError: No module named 'yaml' (## not a heading)",
+            "next-step": "add pyyaml to the dev extra",
+        }
+        args = [item for name, value in values.items() for item in (f"--{name}", value)]
+        args += ["--blocker", "the index is busy", "--blocker", "- a dash first", "--action-id", "job-17"]
+        args += ["--evidence", "tests/test_hooks.py:12", "--evidence", "commit:1a2b3c4"]
+        assert started("working", "set", "--run", "fix-ci", *args).exit_code == 0
+        started("working", "todo", "add", "Pin pre-commit in the dev extra", "--run", "fix-ci")
+        started("working", "todo", "add", "Write the try-repo test", "--run", "fix-ci")
+        started("working", "todo", "add", "Ask about the proxy", "--run", "fix-ci")
+        started("working", "todo", "done", "W-002", "--run", "fix-ci")
+        started("working", "todo", "block", "ask about the proxy", "--note", "nobody answers", "--run", "fix-ci")
+        state = working.require(Project(load_settings(root)), "fix-ci").as_json()  # read straight from the file
+        assert state["hypothesis"] == values["hypothesis"]
+        assert state["last_observation"] == values["last-observation"]
+        assert state["blockers"] == ["the index is busy", "- a dash first"]
+        assert state["active_action_ids"] == ["job-17"]
+        assert state["evidence_refs"] == ["tests/test_hooks.py:12", "commit:1a2b3c4"]
+        assert [t["task"] for t in state["todo_active"]] == ["Write the try-repo test"]
+        assert [t["id"] for t in state["todo_done"]] == ["W-002"]
+        assert state["todo_blocked"] == [{"id": "W-004", "task": "Ask about the proxy", "note": "nobody answers"}]
+        assert show(started, "--run", "fix-ci") == state
+        assert started("check").exit_code == 0 and started("fmt", "--check").exit_code == 0
+
+    def test_set_changes_only_the_fields_given(self, started: Run) -> None:
+        """set leaves every field it was not given as it was; --clear empties one; --add-evidence appends."""
+        started("working", "set", "--hypothesis", "h1", "--evidence", "a.py")
+        started("working", "set", "--next-step", "n1", "--add-evidence", "b.py")
+        state = show(started)
+        assert state["hypothesis"] == "h1" and state["next_step"] == "n1" and state["stage"] == "explore"
+        assert state["evidence_refs"] == ["a.py", "b.py"]
+        started("working", "set", "--clear", "hypothesis", "--clear", "evidence_refs")
+        state = show(started)
+        assert state["hypothesis"] is None and state["evidence_refs"] == [] and state["next_step"] == "n1"
+
+    def test_the_one_active_run_is_the_default_and_memfiles_run_names_one(self, started: Run, monkeypatch) -> None:
+        """Without --run the one active run is used; with two, MEMFILES_RUN picks one and else it is an error."""
+        assert show(started)["run"] == "fix-ci"
+        started("working", "start", "--run", "other", "--goal", "Another goal")
+        result = started("working", "show")
+        assert result.exit_code == 2 and "several runs are active (fix-ci, other)" in result.output
+        monkeypatch.setenv("MEMFILES_RUN", "other")
+        assert show(started)["goal"] == "Another goal"
+
+
+class TestBadInput:
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (["working", "start", "--run", "../escape", "--goal", "g"], "run '../escape'"),
+            (["working", "start", "--run", "fix-ci", "--goal", "again"], "already has working memory"),
+            (["working", "set", "--run", "nope", "--stage", "x"], "no working memory for run 'nope'"),
+            (["working", "set", "--stage", "two\nlines"], "stage must be one line"),
+            (["working", "set", "--evidence", "a,b"], "holds a comma"),
+            (["working", "todo", "done", "W-999"], "has no todo 'W-999'"),
+            (["working", "todo", "add", "x" * 200], "title is 200 characters"),
+        ],
+    )
+    def test_bad_input_exits_2_with_a_message_and_writes_nothing(
+        self, started: Run, root: Path, args: list[str], message: str
+    ) -> None:
+        """A bad run name, a second start, an unknown run or todo, a multi-line value: exit 2, nothing written."""
+        before = snapshot(root)
+        result = started(*args)
+        assert result.exit_code == 2, result.output
+        assert message in result.output and "Traceback" not in result.output
+        assert snapshot(root) == before
+
+    def test_set_with_nothing_to_set_is_a_usage_error(self, started: Run) -> None:
+        """`working set` without a field option says so (exit 2)."""
+        result = started("working", "set")
+        assert result.exit_code == 2 and "nothing to set" in result.output
+
+    def test_no_active_run_says_how_to_start_one(self, run: Run) -> None:
+        """`working show` in a project without runs explains how to start one."""
+        result = run("working", "show")
+        assert result.exit_code == 2 and "working start" in result.output
+
+    def test_a_state_edited_into_nonsense_is_named(self, started: Run, root: Path) -> None:
+        """A hand edit that breaks the state's field list gives a message naming the file, not a traceback."""
+        path = root / "memory" / "working" / "fix-ci.md"
+        path.write_text(path.read_text().replace("- **stage**: explore", "stage was explore"))
+        result = started("working", "show")
+        assert result.exit_code == 2 and "memory/working/fix-ci.md" in result.output
+
+
+class TestEnd:
+    def test_end_with_episode_records_the_run_and_is_safe_to_repeat(self, started: Run, root: Path) -> None:
+        """end --episode adds an episode citing the run and its evidence; the state records it; again adds none."""
+        started("working", "set", "--last-observation", "ModuleNotFoundError: No module named 'yaml'")
+        started("working", "set", "--evidence", "README.md")
+        result = started("working", "end", "--episode", "--outcome", "Fixed by adding pyyaml.", "--json")
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        assert data["added"] == ["E-001"] and data["working"]["status"] == "ended"
+        assert data["working"]["promoted"] == ["E-001"]
+        episode = entry_json(Project(load_settings(root)), "E-001")
+        assert episode is not None
+        assert episode["kind"] == "episode" and episode["body"].startswith("Fixed by adding pyyaml.")
+        assert "run:fix-ci" in episode["evidence"] and "README.md" in episode["evidence"]
+        assert "`ModuleNotFoundError: No module named 'yaml'`" in episode["body"]
+        again = started("working", "end", "--episode", "--run", "fix-ci", "--json")
+        assert again.exit_code == 0 and json.loads(again.stdout)["added"] == ["E-001"]
+        assert len(json.loads(started("list", "--kind", "episode", "--json").stdout)["entries"]) == 1
+
+    def test_a_working_file_is_kind_working(self, started: Run) -> None:
+        """The run's entries are of kind working (so searches leave them out by default)."""
+        entries = json.loads(started("list", "--kind", "working", "--json").stdout)["entries"]
+        assert [e["id"] for e in entries] == ["W-001"]
