@@ -17,10 +17,11 @@ META_KEYS: tuple[str, ...] = (
     "confirmed",
     "last-seen",
     "evidence",
+    "failed",
     "contradicted",
 )
 REQUIRED_KEYS: tuple[str, ...] = ("date", "area", "status")
-LIST_KEYS: frozenset[str] = frozenset({"refs", "tags", "evidence"})
+LIST_KEYS: frozenset[str] = frozenset({"refs", "tags", "evidence", "failed"})
 
 MANUAL_HEADING = "## Manual"
 
@@ -43,6 +44,7 @@ class Entry:
     confirmed: str | None = None
     last_seen: str | None = None
     evidence: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()  # runs of a distilled finding that did not reach signoff
     contradicted: str | None = None
     # Where the heading stood in the file it was parsed from (1-based); 0 for an entry not from a file.
     line: int = field(default=0, compare=False)
