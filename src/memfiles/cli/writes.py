@@ -24,14 +24,16 @@ def notify_index(project: Project, result: BatchResult) -> str | None:
     return notify(project, result)
 
 
-def _check_duplicates(app: App, ops: list[dict[str, Any]], unique: bool, always: bool) -> None:
-    """Warn about (or, with --unique, refuse) adds that say what an existing entry says."""
+def _check_duplicates(app: App, ops: list[dict[str, Any]], unique: bool, always: bool) -> list[str]:
+    """Refuse (with --unique) adds that say what an existing entry says; otherwise return the warnings,
+    which the caller prints only once the write has succeeded."""
     from memfiles.errors import RefusedError
     from memfiles.services.dedupe import many_near_duplicates
 
     adds = [op for op in ops if isinstance(op, dict) and op.get("op") == "add"]
     if not adds or not (unique or always):
-        return
+        return []
+    warnings = []
     items = [(str(op.get("title", "")), str(op.get("body", "")), frozenset()) for op in adds]
     found, mode = many_near_duplicates(app.project, items)
     hits = [(op, candidates) for op, candidates in zip(adds, found, strict=True) if candidates]
@@ -42,7 +44,8 @@ def _check_duplicates(app: App, ops: list[dict[str, Any]], unique: bool, always:
         )
         if unique:
             raise RefusedError(f"refused, a near-duplicate exists: {message}")
-        warn(f"near-duplicate: {message}")
+        warnings.append(f"near-duplicate: {message}")
+    return warnings
 
 
 def _body(body: str | None, body_file: Path | None, required: bool) -> str | None:
@@ -149,8 +152,10 @@ def add(
             }
         )
         op.setdefault("body", "")
-        _check_duplicates(app, [op], unique, always=True)
+        duplicates = _check_duplicates(app, [op], unique, always=True)
         result = _apply(app, [op])
+        for line in duplicates:  # only now: a write that failed has nothing to be a duplicate of
+            warn(line)
         new_id = result.added[0]
         if as_json:
             located = app.project.find(new_id)

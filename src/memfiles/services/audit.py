@@ -4,10 +4,10 @@ and the pruned entries with their reasons."""
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import asdict, dataclass
 
 from memfiles.format.ids import ID_RE, RETIRED
+from memfiles.services.dupes import title_key
 from memfiles.store.ledger import Ledger
 from memfiles.store.project import Located, Project
 
@@ -76,7 +76,7 @@ def audit_project(project: Project, today: dt.date | None = None) -> list[Findin
 
     titles: dict[str, Located] = {}
     for located in entries:
-        key = re.sub(r"\s+", " ", located.entry.title.strip().lower())
+        key = title_key(located.entry.title)  # the rule `dupes` flags same titles by
         if key in titles:
             first = titles[key]
             path, line = located.where.rsplit(":", 1)

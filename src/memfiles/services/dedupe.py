@@ -1,9 +1,11 @@
-"""Near-duplicates: one implementation for the distiller, `memfiles add` and `memfiles dupes`.
+"""Near-duplicates of a new text, for `memfiles add` (and `import --unique`); the word-overlap fallback.
 
-Two signals were measured: the cosine of the entries' embeddings (meaning) and the Jaccard overlap of
-their stemmed word sets (wording), as a weighted sum. On SeaMonkey duplicate bug reports, checked on
-STS-B, cosine alone won (scripts/calibrate_dedupe.py, notebooks/), so the default weight is 1.0; see
-@@D-019. Without an index, word overlap over the files alone decides, with its own measured threshold.
+Two signals were measured for a new entry against the index: the cosine of the embeddings (meaning) and
+the Jaccard overlap of stemmed word sets (wording), as a weighted sum. On SeaMonkey duplicate bug
+reports, checked on STS-B, cosine alone won (scripts/calibrate_dedupe.py), so the default weight is
+1.0; see @@D-019. Without an index, word overlap over the files decides, with its own measured
+threshold, and only when the texts share MIN_SHARED words: two short titles that share one word are
+not near-duplicates. `memfiles dupes` scores pairs of existing entries on more signals (dupes.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from memfiles.errors import IndexUnavailable, ParseError
 from memfiles.index.search import Filters
 from memfiles.index.text import tokenize
+from memfiles.services.dupes import Doc, Pair, title_key
 from memfiles.store.project import Project
 
 # Measured by scripts/calibrate_dedupe.py: word overlap lowered F1 at every weight tried on SeaMonkey
@@ -20,9 +23,9 @@ from memfiles.store.project import Project
 DENSE_WEIGHT = 1.0
 THRESHOLD = 0.79
 LEXICAL_THRESHOLD = 0.25  # Jaccard alone, when the index cannot be asked (F1-best on SeaMonkey)
-# The distiller leans to recall: its candidates are already in the same file and section, a missed
-# duplicate is a second entry for a person to prune, a wrong match only adds evidence (STS-B: P 0.42, R 0.94).
-DISTILLER_THRESHOLD = 0.70
+# One shared word in two short texts gives a high Jaccard ('t1' and 'Root one' score 0.25): the
+# fallback asks for this many shared words (stemmed, stop words out) as well.
+MIN_SHARED = 3
 
 
 def words(text: str) -> set[str]:
@@ -133,28 +136,44 @@ def entry_words(project: Project, path: str | None) -> list[tuple[str, str, str,
     ]
 
 
-def lexical_matches(entries, mine: set[str], limit: float, exclude) -> list[Candidate]:
+def lexical_matches(entries, mine: set[str], limit: float, exclude) -> list[Candidate]:  # type: ignore[no-untyped-def]
     found = []
     for entry_id, title, rel, line, theirs in entries:
         if entry_id in exclude:
             continue
         overlap = jaccard(mine, theirs)
-        if overlap >= limit:
+        if overlap >= limit and len(mine & theirs) >= MIN_SHARED:
             found.append(Candidate(entry_id, title, rel, line, round(overlap, 4), None, round(overlap, 4)))
     return sorted(found, key=lambda c: -c.score)
 
 
-def duplicate_pairs(project: Project, threshold: float | None = None) -> tuple[list[tuple[Candidate, Candidate]], str]:
-    """Every pair of entries in the project at or above the threshold, best first."""
-    located = list(project.entries())
-    items = [(loc.entry.title, loc.entry.body, {loc.entry.id}) for loc in located]
-    found, mode = many_near_duplicates(project, items, threshold=threshold, k=6)
-    pairs: dict[tuple[str, ...], tuple[Candidate, Candidate]] = {}
-    for loc, others in zip(located, found, strict=True):
-        entry = loc.entry
-        for other in others:
-            key = tuple(sorted((entry.id, other.id)))
-            if key not in pairs:
-                me = Candidate(entry.id, entry.title, loc.file.rel, entry.line, other.score, other.dense, other.lexical)
-                pairs[key] = (me, other) if me.id < other.id else (other, me)
-    return sorted(pairs.values(), key=lambda pair: -pair[0].score), mode
+def lexical_pairs(docs: list[Doc]) -> list[Pair]:
+    """`dupes` without an index: pairs whose words overlap (Jaccard >= LEXICAL_THRESHOLD and MIN_SHARED
+    words in common), and every pair with the same title; best first."""
+    bags = [words(f"{d.title}\n\n{d.body}") for d in docs]
+    postings: dict[str, list[int]] = {}
+    for n, bag in enumerate(bags):
+        for word in bag:
+            postings.setdefault(word, []).append(n)
+    shared: dict[tuple[int, int], int] = {}
+    common = max(20, len(docs) // 10)  # a word most entries hold finds no pair; counting it costs n squared
+    for ids in postings.values():
+        if len(ids) > common:
+            continue
+        for x, a in enumerate(ids):
+            for b in ids[x + 1 :]:
+                shared[(a, b)] = shared.get((a, b), 0) + 1
+    keys = [title_key(d.title) for d in docs]
+    candidates = {pair for pair, count in shared.items() if count >= MIN_SHARED}
+    by_title: dict[str, list[int]] = {}
+    for n, key in enumerate(keys):
+        by_title.setdefault(key, []).append(n)
+    candidates |= {(a, b) for group in by_title.values() for x, a in enumerate(group) for b in group[x + 1 :]}
+    pairs = []
+    for a, b in candidates:
+        overlap = jaccard(bags[a], bags[b])
+        same_title = keys[a] == keys[b]
+        if overlap >= LEXICAL_THRESHOLD or same_title:
+            signals = {"lexical": round(overlap, 4), "shared_words": shared.get((a, b), 0), "same_title": same_title}
+            pairs.append(Pair(docs[a], docs[b], round(overlap, 4), signals))
+    return sorted(pairs, key=lambda p: (-p.score, p.a.id, p.b.id))

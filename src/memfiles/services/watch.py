@@ -175,6 +175,13 @@ class Watcher:
                     self.searcher, request["texts"], Filters(**request.get("filters", {})), int(request.get("k", 5))
                 )
             return {"ok": True, "results": results}
+        if op == "vectors":  # for `dupes`: every stored vector at once (services/vectors.py)
+            from memfiles.services.vectors import encode_vectors
+
+            with self.mutex:
+                got = self.session.store.collection.get(include=["embeddings", "metadatas"])
+            hashes = [(m or {}).get("hash", "") for m in got["metadatas"]]
+            return {"ok": True, **encode_vectors(list(got["ids"]), hashes, got["embeddings"])}
         if op == "sync":
             self.sync_paths(set(request.get("paths", [])), set(request.get("pruned", [])))
             return {"ok": True}
