@@ -148,8 +148,9 @@ class LlmDrafter:
                 ops = _validate(parse_answer(answer), self.settings, domain)
             except (ValueError, OpError) as again:
                 raise MemfilesError(f"the drafter's answer was refused twice: {again}") from again
+        # Only runs of this batch count: a finding that names none is not filed (nothing says where it came from).
         known = {r.key for r in experiences.records}
         return [
-            Finding(op["section"], op["title"], op["body"], [k for k in op["evidence"] if k in known] or sorted(known))
+            Finding(op["section"], op["title"], op["body"], [key for key in op["evidence"] if key in known])
             for op in ops
         ]
