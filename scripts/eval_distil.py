@@ -17,12 +17,16 @@ the real CLI. At the end the knowledge file is read back and compared with the g
 - bodies: notes of another issue in an entry's body (each truth entry may list words its body must not hold).
 - warnings: the malformed lines and bad metrics the log holds, each named with its line.
 - idempotence: one more distillation with no new records changes no byte.
+
+The routing domain was written after the matching rules and thresholds were frozen (truth.json marks
+it held_out); the other three were used while building them, so their figures are not held out.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -38,9 +42,12 @@ DATA = Path(__file__).resolve().parent.parent / "eval" / "distil"
 RELATIONS = ("evidence", "failed", "contradicted")
 
 
+ENV = dict(os.environ)
+
+
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     binary = Path(sys.executable).parent / "memfiles"
-    return subprocess.run([str(binary), *args], capture_output=True, text=True, check=False)
+    return subprocess.run([str(binary), *args], capture_output=True, text=True, check=False, env=ENV)
 
 
 def _match(truth: dict, entries: list, sections: dict[str, str | None]) -> dict[str, str]:
@@ -133,7 +140,9 @@ def _score(truth: dict, memory, stderr: str, warnings: list, idempotent: bool, b
         for run in entry.failed:
             produced.add((run, key, "failed"))
         for item in parse_contradictions(entry.contradicted):
-            for run in item.runs:
+            # A free-form note (an older distiller's) names its runs somewhere in its text.
+            runs = item.runs or [r for r in truth["runs"] if re.search(rf"(?<![\w-]){re.escape(r)}(?![\w-])", item.fix)]
+            for run in runs:
                 produced.add((run, key, "contradicted"))
     expected = {(run, key, rel) for run, pairs in truth["runs"].items() for key, rel in pairs}
     hits = produced & expected
@@ -200,7 +209,15 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="Print every figure and problem as JSON.")
     parser.add_argument("--keep", action="store_true", help="Keep the temporary projects (their paths go to stderr).")
     parser.add_argument("--domain", action="append", help="Only this domain (repeatable).")
+    parser.add_argument("--lexical", action="store_true", help="Without the model: symptoms matched by word overlap.")
+    parser.add_argument(
+        "--memfiles-src", type=Path, help="Run the CLI from this src/ folder (e.g. an older version, as a baseline)."
+    )
     args = parser.parse_args()
+    if args.memfiles_src:
+        ENV["PYTHONPATH"] = str(args.memfiles_src.resolve())
+    if args.lexical:
+        ENV["MEMFILES_MODEL"] = str(Path(tempfile.gettempdir()) / "no-model-here")
     folders = [f for f in sorted(args.data.iterdir()) if f.is_dir() and (not args.domain or f.name in args.domain)]
     results = {f.name: evaluate_domain(f, args.keep) for f in folders}
     totals = {

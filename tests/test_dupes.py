@@ -74,7 +74,7 @@ class TestDupes:
         signals = finding["detail"]["signals"]
         assert set(signals) == {"dense", "margin", "nearest", "title", "rare", "same_area", "same_title"}
         assert signals["nearest"] == "mutual" and signals["same_area"] is True
-        expected = 0.5 + signals["margin"] + 0.1 * signals["title"] + 0.1 * min(len(signals["rare"]), 2) / 2
+        expected = 0.5 + signals["margin"] + 0.2 * signals["title"] + 0.1 * min(len(signals["rare"]), 2) / 2
         assert finding["detail"]["score"] == pytest.approx(min(1.0, expected), abs=1e-3)
         text = run("dupes").stdout
         assert "F-001" in text and "margin" in text and "mutual nearest" in text

@@ -156,7 +156,7 @@ def dupes(app: App, threshold: float | None, as_json: bool) -> None:
     The score combines three signals, read from the index's stored vectors: how much the pair's
     cosine stands out from each entry's usual neighbours (margin), the TF-IDF similarity of the two
     titles alone (title), and rare code-like tokens both hold, such as class names, error strings,
-    stack frames or flags (rare): score = 0.5 + margin + 0.1 x title + 0.1 x rare. Also shown, not
+    stack frames or flags (rare): score = 0.5 + margin + 0.2 x title + 0.1 x rare. Also shown, not
     weighted: the cosine (dense), whether one is the other's nearest neighbour (nearest), and whether
     the areas match (same_area). Two entries with the same title, or near-identical text, are always
     near-duplicates. Without an index, word overlap decides (and the command says so). Measured on

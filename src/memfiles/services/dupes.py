@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 # Tuned on the older SeaMonkey reports, checked on the newer ones (scripts/calibrate_dedupe.py).
-THRESHOLD = 0.62
-TITLE_WEIGHT = 0.1
+THRESHOLD = 0.64
+TITLE_WEIGHT = 0.2
 RARE_WEIGHT = 0.1
 NEIGHBOURS = 10
 # A neighbourhood is never taken as sparser than this cosine (and a small project's missing neighbours
@@ -48,14 +48,20 @@ FLOOR = 0.6
 IDENTICAL = 0.97
 RARE_DF = 3
 BLOCK = 2048
-_CODE = re.compile(
-    r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::|->)[A-Za-z_][A-Za-z0-9_]*)+(?:\(\))?"  # a.b.c, ns::Foo, foo.cpp
-    r"|[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*"  # camelCase, nsIFoo
-    r"|[A-Z][A-Z0-9]*_[A-Z0-9_]+"  # NS_ERROR_FAILURE
-    r"|0x[0-9a-fA-F]+"
-    r"|[a-z0-9]+_[a-z0-9_]+"  # snake_case
-    r"|(?<![\w-])--?[a-z][a-z0-9-]{2,}"  # --max-fanout, -noflatten
-)
+_EDGES = ".,;:()[]{}<>\"'`"
+
+
+def _code_like(token: str) -> bool:
+    """A class name, error string, frame, path or flag: the tokens two reports of one bug share verbatim."""
+    if len(token) < 4 or token.isdigit():
+        return False
+    if token[0] == "-":
+        return len(token) > 3 and token.lstrip("-")[:1].isalpha()  # --max-fanout, -noflatten
+    if "_" in token or "::" in token or "->" in token or token.startswith("0x"):
+        return True  # NS_ERROR_FAILURE, set_clock_groups, ns::Foo, 0x80004005
+    if "." in token:
+        return token[0].isalpha() and any(c.isalpha() for c in token.rsplit(".", 1)[-1])  # nsFoo.cpp, a.b.c
+    return any(c.isupper() for c in token[1:]) and any(c.islower() for c in token)  # nsIFoo, ensureVisible
 
 
 def title_key(title: str) -> str:
@@ -117,7 +123,7 @@ def _cosine(a: dict[str, float], b: dict[str, float]) -> float:
 
 
 def _rare_tokens(docs: list[Doc]) -> list[set[str]]:
-    tokens = [{m.group(0) for m in _CODE.finditer(f"{d.title}\n{d.body}")} for d in docs]
+    tokens = [{t for t in (w.strip(_EDGES) for w in f"{d.title} {d.body}".split()) if _code_like(t)} for d in docs]
     df = Counter(t for mine in tokens for t in mine)
     return [{t for t in mine if df[t] <= RARE_DF} for mine in tokens]
 
@@ -143,59 +149,61 @@ def score_pairs(docs: list[Doc], vectors: np.ndarray, threshold: float = THRESHO
     """Every pair at or above `threshold`, with its signals, best first. `vectors` are unit length."""
     import numpy as np
 
+    from memfiles.index.text import tokenize
+
     n = len(docs)
     if n < 2:
         return []
     vectors = np.asarray(vectors, dtype=np.float32)
     local = neighbourhood(vectors)
-    floor = threshold - 0.5 - TITLE_WEIGHT - RARE_WEIGHT  # the least margin that can still reach threshold
+    alone = threshold - 0.5  # a margin this high passes without help from the title or rare tokens
+    floor = alone - TITLE_WEIGHT - RARE_WEIGHT  # the least margin that can still reach the threshold
     nearest = np.empty(n, dtype=np.int64)
-    candidates: set[tuple[int, int]] = set()
+    found: dict[tuple[int, int], float] = {}  # (i, j) with i < j -> cosine
     for start in range(0, n, BLOCK):
         block = vectors[start : start + BLOCK] @ vectors.T
         rows = np.arange(len(block))
         block[rows, rows + start] = -np.inf
         nearest[start : start + BLOCK] = block.argmax(1)
         margin = block - (local[start : start + BLOCK, None] + local[None, :]) / 2
-        hits = np.argwhere((margin >= floor) | (block >= IDENTICAL))
-        candidates.update((min(i + start, j), max(i + start, j)) for i, j in hits.tolist())
+        upper = np.arange(n)[None, :] > (rows + start)[:, None]
+        i, j = np.nonzero(((margin >= floor) | (block >= IDENTICAL)) & upper)
+        found.update(zip(zip((i + start).tolist(), j.tolist(), strict=True), block[i, j].tolist(), strict=True))
+    keys = [title_key(d.title) for d in docs]
     by_title: dict[str, list[int]] = defaultdict(list)
-    for i, doc in enumerate(docs):
-        by_title[title_key(doc.title)].append(i)
+    for index, key in enumerate(keys):
+        by_title[key].append(index)
     for group in by_title.values():
-        candidates.update((a, b) for x, a in enumerate(group) for b in group[x + 1 :])
-    from memfiles.index.text import tokenize
-
-    titles = _idf_vectors([tokenize(d.title) for d in docs])
+        for x, a in enumerate(group):
+            for b in group[x + 1 :]:
+                found.setdefault((a, b), float(vectors[a] @ vectors[b]))
+    title_words = [tokenize(d.title) for d in docs]
+    title_sets = [set(words) for words in title_words]
+    titles = _idf_vectors(title_words)
     rare = _rare_tokens(docs)
     pairs = []
-    for i, j in candidates:
-        dense = float(vectors[i] @ vectors[j])
-        margin = dense - float(local[i] + local[j]) / 2
-        title = _cosine(titles[i], titles[j])
-        shared = sorted(rare[i] & rare[j])
-        rare_score = min(len(shared), 2) / 2
-        score = min(1.0, max(0.0, 0.5 + margin + TITLE_WEIGHT * title + RARE_WEIGHT * rare_score))
-        same_title = title_key(docs[i].title) == title_key(docs[j].title)
+    for (a, b), dense in found.items():
+        margin = dense - float(local[a] + local[b]) / 2
+        same_title = keys[a] == keys[b]
+        helped = title_sets[a] & title_sets[b] or rare[a] & rare[b]
+        if margin < alone and not same_title and dense < IDENTICAL and not helped:
+            continue  # no shared title word or rare token can lift it to the threshold
+        title = _cosine(titles[a], titles[b])
+        shared = sorted(rare[a] & rare[b])
+        score = min(1.0, max(0.0, 0.5 + margin + TITLE_WEIGHT * title + RARE_WEIGHT * min(len(shared), 2) / 2))
         if score < threshold and not same_title and dense < IDENTICAL:
             continue
-        mutual = nearest[i] == j and nearest[j] == i
-        pairs.append(
-            Pair(
-                docs[i],
-                docs[j],
-                round(score, 4),
-                {
-                    "dense": round(dense, 4),
-                    "margin": round(margin, 4),
-                    "nearest": "mutual" if mutual else ("one-sided" if j == nearest[i] or i == nearest[j] else None),
-                    "title": round(title, 4),
-                    "rare": shared[:5],
-                    "same_area": docs[i].area == docs[j].area,
-                    "same_title": same_title,
-                },
-            )
-        )
+        mutual = nearest[a] == b and nearest[b] == a
+        signals = {
+            "dense": round(dense, 4),
+            "margin": round(margin, 4),
+            "nearest": "mutual" if mutual else ("one-sided" if b == nearest[a] or a == nearest[b] else None),
+            "title": round(title, 4),
+            "rare": shared[:5],
+            "same_area": docs[a].area == docs[b].area,
+            "same_title": same_title,
+        }
+        pairs.append(Pair(docs[a], docs[b], round(score, 4), signals))
     return sorted(pairs, key=lambda p: (-p.score, p.a.id, p.b.id))
 
 
