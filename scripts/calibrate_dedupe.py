@@ -32,7 +32,7 @@ from eval_retrieval import DATA, _cli, make_project, read_jsonl
 from memfiles.config import load_settings
 from memfiles.index.text import tokenize
 from memfiles.services import dupes
-from memfiles.services.dedupe import lexical_pairs
+from memfiles.services.dedupe import LEXICAL_PAIR_THRESHOLD, LEXICAL_TITLE, lexical_pairs, sparse_similarities
 from memfiles.store.project import Project
 
 SPLIT = "2021-08-11"
@@ -91,6 +91,15 @@ class Part:
             self.title[i, j] = self.title[j, i] = dupes._cosine(titles[i], titles[j])
             self.rare[i, j] = self.rare[j, i] = min(len(rare[i] & rare[j]), 2) / 2
         self.upper = np.triu_indices(self.n, 1)
+        sims, local_words = sparse_similarities([tokenize(f"{d.title}\n\n{d.body}") for d in self.docs])
+        words = np.zeros((self.n, self.n), dtype=np.float32)
+        for (i, j), value in sims.items():
+            words[i, j] = words[j, i] = value
+        lexical = np.asarray(local_words, dtype=np.float32)
+        self.word_margin = words - (lexical[:, None] + lexical[None, :]) / 2
+
+    def word_score(self, title_weight: float) -> np.ndarray:
+        return np.clip(0.5 + self.word_margin + title_weight * self.title, 0, 1)
 
     def score(self, title_weight: float, rare_weight: float) -> np.ndarray:
         return np.clip(0.5 + self.margin + title_weight * self.title + rare_weight * self.rare, 0, 1)
@@ -126,11 +135,22 @@ def report() -> list[tuple[str, str]]:
             if best is None or recall > best[0] + 1e-9:
                 best = (recall, title_weight, rare_weight, threshold)
         assert best is not None
+        words = ["| title weight | recall at budget (TUNE) | threshold |", "|---|---|---|"]
+        for title_weight in TITLE_WEIGHTS:
+            recall, threshold = tune.at_budget(tune.word_score(title_weight))
+            words.append(f"| {title_weight:.1f} | {recall:.3f} | {threshold:.3f} |")
         out.append(
             (
                 f"TUNE: {tune.n} reports filed before {SPLIT}, {len(tune.labelled)} labelled pairs, "
                 f"budget {tune.budget} pairs; score = 0.5 + margin + a x title + b x rare",
                 "\n".join(grid),
+            )
+        )
+        out.append(
+            (
+                "TUNE, without an index: score = 0.5 + word margin + a x title (TF-IDF vectors instead of "
+                f"embeddings; in services/dedupe.py: title {LEXICAL_TITLE}, threshold {LEXICAL_PAIR_THRESHOLD})",
+                "\n".join(words),
             )
         )
         chosen = (
@@ -163,7 +183,7 @@ def report() -> list[tuple[str, str]]:
         found = {tuple(sorted((part.to_corpus[p.a.id], part.to_corpus[p.b.id]))) for p in lexical}
         table.append(
             _row(
-                "word overlap (no index)",
+                "`memfiles dupes` without an index (words)",
                 len(found),
                 part.n,
                 len(found & part.labelled) / len(part.labelled),

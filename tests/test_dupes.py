@@ -129,7 +129,7 @@ class TestChecks:
     def test_help_names_the_signals(self, run: Run) -> None:
         """dupes --help says which signals the score combines."""
         text = run("dupes", "--help").stdout
-        for word in ("margin", "title", "rare", "nearest", "same_area", "word overlap"):
+        for word in ("margin", "title", "rare", "nearest", "same_area", "the words"):
             assert word in text
 
     def test_word_overlap_ignores_trivial_overlaps(self, run: Run) -> None:

@@ -159,8 +159,9 @@ def dupes(app: App, threshold: float | None, as_json: bool) -> None:
     stack frames or flags (rare): score = 0.5 + margin + 0.2 x title + 0.1 x rare. Also shown, not
     weighted: the cosine (dense), whether one is the other's nearest neighbour (nearest), and whether
     the areas match (same_area). Two entries with the same title, or near-identical text, are always
-    near-duplicates. Without an index, word overlap decides (and the command says so). Measured on
-    SeaMonkey's duplicate bug reports: see docs/distiller.md.
+    near-duplicates. Without an index, the same score is computed on the words (TF-IDF vectors instead
+    of embeddings: word overlap, no meaning), and the command says so. Measured on SeaMonkey's
+    duplicate bug reports: see docs/distiller.md.
 
     \b
     Example:
@@ -185,7 +186,7 @@ def dupes(app: App, threshold: float | None, as_json: bool) -> None:
             if signals["rare"]:
                 why += f", rare: {' '.join(signals['rare'])}"
         else:
-            why = f"word overlap {signals['lexical']:.2f}, {signals['shared_words']} shared words"
+            why = f"words {signals['lexical']:.2f}, margin {signals['margin']:+.2f}, title {signals['title']:.2f}"
         if signals["same_title"]:
             why += ", same title"
         click.echo(

@@ -18,8 +18,9 @@ from memfiles.index.text import tokenize
 from memfiles.services.dupes import Doc, Pair, title_key
 from memfiles.store.project import Project
 
-# Measured by scripts/calibrate_dedupe.py: word overlap lowered F1 at every weight tried on SeaMonkey
-# (0.160 with cosine alone, 0.117 at 0.8/0.2), and 0.79 is the F1-best cosine on SeaMonkey and STS-B alike.
+# For a new text against the index (`add`), measured by the first scripts/calibrate_dedupe.py (@@D-019):
+# word overlap lowered F1 at every weight tried on SeaMonkey (0.160 with cosine alone, 0.117 at
+# 0.8/0.2), and 0.79 is the F1-best cosine on SeaMonkey and STS-B alike.
 DENSE_WEIGHT = 1.0
 THRESHOLD = 0.79
 LEXICAL_THRESHOLD = 0.25  # Jaccard alone, when the index cannot be asked (F1-best on SeaMonkey)
@@ -147,33 +148,71 @@ def lexical_matches(entries, mine: set[str], limit: float, exclude) -> list[Cand
     return sorted(found, key=lambda c: -c.score)
 
 
-def lexical_pairs(docs: list[Doc]) -> list[Pair]:
-    """`dupes` without an index: pairs whose words overlap (Jaccard >= LEXICAL_THRESHOLD and MIN_SHARED
-    words in common), and every pair with the same title; best first."""
-    bags = [words(f"{d.title}\n\n{d.body}") for d in docs]
-    postings: dict[str, list[int]] = {}
-    for n, bag in enumerate(bags):
-        for word in bag:
-            postings.setdefault(word, []).append(n)
-    shared: dict[tuple[int, int], int] = {}
-    common = max(20, len(docs) // 10)  # a word most entries hold finds no pair; counting it costs n squared
-    for ids in postings.values():
-        if len(ids) > common:
+# `dupes` without an index scores pairs the way it does with one (dupes.py), on TF-IDF vectors of the
+# words instead of embeddings: 0.5 + margin + LEXICAL_TITLE x title. Chosen on SeaMonkey's older part
+# like the index's weights (scripts/calibrate_dedupe.py); plain word overlap flagged thousands of pairs.
+LEXICAL_PAIR_THRESHOLD = 0.65
+LEXICAL_FLOOR = 0.1
+LEXICAL_TITLE = 0.2
+
+
+def sparse_similarities(bags: list[list[str]], top: int = 10) -> tuple[dict[tuple[int, int], float], list[float]]:
+    """TF-IDF cosine of every pair that shares a word (words most entries hold are left out: they find no
+    pair and cost n squared), and each entry's mean cosine to its `top` nearest, at least LEXICAL_FLOOR."""
+    from memfiles.services.dupes import _idf_vectors
+
+    vectors = _idf_vectors(bags)
+    postings: dict[str, list[tuple[int, float]]] = {}
+    for n, vector in enumerate(vectors):
+        for word, weight in vector.items():
+            postings.setdefault(word, []).append((n, weight))
+    common = max(20, len(bags) // 10)
+    sims: dict[tuple[int, int], float] = {}
+    for items in postings.values():
+        if len(items) > common:
             continue
-        for x, a in enumerate(ids):
-            for b in ids[x + 1 :]:
-                shared[(a, b)] = shared.get((a, b), 0) + 1
+        for x, (a, wa) in enumerate(items):
+            for b, wb in items[x + 1 :]:
+                sims[(a, b)] = sims.get((a, b), 0.0) + wa * wb
+    nearest: list[list[float]] = [[] for _ in bags]
+    for (a, b), value in sims.items():
+        nearest[a].append(value)
+        nearest[b].append(value)
+    local = []
+    for values in nearest:
+        best = sorted(values, reverse=True)[:top]
+        local.append(max(LEXICAL_FLOOR, (sum(best) + LEXICAL_FLOOR * (top - len(best))) / top))
+    return sims, local
+
+
+def lexical_pairs(docs: list[Doc], threshold: float = LEXICAL_PAIR_THRESHOLD) -> list[Pair]:
+    """`dupes` without an index: pairs whose words stand out from each entry's usual neighbours (TF-IDF
+    margin, plus the titles' similarity), and every pair with the same title; best first."""
+    from memfiles.services.dupes import _cosine, _idf_vectors
+
+    sims, local = sparse_similarities([tokenize(f"{d.title}\n\n{d.body}") for d in docs])
+    titles = _idf_vectors([tokenize(d.title) for d in docs])
     keys = [title_key(d.title) for d in docs]
-    candidates = {pair for pair, count in shared.items() if count >= MIN_SHARED}
     by_title: dict[str, list[int]] = {}
     for n, key in enumerate(keys):
         by_title.setdefault(key, []).append(n)
-    candidates |= {(a, b) for group in by_title.values() for x, a in enumerate(group) for b in group[x + 1 :]}
+    for group in by_title.values():
+        for x, a in enumerate(group):
+            for b in group[x + 1 :]:
+                sims.setdefault((a, b), 0.0)
     pairs = []
-    for a, b in candidates:
-        overlap = jaccard(bags[a], bags[b])
-        same_title = keys[a] == keys[b]
-        if overlap >= LEXICAL_THRESHOLD or same_title:
-            signals = {"lexical": round(overlap, 4), "shared_words": shared.get((a, b), 0), "same_title": same_title}
-            pairs.append(Pair(docs[a], docs[b], round(overlap, 4), signals))
+    for (a, b), cosine in sims.items():
+        margin = cosine - (local[a] + local[b]) / 2
+        if margin < threshold - 0.5 - LEXICAL_TITLE and keys[a] != keys[b]:
+            continue
+        title = _cosine(titles[a], titles[b])
+        score = round(min(1.0, max(0.0, 0.5 + margin + LEXICAL_TITLE * title)), 4)
+        if score >= threshold or keys[a] == keys[b]:
+            signals = {
+                "lexical": round(cosine, 4),
+                "margin": round(margin, 4),
+                "title": round(title, 4),
+                "same_title": keys[a] == keys[b],
+            }
+            pairs.append(Pair(docs[a], docs[b], score, signals))
     return sorted(pairs, key=lambda p: (-p.score, p.a.id, p.b.id))

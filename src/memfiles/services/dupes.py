@@ -18,7 +18,7 @@ cosine and rank lost to the margin, and SeaMonkey has no areas to measure one on
 
 Vectors are the index's own (stored by backfill and the watcher), read in one call; an entry the index
 lacks or holds stale is embedded on the spot. The all-pairs cosine is computed in blocks with numpy.
-Without an index, word overlap decides (see dedupe.py).
+Without an index, the same score is computed on TF-IDF vectors of the words (see dedupe.py).
 """
 
 from __future__ import annotations
@@ -253,6 +253,6 @@ def duplicate_pairs(project: Project, threshold: float | None = None) -> tuple[l
     try:
         vectors, stale = entry_vectors(project, docs)
     except IndexUnavailable as error:
-        return lexical_pairs(docs), "lexical", [f"no index ({error}): near-duplicates by word overlap only"]
+        return lexical_pairs(docs), "lexical", [f"no index ({error}): near-duplicates by their words only"]
     notes = [f"{stale} entries are not in the index yet: embedded now (run memfiles backfill)"] if stale else []
     return score_pairs(docs, vectors, THRESHOLD if threshold is None else threshold), "index", notes
