@@ -148,3 +148,25 @@ class TestChecks:
         failed = add(run, CHROMA[0], CHROMA[1], "--status", "no-such-status")
         assert failed.exit_code == 2 and "near-duplicate" not in failed.stderr
         assert snapshot(root) == before
+
+
+@pytest.mark.integration
+def test_dupes_asks_a_running_watcher_for_the_vectors(run: Run, root: Path) -> None:
+    """While the watcher owns the store, dupes gets the stored vectors through its socket."""
+    from memfiles.config import load_settings
+    from memfiles.services.watch import Watcher
+    from memfiles.store.project import Project
+
+    add(run, *CHROMA)
+    add(run, "Two processes on one Chroma folder hang", "A second PersistentClient on one directory waits.")
+    add(run, "Release notes are written by hand", "Each release note is typed from the merged pull requests.")
+    run("backfill")
+    watcher = Watcher(Project(load_settings(root)), debounce=0.1, reconcile_every=60.0)
+    watcher.start()
+    try:
+        result = run("dupes", "--json")
+    finally:
+        watcher.stop()
+    answer = json.loads(result.stdout)
+    assert answer["mode"] == "index" and "not in the index" not in result.stderr
+    assert [(f["id"], f["target"]["id"]) for f in answer["findings"]] == [("F-001", "F-002")]
