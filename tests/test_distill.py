@@ -304,6 +304,16 @@ class TestFiling:
         assert flag.evidence == ("r1", "r2", "r3") and flag.confirmed == "3"
         assert flag.body.startswith("**Capping fanout at 16 closes timing.** Found by hand")
 
+    def test_a_hand_written_body_is_never_rewritten(self, run: Run, root: Path) -> None:
+        """An entry written by hand gains runs in its metadata; its body, counts and all, stays as written."""
+        body = "**Hold violations after placement.** Seen in 2 places on the core. Cap fanout with --max-fanout 16."
+        written = add_by_hand(run, "synthesis", FAILURES, "Hold violations after placement", body)
+        before = next(e for e in knowledge(root).entries if e.id == written).body
+        write_log(root, "synthesis", base_records())
+        distil(run)
+        after = next(e for e in knowledge(root).entries if e.id == written)
+        assert after.body == before and after.evidence == ("r2", "r5") and after.failed == ("r1",)
+
     def test_unrelated_runs_that_share_words_stay_apart(self, run: Run, root: Path) -> None:
         """'Hold violations on the scan chain' is not 'Hold violations after placement': a new entry."""
         scan = ["Hold violations on the scan chain after placement"]

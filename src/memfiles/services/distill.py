@@ -84,7 +84,7 @@ def _llm_findings(filer: Filer, findings: list[Any], records: list[Record]) -> N
         runs = [by_key[k] for k in finding.evidence if k in by_key]
         if not runs:
             continue
-        known, score, why = filer._best(finding.section, finding.title)
+        known, score, why = filer.best(finding.section, finding.title)
         if known is None:
             lead = re.match(r"^\*\*(.+?)\*\*", finding.body.strip())
             symptoms = [finding.title] + ([lead.group(1).rstrip(".")] if lead else [])
@@ -97,7 +97,7 @@ def _llm_findings(filer: Filer, findings: list[Any], records: list[Record]) -> N
             if known.mentions(record.key):
                 continue
             known.note("evidence" if record.signoff or finding.section == QUIRKS else "failed", record.key, record.when)
-            filer._decide(record, finding.section, finding.title, action, known, score, f"drafter: {why}")
+            filer.decide(record, finding.section, finding.title, action, known, score, f"drafter: {why}")
 
 
 def _ops(knowns: list[Known], domain: str, rel: str) -> list[dict[str, Any]]:
@@ -189,7 +189,7 @@ def distil_domain(
     filer = Filer(knowns, similarity, settings.schema.title_limit)
     for record in records:
         if record not in fresh:
-            filer._decide(record, "run", "", "already", None, None, "already distilled: an entry counts this run")
+            filer.decide(record, "run", "", "already", None, None, "already distilled: an entry counts this run")
     if drafter is not None and fresh:
         subset = Experiences(domain, experiences.path, fresh)
         findings = drafter(subset.summary(), subset)

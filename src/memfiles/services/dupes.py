@@ -253,6 +253,7 @@ def duplicate_pairs(project: Project, threshold: float | None = None) -> tuple[l
     try:
         vectors, stale = entry_vectors(project, docs)
     except IndexUnavailable as error:
-        return lexical_pairs(docs), "lexical", [f"no index ({error}): near-duplicates by their words only"]
+        found = lexical_pairs(docs) if threshold is None else lexical_pairs(docs, threshold)
+        return found, "lexical", [f"no index ({error}): near-duplicates by their words only"]
     notes = [f"{stale} entries are not in the index yet: embedded now (run memfiles backfill)"] if stale else []
     return score_pairs(docs, vectors, THRESHOLD if threshold is None else threshold), "index", notes

@@ -99,9 +99,9 @@ class Filer:
         for quirk in quirks_of(record):
             self._quirk(record, quirk)
         if len(self.decisions) == before:
-            self._decide(record, "run", "", "ignored", None, None, "no issue, no flag and no quirk to file")
+            self.decide(record, "run", "", "ignored", None, None, "no issue, no flag and no quirk to file")
 
-    def _decide(
+    def decide(
         self,
         record: Record,
         finding: str,
@@ -120,7 +120,7 @@ class Filer:
         self.knowns.append(known)
         return known
 
-    def _best(self, section: str, text: str, fix: str | None = None) -> tuple[Known | None, float, str]:
+    def best(self, section: str, text: str, fix: str | None = None) -> tuple[Known | None, float, str]:
         """The entry of `section` whose symptom is `text`'s, its score and why; (None, best score, why)."""
         scored = sorted(
             ((max(self.sim.score(text, s) for s in k.symptoms), n, k) for n, k in enumerate(self.knowns)),
@@ -144,7 +144,7 @@ class Filer:
         return None, best, f"no entry states this symptom ({closest}; same needs {same:.2f})"
 
     def _symptom(self, record: Record, issue: str, fix: str) -> None:
-        known, score, why = self._best(FAILURES, issue, fix)
+        known, score, why = self.best(FAILURES, issue, fix)
         if known is None:
             cause = notes_for(record, issue)
             body = f"**{sentence(issue)}.**"
@@ -153,22 +153,22 @@ class Filer:
             body += f" Fix: {sentence(fix)}." if fix else " No fix was recorded."
             new = self._new(FAILURES, sentence(issue), body, record, symptoms=[issue], fix=sentence(fix))
             outcome = "signed off" if record.signoff else "did not reach signoff"
-            self._decide(record, "symptom", issue, "new", new, score, f"{why}; the run {outcome}")
+            self.decide(record, "symptom", issue, "new", new, score, f"{why}; the run {outcome}")
             return
         if known.mentions(record.key):
-            self._decide(record, "symptom", issue, "already", known, score, "this run is counted on it already")
+            self.decide(record, "symptom", issue, "already", known, score, "this run is counted on it already")
             return
         if issue not in known.symptoms:
             known.symptoms.append(issue)
         agree, fix_score = self.sim.same_fix(fix, known.fix)
         if not record.signoff:
             known.note("failed", record.key, record.when)
-            self._decide(record, "symptom", issue, "failed", known, score, f"{why}; the run did not reach signoff")
+            self.decide(record, "symptom", issue, "failed", known, score, f"{why}; the run did not reach signoff")
         elif agree:
             known.note("evidence", record.key, record.when)
-            self._decide(record, "symptom", issue, "confirmed", known, score, f"{why}; same fix, signed off")
+            self.decide(record, "symptom", issue, "confirmed", known, score, f"{why}; same fix, signed off")
         elif not fix:
-            self._decide(record, "symptom", issue, "ignored", known, score, f"{why}; signed off, no fix recorded")
+            self.decide(record, "symptom", issue, "ignored", known, score, f"{why}; signed off, no fix recorded")
         else:
             earlier = next(
                 (c for c in known.contradictions if c.runs and self.sim.same_fix(fix, c.fix)[0]),
@@ -176,7 +176,7 @@ class Filer:
             )
             known.contradict(record.key, record.when, fix, earlier)
             again = " (a fix noted before)" if earlier else ""
-            self._decide(
+            self.decide(
                 record,
                 "symptom",
                 issue,
@@ -193,29 +193,29 @@ class Filer:
         ]
         for known in matches:
             if known.mentions(record.key):
-                self._decide(record, "flag", flag.text, "already", known, None, "this run is counted on it already")
+                self.decide(record, "flag", flag.text, "already", known, None, "this run is counted on it already")
             elif record.signoff:
                 known.note("evidence", record.key, record.when)
-                self._decide(record, "flag", flag.text, "confirmed", known, None, "names this flag; signed off")
+                self.decide(record, "flag", flag.text, "confirmed", known, None, "names this flag; signed off")
             else:
                 known.note("failed", record.key, record.when)
-                self._decide(record, "flag", flag.text, "failed", known, None, "names this flag; no signoff")
+                self.decide(record, "flag", flag.text, "failed", known, None, "names this flag; no signoff")
         if matches:
             return
         if not record.signoff:
-            self._decide(record, "flag", flag.text, "ignored", None, None, "no entry names it and the run failed")
+            self.decide(record, "flag", flag.text, "ignored", None, None, "no entry names it and the run failed")
             return
         body = f"**Runs that reached signoff used `{flag.text}`.**"
         new = self._new(FLAGS, f"`{flag.text}` in signed-off runs", body, record, symptoms=[flag.text], flags=[flag])
-        self._decide(record, "flag", flag.text, "new", new, None, f"no entry names `{flag.key}`; signed off")
+        self.decide(record, "flag", flag.text, "new", new, None, f"no entry names `{flag.key}`; signed off")
 
     def _quirk(self, record: Record, quirk: str) -> None:
-        known, score, why = self._best(QUIRKS, quirk)
+        known, score, why = self.best(QUIRKS, quirk)
         if known is None:
             new = self._new(QUIRKS, quirk, f"**{quirk}.**", record, symptoms=[quirk])
-            self._decide(record, "quirk", quirk, "new", new, score, why)
+            self.decide(record, "quirk", quirk, "new", new, score, why)
         elif known.mentions(record.key):
-            self._decide(record, "quirk", quirk, "already", known, score, "this run is counted on it already")
+            self.decide(record, "quirk", quirk, "already", known, score, "this run is counted on it already")
         else:
             known.note("evidence", record.key, record.when)
-            self._decide(record, "quirk", quirk, "confirmed", known, score, why)
+            self.decide(record, "quirk", quirk, "confirmed", known, score, why)

@@ -25,8 +25,15 @@ SECTIONS = (FAILURES, FLAGS, QUIRKS)
 
 _LEAD = re.compile(r"^\*\*(.+?)\*\*")
 _FIX = re.compile(r"\bFix: (.*?)\.(?= [A-Z]|$)")
-# The distiller's own closing sentences; a body that ends with them is rewritten from the lists.
-_TRAILER = re.compile(r"\s*(?:Seen in \d+ |No run has confirmed |Noted in \d+ run).*$")
+# The distiller's own closing sentence, exactly as trailer() writes it (and as the first distiller did);
+# a body that ends with one is rewritten from the lists, any other body is left as written.
+_FAILED = r"(?:; \d+ runs? (?:with this symptom|that used it) did not reach signoff \([^()]*\))?"
+_TRAILER = re.compile(
+    r"\s*(?:Seen in \d+ (?:runs?(?: where this fix worked| that reached signoff)?|signed-off runs?)"
+    rf"|No run has confirmed this fix yet|No run with it has reached signoff yet){_FAILED}\.$"
+    r"|\s*(?:Seen|Noted) in \d+ runs? \(\d{4}-\d{2}-\d{2}(?: to \d{4}-\d{2}-\d{2})?\)(?:, \d+ of them signed off)?\.$"
+    r"|\s*It appears in the fixes or notes of \d+ signed-off runs? \([^()]*\)\.$"
+)
 # One contradiction: "2026-11-10 sta-0144, sta-0150: Pipeline the multiplier output"; items joined by "; ".
 _ITEM = re.compile(r"(\d{4}-\d{2}-\d{2}) ([^:;]+?): (.*?)(?=; \d{4}-\d{2}-\d{2} |$)")
 
