@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memfiles.format.parse import parse
+from memfiles.format.wrap import one_line
 from memfiles.services.experiences import Experiences, Record, load_experiences
 from memfiles.services.filing import Decision, Filer
 from memfiles.services.knowledge import NOTES, QUIRKS, SECTIONS, Known, known_from, sentence
@@ -130,7 +131,7 @@ def _ops(knowns: list[Known], domain: str, rel: str) -> list[dict[str, Any]]:
                 }
             )
         else:
-            if body != known.body:
+            if one_line(body) != one_line(known.body):
                 fields["body"] = body
             ops.append({"op": "update", "id": known.id, **fields})
     return ops

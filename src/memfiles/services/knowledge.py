@@ -97,8 +97,8 @@ class Known:
 
     @property
     def generated(self) -> bool:
-        """True when the body ends with the distiller's counting sentence (rewritten on every change)."""
-        return bool(_TRAILER.search(one_line(self.body)))
+        """True when the body's last paragraph ends with the distiller's counting sentence."""
+        return bool(_TRAILER.search(one_line(self.body.rsplit("\n\n", 1)[-1])))
 
     def runs(self) -> set[str]:
         return {*self.evidence, *self.failed, *(r for c in self.contradictions for r in c.runs)}
@@ -150,8 +150,9 @@ class Known:
         """The body with its counting sentence brought up to date (a body written by hand is left alone)."""
         if self.entry is not None and not self.generated:
             return self.body
-        base = _TRAILER.sub("", one_line(self.body)).rstrip()
-        return f"{base} {self.trailer()}".strip()
+        *before, last = self.body.split("\n\n")  # only the last paragraph holds the sentence
+        last = f"{_TRAILER.sub('', one_line(last)).rstrip()} {self.trailer()}".strip()
+        return "\n\n".join([*before, last])
 
 
 def known_from(entry: Entry, section: str | None) -> Known:
