@@ -199,6 +199,39 @@ def _score(truth: dict, memory, stderr: str, warnings: list, idempotent: bool, b
     }
 
 
+def stsb() -> None:
+    """Where the matching thresholds come from: precision and recall on STS-B's dev pairs of "the same
+    statement" (human score 4+, and 3+) at each cosine and word-overlap threshold."""
+    import csv
+
+    import numpy as np
+
+    from memfiles.index.embedder import load_embedder
+    from memfiles.services.dedupe import jaccard, words
+
+    data = Path(os.environ.get("MEMFILES_EVAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+    rows = list(csv.reader((data / "stsb" / "stsb-en-dev.csv").open(encoding="utf-8")))
+    model = load_embedder(None, light=False)
+    left, right = model.encode([r[0] for r in rows]), model.encode([r[1] for r in rows])
+    signals = {
+        "cosine": (left * right).sum(1),
+        "word overlap": np.array([jaccard(words(r[0]), words(r[1])) for r in rows]),
+    }
+    scores = np.array([float(r[2]) for r in rows])
+    print(f"STS-B dev: {len(rows)} pairs; P / R of 'the same statement' at each threshold\n")
+    print("| signal | threshold | P (score 4+) | R (score 4+) | P (score 3+) | R (score 3+) |")
+    print("|---|---|---|---|---|---|")
+    for name, values in signals.items():
+        for threshold in (0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85):
+            flagged = values >= threshold
+            cells = []
+            for level in (4.0, 3.0):
+                same = scores >= level
+                hits = (flagged & same).sum()
+                cells += [f"{hits / max(1, flagged.sum()):.2f}", f"{hits / same.sum():.2f}"]
+            print(f"| {name} | {threshold:.2f} | {' | '.join(cells)} |")
+
+
 def _f1(p: float, r: float) -> float:
     return 2 * p * r / (p + r) if p + r else 0.0
 
@@ -213,7 +246,11 @@ def main() -> None:
     parser.add_argument(
         "--memfiles-src", type=Path, help="Run the CLI from this src/ folder (e.g. an older version, as a baseline)."
     )
+    parser.add_argument("--stsb", action="store_true", help="Print the STS-B table the thresholds come from, and stop.")
     args = parser.parse_args()
+    if args.stsb:
+        stsb()
+        return
     if args.memfiles_src:
         ENV["PYTHONPATH"] = str(args.memfiles_src.resolve())
     if args.lexical:
