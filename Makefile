@@ -47,6 +47,8 @@ bench: install
 	$(PY) scripts/eval_retrieval.py calibrate
 	$(PY) scripts/eval_retrieval.py cacm
 	$(PY) scripts/calibrate_dedupe.py --notebook notebooks/dedupe_threshold.ipynb
+	$(PY) scripts/eval_distil.py
+	$(PY) scripts/bench_dupes.py
 	$(PY) scripts/bench_filter.py
 	$(PY) scripts/bench_watch.py
 

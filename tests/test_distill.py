@@ -1,4 +1,4 @@
-"""The distiller: load_experiences, distil_knowledge and report, with the real index for dedupe."""
+"""The distiller: load_experiences, filing each finding where it belongs, and the report."""
 
 from __future__ import annotations
 
@@ -6,13 +6,14 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-
 from memfiles import parse
-from tests.conftest import Run
+from memfiles.services.knowledge import parse_contradictions
+from tests.conftest import Run, snapshot
+
+FAILURES, FLAGS, QUIRKS = "Known Failure Patterns", "Successful Tool Flags", "PDK / Tool Quirks"
 
 
-def record(run_id: str, day: int, issues, fixes, signoff: bool = True, notes: str = "", **metrics: float) -> dict:
+def record(run_id: str, day: int, issues, fixes, signoff: bool = True, notes: str = "", **metrics) -> dict:
     return {
         "timestamp": f"2026-10-{day:02d}T10:00:00Z",
         "run_id": run_id,
@@ -53,27 +54,60 @@ def knowledge(root: Path, domain: str = "synthesis"):
     return parse((root / "memory" / domain / "knowledge.md").read_text())
 
 
+def entry(root: Path, title: str, domain: str = "synthesis"):
+    return next(e for e in knowledge(root, domain).entries if e.title == title)
+
+
+def distil(run: Run, domain: str = "synthesis", *args: str) -> dict:
+    result = run("distil", "--domain", domain, "--json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["domains"][0]
+
+
+def add_by_hand(run: Run, domain: str, section: str, title: str, body: str) -> str:
+    result = run(
+        "add", "-k", "lesson", "-t", title, "-a", domain, "--file", f"memory/{domain}/knowledge.md",
+        "--section", section, "--body", body,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return result.stdout.strip()
+
+
 class TestLoad:
     def test_summary_has_the_seed_fields(self, run: Run, root: Path) -> None:
         """--summary-json: counts, date range, signoff rate, pairs with counts, flags, metric ranges, notes."""
         write_log(root, "synthesis", base_records())
-        summary = json.loads(run("distil", "--domain", "synthesis", "--summary-json").stdout)[0]
+        summary = json.loads(run("distil", "--domain", "synthesis", "--summary-json").stdout)["summaries"][0]
         assert summary["record_count"] == 5 and summary["records_skipped"] == 0
         assert summary["date_range"] == ["2026-10-01T10:00:00Z", "2026-10-05T10:00:00Z"]
         assert summary["signoff_rate"] == 0.8
         assert summary["issue_fix_pairs"][0] == {"issue": FANOUT[0][0], "fix": FANOUT[1][0], "count": 3}
-        assert "--max-fanout" in summary["tool_flag_candidates"] and "abc -D 1250" in summary["tool_flag_candidates"]
+        assert summary["tool_flag_candidates"] == ["--max-fanout 16", "abc -D 1250"]
         assert summary["metric_ranges"]["wns_ns"] == {"min": -0.4, "max": 0.5, "median": 0.05, "latest": 0.05}
         assert "Clean run." in summary["free_notes"]
 
     def test_malformed_lines_are_skipped_named_and_counted(self, run: Run, root: Path) -> None:
-        """Bad JSON and bad fields: a warning naming file:line each, counted in records_skipped."""
-        write_log(root, "synthesis", base_records(), ["{not json", json.dumps({"timestamp": "yesterday"})])
+        """Bad JSON, bad fields and a repeated run id: a warning naming file:line each, counted as skipped."""
+        lines = ["{not json", json.dumps({"timestamp": "yesterday"}), json.dumps(record("r2", 9, *LATCH))]
+        write_log(root, "synthesis", base_records(), lines)
         result = run("distil", "--domain", "synthesis", "--json")
         assert result.exit_code == 0
         assert "memory/synthesis/experiences.jsonl:6: invalid JSON" in result.stderr
         assert "memory/synthesis/experiences.jsonl:7: timestamp 'yesterday' is not ISO-8601" in result.stderr
-        assert json.loads(result.stdout)["records_skipped"] == 2
+        assert "memory/synthesis/experiences.jsonl:8: run_id 'r2' was already used on line 2" in result.stderr
+        assert json.loads(result.stdout)["domains"][0]["records_skipped"] == 3
+
+    def test_a_bad_metric_costs_the_metric_not_the_record(self, run: Run, root: Path) -> None:
+        """ "area_um2": "big" drops that metric with a warning naming the line and key; the issue and fix stay."""
+        records = base_records()
+        records[2]["key_metrics"] = {"area_um2": "big", "wns_ns": 0.5, "cells": True}
+        write_log(root, "synthesis", records)
+        result = run("distil", "--domain", "synthesis")
+        assert result.exit_code == 0
+        assert 'experiences.jsonl:3: key_metrics.area_um2 is "big", not a number: metric dropped' in result.stderr
+        assert "experiences.jsonl:3: key_metrics.cells is true, not a number" in result.stderr
+        latch = entry(root, LATCH[0][0])
+        assert latch.evidence == ("r3",) and "Fix: Assign a default in every case branch." in latch.body
 
     def test_threshold_and_empty_file_skip(self, run: Run, root: Path) -> None:
         """Under --min-records, or an empty log: a skip notice and no knowledge file."""
@@ -81,9 +115,7 @@ class TestLoad:
         write_log(root, "empty", [])
         for domain in ("sta", "empty"):
             result = run("distil", "--domain", domain)
-            assert (
-                result.exit_code == 0 and "Skipped:" in result.stdout and "fewer than --min-records 5" in result.stdout
-            )
+            assert result.exit_code == 0 and "fewer than --min-records 5" in result.stdout
             assert not (root / "memory" / domain / "knowledge.md").exists()
         assert run("distil", "--domain", "sta", "--min-records", "3").exit_code == 0
         assert (root / "memory" / "sta" / "knowledge.md").exists()
@@ -96,86 +128,225 @@ class TestLoad:
         (outside / "experiences.jsonl").write_text(json.dumps(base_records()[0]) + "\n")
         os.symlink(outside, root / "memory" / "escape")
         (root / "memory" / "notes").mkdir()
-        for bad in ("..", "/etc", "escape", "notes", "synthesis/../.."):
+        for bad in ("..", "/etc", "escape", "notes", "synthesis/../..", "nosuchdomain"):
             result = run("distil", "--domain", bad)
             assert result.exit_code == 2, bad
             assert "valid domains: synthesis" in result.stderr, (bad, result.stderr)
 
+    def test_bad_options_exit_2_and_write_nothing(self, run: Run, root: Path) -> None:
+        """--min-records -3, --domain with --all, neither: a clear message, exit 2, no file touched."""
+        write_log(root, "synthesis", base_records())
+        before = snapshot(root)
+        negative = run("distil", "--domain", "synthesis", "--min-records", "-3")
+        assert negative.exit_code == 2 and "--min-records" in negative.stderr and "-3" in negative.stderr
+        both = run("distil", "--domain", "synthesis", "--all")
+        assert both.exit_code == 2 and "not both" in both.stderr
+        neither = run("distil")
+        assert neither.exit_code == 2 and "give --domain NAME or --all" in neither.stderr
+        assert snapshot(root) == before
 
-class TestDistil:
-    def test_first_run_adds_entries_and_second_adds_nothing(self, run: Run, root: Path) -> None:
+
+class TestFiling:
+    def test_first_run_adds_entries_and_second_changes_nothing(self, run: Run, root: Path) -> None:
         """Entries in the seed's sections and style; the same records again change nothing at all."""
         write_log(root, "synthesis", base_records())
-        first = json.loads(run("distil", "--domain", "synthesis", "--json").stdout)
-        assert len(first["added"]["Known Failure Patterns"]) == 2
-        assert first["added"]["Successful Tool Flags"] and first["added"]["PDK / Tool Quirks"]
-        memory = knowledge(root)
-        fanout = next(e for e in memory.entries if e.title == FANOUT[0][0])
-        prose = " ".join(fanout.body.split())  # the write path wraps the paragraph at 100 columns
-        assert fanout.body.startswith(f"**{FANOUT[0][0]}.**") and "Fix: Cap fanout with --max-fanout 16." in prose
-        assert fanout.evidence == ("r1", "r2", "r5") and fanout.confirmed == "3"
-        assert memory.section_of(fanout.id) == "Known Failure Patterns"
+        first = distil(run)
+        assert len(first["added"][FAILURES]) == 2 and first["added"][FLAGS] and first["added"][QUIRKS]
+        fanout = entry(root, FANOUT[0][0])
+        assert fanout.body.startswith(f"**{FANOUT[0][0]}.**") and "Fix: Cap fanout with --max-fanout 16." in fanout.body
+        assert knowledge(root).section_of(fanout.id) == FAILURES
         text = (root / "memory" / "synthesis" / "knowledge.md").read_text()
-        second = json.loads(run("distil", "--domain", "synthesis", "--json").stdout)
+        second = distil(run)
         assert second["added"] == {k: [] for k in first["added"]} and second["annotated"] == []
-        assert not second["updated"]
+        assert not second["updated"] and second["write"] is None
+        assert {d["action"] for d in second["decisions"]} == {"already", "ignored"}
         assert (root / "memory" / "synthesis" / "knowledge.md").read_text() == text
         assert run("check").exit_code == 0
 
-    def test_new_records_confirm_the_existing_entry(self, run: Run, root: Path) -> None:
-        """A later record with a known finding bumps confirmed, last-seen and evidence; no second entry."""
-        records = base_records()
-        write_log(root, "synthesis", records)
-        run("distil", "--domain", "synthesis")
-        write_log(root, "synthesis", [*records, record("r6", 9, *FANOUT, notes="And again.")])
-        result = json.loads(run("distil", "--domain", "synthesis", "--json").stdout)
-        assert sum(len(v) for v in result["added"].values()) == 0
-        fanout = next(e for e in knowledge(root).entries if e.title == FANOUT[0][0])
-        assert fanout.confirmed == "4" and fanout.last_seen == "2026-10-09" and fanout.evidence[-1] == "r6"
-        flag = next(e for e in knowledge(root).entries if e.title == "`--max-fanout` in signed-off runs")
-        assert sorted(result["annotated"]) == sorted([fanout.id, flag.id])  # r6 signed off with the flag too
-
-    def test_paraphrased_finding_is_confirmed_not_added(self, run: Run, root: Path) -> None:
-        """An entry written by hand in other words is found through the index and confirmed."""
+    def test_a_failed_run_is_a_failure_not_a_confirmation(self, run: Run, root: Path) -> None:
+        """The known fix without signoff goes to `failed`; `confirmed` counts only the runs where it worked."""
         write_log(root, "synthesis", base_records())
-        run(
-            "add",
-            "-k",
-            "lesson",
-            "-t",
-            "Hold fails after placement when a net drives hundreds of flops",
-            "-a",
-            "synthesis",
-            "--file",
-            "memory/synthesis/knowledge.md",
-            "--section",
-            "Known Failure Patterns",
-            "--body",
-            "**Hold violations once the design is placed.** Limiting fanout to 16 before mapping fixes it.",
-        )
-        assert run("backfill").exit_code == 0
-        result = json.loads(run("distil", "--domain", "synthesis", "--json").stdout)
-        assert result["dedupe"] == "index"
-        assert "L-001" in result["annotated"]
-        assert len(result["added"]["Known Failure Patterns"]) == 1  # the latch finding only
-        assert knowledge(root).entries[0].evidence == ("r1", "r2", "r5")
+        distil(run)
+        fanout = entry(root, FANOUT[0][0])
+        assert fanout.evidence == ("r2", "r5") and fanout.failed == ("r1",) and fanout.confirmed == "2"
+        write_log(root, "synthesis", [*base_records(), record("r6", 9, *FANOUT, signoff=False)])
+        result = distil(run)
+        after = entry(root, FANOUT[0][0])
+        assert after.failed == ("r1", "r6") and after.evidence == ("r2", "r5") and after.confirmed == "2"
+        assert fanout.id in result["failed"] and fanout.id not in result["confirmed"]
 
-    def test_contradicting_fix_is_flagged_never_overwritten(self, run: Run, root: Path) -> None:
-        """Same symptom, a different fix that worked: the entry keeps its text and gains a contradiction note."""
+    def test_counts_come_from_one_list(self, run: Run, root: Path) -> None:
+        """confirmed, evidence and the body's 'Seen in N runs' agree, after every distillation."""
         records = base_records()
         write_log(root, "synthesis", records)
-        run("distil", "--domain", "synthesis")
-        fanout = next(e for e in knowledge(root).entries if e.title == FANOUT[0][0])
-        write_log(
-            root,
-            "synthesis",
-            [*records, record("r7", 12, FANOUT[0], ["Upsize the hold buffers by two drive strengths"])],
+        distil(run)
+        for n in range(6, 9):
+            records.append(record(f"r{n}", n + 3, *FANOUT, signoff=n != 7))
+            write_log(root, "synthesis", records)
+            distil(run)
+            for found in knowledge(root).entries:
+                flat = " ".join(found.body.split())
+                assert found.confirmed == str(len(found.evidence)), found
+                assert f"Seen in {len(found.evidence)} " in flat or "No run has confirmed" in flat, found
+        fanout = entry(root, FANOUT[0][0])
+        assert "Seen in 4 runs where this fix worked; 2 runs with this symptom did not reach signoff (r1, r7)" in (
+            " ".join(fanout.body.split())
         )
-        result = run("distil", "--domain", "synthesis")
-        assert f"Contradiction: {fanout.id}" in result.stdout
-        after = next(e for e in knowledge(root).entries if e.id == fanout.id)
-        assert after.body == fanout.body
-        assert after.contradicted and "Upsize the hold buffers" in after.contradicted and "r7" in after.contradicted
+
+    def test_contradictions_are_appended_never_overwritten(self, run: Run, root: Path) -> None:
+        """Two different fixes that worked: both kept, in order; the same replacing fix again adds its run."""
+        records = base_records()
+        write_log(root, "synthesis", records)
+        distil(run)
+        fanout = entry(root, FANOUT[0][0])
+        records.append(record("r7", 12, FANOUT[0], ["Upsize the hold buffers by two drive strengths"]))
+        write_log(root, "synthesis", records)
+        first = run("distil", "--domain", "synthesis")
+        assert f"Contradiction: {fanout.id}" in first.stdout and "Upsize the hold buffers" in first.stdout
+        records.append(record("r8", 14, FANOUT[0], ["Move the register file next to its clock buffer"]))
+        records.append(record("r9", 15, FANOUT[0], ["Upsize the hold buffers by two drive strengths"]))
+        write_log(root, "synthesis", records)
+        distil(run)
+        after = entry(root, FANOUT[0][0])
+        items = parse_contradictions(after.contradicted)
+        assert [(c.runs, c.fix) for c in items] == [
+            (["r7", "r9"], "Upsize the hold buffers by two drive strengths"),
+            (["r8"], "Move the register file next to its clock buffer"),
+        ]
+        assert after.evidence == fanout.evidence and "Fix: Cap fanout with --max-fanout 16." in after.body
+
+    def test_new_findings_get_new_entries_not_unrelated_ones(self, run: Run, root: Path) -> None:
+        """New issues with new flags become new entries; congestion and --skip-io entries stay untouched."""
+        hotspot = add_by_hand(
+            run, "placement", FAILURES, "Congestion hotspot near the SRAM macros",
+            "**Routing congestion piles up at the SRAM macro corners.** Add a 10 um halo around each macro.",
+        )  # fmt: skip
+        skip = add_by_hand(
+            run, "placement", FLAGS, "Skip IO placement with --skip-io in early runs",
+            "**Early floorplan runs do not need IO placement.** Skipping it halves the run time.",
+        )  # fmt: skip
+        before = {e.id: e for e in knowledge(root, "placement").entries}
+        records = [
+            record("p1", 1, ["Congestion hotspot near the SRAM macros"], ["Add a 10 um halo around each macro"]),
+            record("p2", 2, ["Timing-driven placement overshoots the buffer budget"], ["Run with --no-buffer"]),
+            record("p3", 3, ["Cells left unplaced in the power-gated region"], ["Add --cell-padding 4"]),
+            record("p4", 4, ["Global placement stops early with overflow at 0.3"], ["Set --overflow-target 0.1"]),
+            record("p5", 5, [], [], notes="Early run with `global_placement --skip-io`."),
+        ]
+        write_log(root, "placement", records)
+        result = distil(run, "placement")
+        assert len(result["added"][FAILURES]) == 3 and len(result["added"][FLAGS]) == 3
+        flags = {e.title for e in knowledge(root, "placement").entries if e.id in result["added"][FLAGS]}
+        assert flags == {
+            f"`{f}` in signed-off runs" for f in ("--no-buffer", "--cell-padding 4", "--overflow-target 0.1")
+        }
+        after = {e.id: e for e in knowledge(root, "placement").entries}
+        assert after[hotspot].evidence == ("p1",) and after[hotspot].body == before[hotspot].body
+        assert after[skip].evidence == ("p5",) and not after[skip].contradicted and not after[hotspot].contradicted
+
+    def test_a_flag_entry_counts_only_runs_that_used_the_flag(self, run: Run, root: Path) -> None:
+        """A run that used `-noretime` (an option with no command) is evidence on nothing; `-setup` needs
+        its command; a run that used the flag confirms it."""
+        write_log(root, "synthesis", base_records())
+        distil(run)
+        fanout_flag = entry(root, "`--max-fanout 16` in signed-off runs")
+        records = [
+            *base_records(),
+            record("r6", 9, [], [], notes="Retiming moved the FPU registers; `-noretime` kept them in place."),
+            record("r7", 10, ["Clock gating check fails"], ["Relax it with set_clock_gating_check -setup 0.2"]),
+        ]
+        write_log(root, "synthesis", records)
+        result = distil(run)
+        assert entry(root, "`--max-fanout 16` in signed-off runs").evidence == fanout_flag.evidence
+        titles = [e.title for e in knowledge(root).entries]
+        assert "`set_clock_gating_check -setup 0.2` in signed-off runs" in titles
+        assert not any("noretime" in t or t.startswith("`-setup") for t in titles)
+        r6 = [d for d in result["decisions"] if d["run"] == "r6"]
+        assert [d["action"] for d in r6] == ["ignored"]
+
+    def test_a_note_stays_with_the_issue_it_speaks_of(self, run: Run, root: Path) -> None:
+        """One record, two issues: each entry's body holds only its own issue's note."""
+        records = base_records()
+        records.append(
+            record(
+                "r6", 9, ["ABC crashes on large LUT mapping", "Hold slack negative at the sky130 fast corner"],
+                ["Run abc with -fast on the big partitions", "Add hold buffers at the fast corner"],
+                notes="ABC segfaults above 2 million LUTs. The sky130 liberty lacks a hold corner; PDK quirk.",
+            )
+        )  # fmt: skip
+        write_log(root, "synthesis", records)
+        distil(run)
+        abc = entry(root, "ABC crashes on large LUT mapping")
+        hold = entry(root, "Hold slack negative at the sky130 fast corner")
+        assert "segfaults" in abc.body and "sky130" not in abc.body
+        assert "sky130 liberty lacks a hold corner" in hold.body and "segfault" not in hold.body
+
+    def test_paraphrases_merge_and_a_hand_written_entry_is_confirmed(self, run: Run, root: Path) -> None:
+        """The same symptom worded two ways is one entry; 'Timing closes with --max-fanout 16', written
+        by hand, is confirmed instead of a near-copy being added."""
+        written = add_by_hand(
+            run, "synthesis", FLAGS, "Timing closes with --max-fanout 16",
+            "**Capping fanout at 16 closes timing.** Found by hand before the logs existed.",
+        )  # fmt: skip
+        records = [
+            record("r1", 1, ["Hold violations after placement on the register file write port"], [FANOUT[1][0]]),
+            record("r2", 2, ["Register file write port misses hold once placed"], [FANOUT[1][0]]),
+            record("r3", 3, ["Hold failures on the regfile write port once the design is placed"], [FANOUT[1][0]]),
+            record("r4", 4, *LATCH),
+            record("r5", 5, ["Latch inferred in the UART baud generator after the divider rewrite"], LATCH[1]),
+        ]
+        write_log(root, "synthesis", records)
+        result = distil(run)
+        assert len(result["added"][FAILURES]) == 2 and result["added"][FLAGS] == []
+        hold = entry(root, records[0]["issues_encountered"][0])
+        assert hold.evidence == ("r1", "r2", "r3") and entry(root, LATCH[0][0]).evidence == ("r4", "r5")
+        flag = next(e for e in knowledge(root).entries if e.id == written)
+        assert flag.evidence == ("r1", "r2", "r3") and flag.confirmed == "3"
+        assert flag.body.startswith("**Capping fanout at 16 closes timing.** Found by hand")
+
+    def test_a_hand_written_body_is_never_rewritten(self, run: Run, root: Path) -> None:
+        """An entry written by hand gains runs in its metadata; its body, counts and all, stays as written."""
+        body = "**Hold violations after placement.** Seen in 2 places on the core. Cap fanout with --max-fanout 16."
+        written = add_by_hand(run, "synthesis", FAILURES, "Hold violations after placement", body)
+        before = next(e for e in knowledge(root).entries if e.id == written).body
+        write_log(root, "synthesis", base_records())
+        distil(run)
+        after = next(e for e in knowledge(root).entries if e.id == written)
+        assert after.body == before and after.evidence == ("r2", "r5") and after.failed == ("r1",)
+
+    def test_unrelated_runs_that_share_words_stay_apart(self, run: Run, root: Path) -> None:
+        """'Hold violations on the scan chain' is not 'Hold violations after placement': a new entry."""
+        scan = ["Hold violations on the scan chain after placement"]
+        records = [*base_records(), record("r6", 9, scan, ["Insert lockup latches where the chain crosses domains"])]
+        write_log(root, "synthesis", records)
+        distil(run)
+        scan = entry(root, "Hold violations on the scan chain after placement")
+        assert scan.evidence == ("r6",) and not entry(root, FANOUT[0][0]).contradicted
+
+    def test_explain_prints_entry_score_and_why(self, run: Run, root: Path) -> None:
+        """--explain: one line per finding of each record, with the entry, the score and the reason."""
+        write_log(root, "synthesis", base_records())
+        distil(run)
+        write_log(root, "synthesis", [*base_records(), record("r6", 9, ["Hold violations once placed"], FANOUT[1])])
+        out = run("distil", "--domain", "synthesis", "--explain").stdout
+        fanout = entry(root, FANOUT[0][0])
+        line = next(line for line in out.splitlines() if line.strip().startswith("r6 line 6: symptom"))
+        assert f"confirmed -> {fanout.id} (" in line and "same fix, signed off" in line
+        assert "r1 line 1: run '': already" in out
+
+    def test_a_later_day_without_new_records_changes_no_byte(self, run: Run, root: Path, monkeypatch) -> None:
+        """_Last distilled: dates the last distillation that changed something, not the last run."""
+        import memfiles.services.distill as distill_module
+
+        write_log(root, "synthesis", base_records())
+        distil(run)
+        path = root / "memory" / "synthesis" / "knowledge.md"
+        before = path.read_bytes()
+        monkeypatch.setattr(distill_module, "today", lambda: "2031-01-01")
+        assert not distil(run)["updated"] and path.read_bytes() == before
+        write_log(root, "synthesis", [*base_records(), record("r6", 9, *LATCH)])
+        assert distil(run)["updated"]
+        assert "_Last distilled: 2031-01-01 from 6 experience records._" in path.read_text()
 
     def test_notes_line_is_replaced_and_low_signoff_flagged(self, run: Run, root: Path) -> None:
         """One _Last distilled_ line, replaced on each run; under 50% signoff the failure modes are named."""
@@ -199,6 +370,8 @@ class TestDistil:
         run("distil", "--domain", "synthesis")
         assert path.read_text().endswith(manual)
 
+
+class TestReport:
     def test_report_format_and_all_table(self, run: Run, root: Path) -> None:
         """The seed's per-domain block, then the --all table with skipped domains and their counts."""
         write_log(root, "synthesis", base_records())
@@ -217,147 +390,25 @@ class TestDistil:
         assert "placement            2" in out and "skipped (2 valid records" in out
         assert "synthesis            5     80%" in out
 
-    def test_index_unreachable_distils_with_lexical_dedupe(self, run: Run, root: Path, monkeypatch) -> None:
-        """With the index on a closed port the distiller still writes, dedupes by word overlap and says so."""
+    def test_json_uses_the_contract(self, run: Run, root: Path) -> None:
+        """--json: one object holding each domain's report; what was written is the contract's write object."""
+        from memfiles.contract import write_object
+
         write_log(root, "synthesis", base_records())
-        monkeypatch.setenv("MEMFILES_CHROMA_URL", "http://127.0.0.1:9")
-        monkeypatch.setenv("MEMFILES_INDEX_TIMEOUT", "0.5")
+        report = json.loads(run("distil", "--all", "--json").stdout)["domains"][0]
+        assert set(report["write"]) == set(write_object())
+        assert report["write"]["added"] == [i for ids in report["added"].values() for i in ids]
+        assert {e["id"] for e in report["write"]["entries"]} == set(report["write"]["added"])
+        assert all(set(d) == {"run", "line", "finding", "text", "action", "entry", "score", "why"}
+                   for d in report["decisions"])  # fmt: skip
+        assert report["matching"] == "model"
+
+    def test_without_the_model_symptoms_match_by_words_and_it_says_so(self, run: Run, root: Path, monkeypatch) -> None:
+        """No model to load: the distiller still files records, by word overlap, and says so."""
+        monkeypatch.setenv("MEMFILES_MODEL", str(root / "no-such-model"))
+        write_log(root, "synthesis", base_records())
         first = run("distil", "--domain", "synthesis")
-        assert first.exit_code == 0 and "word overlap" in first.stdout
-        assert "[updated]" in first.stdout
-        again = json.loads(run("distil", "--domain", "synthesis", "--json").stdout)
-        assert again["dedupe"] == "lexical" and not again["updated"]
-
-
-@pytest.mark.integration
-class TestDupes:
-    def test_add_warns_and_unique_refuses(self, run: Run, root: Path) -> None:
-        """add names a near-duplicate and still adds; --unique refuses with exit 1 and writes nothing."""
-        run(
-            "add",
-            "-k",
-            "F",
-            "-t",
-            "Chroma hangs when two processes open one folder",
-            "-a",
-            "index",
-            "--body",
-            "Two PersistentClients on the same directory wait for minutes.",
-        )
-        run("backfill")
-        warned = run(
-            "add",
-            "-k",
-            "F",
-            "-t",
-            "Two processes on one Chroma folder hang",
-            "-a",
-            "index",
-            "--body",
-            "A second PersistentClient on the same directory waits for minutes.",
-        )
-        assert warned.exit_code == 0 and "near-duplicate" in warned.stderr and "F-001" in warned.stderr
-        before = (root / "memory" / "frictions.md").read_text()
-        refused = run(
-            "add",
-            "-k",
-            "F",
-            "-t",
-            "Chroma hangs with two processes on a folder",
-            "-a",
-            "index",
-            "--body",
-            "Two PersistentClients on one directory hang for minutes.",
-            "--unique",
-        )
-        assert refused.exit_code == 1 and "refused" in refused.stderr
-        assert (root / "memory" / "frictions.md").read_text() == before
-        pairs = json.loads(run("dupes", "--json").stdout)
-        assert pairs["mode"] == "index" and {(p["a"], p["b"]) for p in pairs["pairs"]} == {("F-001", "F-002")}
-
-
-class TestLlmDrafter:
-    def test_answers_are_found_bare_fenced_or_in_prose(self) -> None:
-        """parse_answer takes bare JSON, one fenced block or JSON inside prose; two blocks are refused."""
-        from memfiles.services.drafter import parse_answer
-
-        ops = '{"ops": [{"op": "add"}]}'
-        assert parse_answer(ops) == [{"op": "add"}]
-        assert parse_answer(f"Here you go:\n```json\n{ops}\n```\nDone.") == [{"op": "add"}]
-        assert parse_answer(f"Sure. {ops} Hope it helps.") == [{"op": "add"}]
-        assert parse_answer('[{"op": "add"}]') == [{"op": "add"}]
-        with pytest.raises(ValueError, match="more than one code block"):
-            parse_answer(f"```\n{ops}\n```\n```\n{ops}\n```")
-        with pytest.raises(ValueError, match="not valid JSON"):
-            parse_answer("no json here")
-
-    def test_refused_answer_is_retried_once_then_written_and_deduplicated(self, run: Run, root: Path) -> None:
-        """A local fake endpoint: the first answer lacks a body and is refused with the reason; the second is
-        normalised (title on one line, clipped) and written; a second distillation adds nothing."""
-        import http.server
-        import threading
-
-        seen: list[dict] = []
-        good = {
-            "ops": [
-                {
-                    "op": "add",
-                    "section": "Known Failure Patterns",
-                    "evidence": ["r1", "r2"],
-                    "title": "Hold violations\nafter placement " + "on the write port " * 10,
-                    "body": "**Hold fails after placement.** Fanout was unbounded. Cap it at 16.",
-                }
-            ]
-        }
-        answers = [
-            'Here:\n```json\n{"ops": [{"op": "add", "section": "Known Failure Patterns", "title": "x"}]}\n```',
-            json.dumps(good),
-            json.dumps(good),
-        ]
-
-        class Fake(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                seen.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                reply = json.dumps({"choices": [{"message": {"content": answers[len(seen) - 1]}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        server = http.server.HTTPServer(("127.0.0.1", 0), Fake)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        try:
-            write_log(root, "synthesis", base_records())
-            (root / "memory" / "memfiles.toml").write_text(f'llm_url = "http://127.0.0.1:{server.server_port}/v1"\n')
-            result = run("distil", "--domain", "synthesis", "--drafter", "llm", "--json")
-            assert result.exit_code == 0, result.output
-            assert len(seen) == 2 and "refused" in seen[1]["messages"][-1]["content"]
-            assert "add needs body" in seen[1]["messages"][-1]["content"]
-            entry = knowledge(root).entries[0]
-            assert "\n" not in entry.title and len(entry.title) <= 120 and entry.title.endswith("…")
-            assert entry.evidence == ("r1", "r2")
-            again = json.loads(run("distil", "--domain", "synthesis", "--drafter", "llm", "--json").stdout)
-            assert sum(len(v) for v in again["added"].values()) == 0
-        finally:
-            server.shutdown()
-
-
-class TestDistilErrors:
-    def test_unreachable_drafter_fails_cleanly_and_writes_nothing(self, run: Run, root: Path) -> None:
-        """--drafter llm with nothing listening: exit 2 naming the endpoint; no knowledge file."""
-        write_log(root, "synthesis", base_records())
-        (root / "memory" / "memfiles.toml").write_text('llm_url = "http://127.0.0.1:9/v1"\n')
-        result = run("distil", "--domain", "synthesis", "--drafter", "llm")
-        assert result.exit_code == 2 and "http://127.0.0.1:9/v1" in result.stderr
-        assert not (root / "memory" / "synthesis" / "knowledge.md").exists()
-
-    def test_drafter_without_url_and_missing_choice_are_usage_errors(self, run: Run, root: Path) -> None:
-        """--drafter llm with no llm_url configured, or neither --domain nor --all: exit 2."""
-        write_log(root, "synthesis", base_records())
-        no_url = run("distil", "--domain", "synthesis", "--drafter", "llm")
-        assert no_url.exit_code == 2 and "llm_url" in no_url.stderr
-        assert run("distil").exit_code == 2
+        assert first.exit_code == 0 and "by word overlap" in first.stdout and "[updated]" in first.stdout
+        assert entry(root, FANOUT[0][0]).evidence == ("r2", "r5")
+        again = distil(run)
+        assert again["matching"] == "lexical" and not again["updated"]

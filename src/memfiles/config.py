@@ -194,21 +194,19 @@ def _folder(value: Any, base: Path) -> str:
 
 
 def _model(value: Any, base: Path) -> str:
-    """A sentence-transformers folder (relative to `base`) or a model name; a path must exist."""
+    """A sentence-transformers folder (relative to `base`) or a model name.
+
+    A folder that does not exist is not refused here: it is the index's problem, not the files', so
+    writes and checks go on and the index commands say what to fix (see index/embedder.resolve_model).
+    """
     text = _text(value, base)
+    if not text.startswith(("/", "./", "../", "~", ".\\", "..\\")) and not (base / text).is_dir():
+        return text  # a name sentence-transformers knows
     try:
         path = Path(text).expanduser()
     except RuntimeError:  # ~user that does not exist
         raise _Invalid("names a home folder that does not exist") from None
-    path = path if path.is_absolute() else base / path
-    if path.is_dir():
-        return str(path.resolve())
-    if text.startswith(("/", "./", "../", "~", ".\\", "..\\")):
-        raise _Invalid(
-            f"names a folder that does not exist ({path}): give a sentence-transformers folder,"
-            " or leave it unset for the bundled model"
-        )
-    return text
+    return str((path if path.is_absolute() else base / path).resolve())
 
 
 def _strings(what: str) -> Rule:

@@ -62,6 +62,8 @@ FINDING_CODES: dict[str, str] = {
     "evidence-unknown-run": "warning",
     "evidence-none": "info",
     "promote-candidate": "info",
+    # dupes (services/dupes.py)
+    "near-duplicate": "warning",
     # the read side (list, show, audit, refs): a memory file set aside
     "unparseable": "error",
     # audit

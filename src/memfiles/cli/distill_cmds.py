@@ -11,7 +11,7 @@ def _pct(rate: float) -> str:
     return f"{rate * 100:.0f}%"
 
 
-def _print_report(report) -> None:  # type: ignore[no-untyped-def]
+def _print_report(report, explain: bool) -> None:  # type: ignore[no-untyped-def]
     data = report.as_json()
     click.echo(f"Domain:        {data['domain']}")
     click.echo(
@@ -30,24 +30,35 @@ def _print_report(report) -> None:  # type: ignore[no-untyped-def]
         f"+{len(added['Successful Tool Flags'])} Successful Tool Flags, +{len(added['PDK / Tool Quirks'])} PDK Quirks"
     )
     click.echo(
-        f"Annotations:   {len(data['annotated'])} existing entries updated"
-        f" ({len(report.confirmed)} confirmed, {len(report.contradictions)} contradicted)"
+        f"Annotations:   {len(data['annotated'])} existing entries updated ({len(data['confirmed'])} confirmed,"
+        f" {len(data['failed'])} with failures noted, {len({c['id'] for c in data['contradictions']})} contradicted)"
     )
-    for item in report.contradictions:
+    for item in data["contradictions"]:
         click.echo(
-            f"Contradiction: {item['id']} {item['title']!r}: was '{item['old_fix']}', "
-            f"now '{item['new_fix']}' ({item['evidence']})"
+            f"Contradiction: {item['id']} {item['title']!r}: recorded fix '{item['old_fix']}', "
+            f"but '{item['new_fix']}' reached signoff ({item['evidence']})"
         )
-    if data["dedupe"] == "lexical":
-        click.echo("Dedupe:        the index was not reachable; near-duplicates were found by word overlap only")
+    if data["matching"] == "lexical":
+        click.echo("Matching:      by word overlap (the model could not be loaded)")
     click.echo(f"knowledge.md:  {data['knowledge']}  [{'updated' if data['updated'] else 'unchanged'}]")
+    if explain:
+        click.echo("Decisions (run, finding: what was done -> entry (score): why):")
+        for decision in report.decisions:
+            click.echo(f"  {decision}")
 
 
 @click.command()
 @click.option("--domain", help="A subfolder of memory/ holding experiences.jsonl.")
 @click.option("--all", "all_", is_flag=True, help="Every domain.")
-@click.option("--min-records", type=int, default=5, show_default=True, help="Skip a domain with fewer valid records.")
+@click.option(
+    "--min-records",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="Skip a domain with fewer valid records (0 or more).",
+)
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
+@click.option("--explain", is_flag=True, help="Print, per record, the entry each finding went to, the score and why.")
 @click.option("--summary-json", is_flag=True, help="Print load_experiences' structured summary and stop.")
 @click.option(
     "--drafter",
@@ -64,32 +75,39 @@ def distil(
     all_: bool,
     min_records: int,
     dry_run: bool,
+    explain: bool,
     summary_json: bool,
     drafter: str,
     as_json: bool,
 ) -> None:
     """Distil memory/<domain>/experiences.jsonl into knowledge entries in memory/<domain>/knowledge.md.
 
-    New findings become entries under Known Failure Patterns, Successful Tool Flags and PDK / Tool
-    Quirks. A finding the file already holds (found through the index, or by word overlap when the
-    index is away) confirms the existing entry instead; the same symptom with a different fix is
-    noted as a contradiction. Running it twice on the same records changes nothing.
+    Each record's findings (symptom, fix, outcome; the flags it used; the quirks its notes name) are
+    filed where the evidence says: the same symptom with the recorded fix and signoff confirms the
+    entry; without signoff it is a failure noted on the entry; a different fix that reached signoff is
+    a contradiction, appended to the entry's list; a symptom or flag nobody has filed is a new entry.
+    Symptoms are compared with entries' symptoms by meaning (the bundled model; word overlap when it
+    cannot be loaded). Records an entry already counts are not read again, and when nothing changes
+    nothing is written.
 
     \b
     Example:
-      memfiles distil --domain synthesis
+      memfiles distil --domain synthesis --explain
       memfiles distil --all --min-records 10 --json
     """
     from memfiles.services.distill import distil_domain
     from memfiles.services.experiences import check_domain, load_experiences, valid_domains
 
-    if bool(domain) == all_:
+    if domain is not None and all_:
+        raise click.UsageError("give --domain NAME or --all, not both")
+    if domain is None and not all_:
         raise click.UsageError("give --domain NAME or --all")
     memory_dir = app.settings.memory_dir
     with errors_to_exit():
         domains = valid_domains(memory_dir) if all_ else [check_domain(memory_dir, domain or "")]
         if summary_json:
-            print_json([load_experiences(memory_dir, d, f"memory/{d}/experiences.jsonl").summary() for d in domains])
+            summaries = [load_experiences(memory_dir, d, f"memory/{d}/experiences.jsonl").summary() for d in domains]
+            print_json({"summaries": summaries})
             return
         draft = None
         if drafter == "llm":
@@ -103,12 +121,12 @@ def distil(
         for line in report.warnings:
             warn(line)
     if as_json:
-        print_json([r.as_json() for r in reports] if all_ else reports[0].as_json())
+        print_json({"domains": [r.as_json() for r in reports]})
         return
     for n, report in enumerate(reports):
         if n:
             click.echo()
-        _print_report(report)
+        _print_report(report, explain)
     if all_:
         click.echo()
         click.echo(f"{'domain':<14} {'records':>7} {'signoff':>7} {'new':>4} {'annotated':>9}  status")
@@ -125,44 +143,55 @@ def distil(
 
 
 @click.command()
-@click.option("--threshold", type=float, help="Combined similarity at or above which two entries are near-duplicates.")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    help="Score (0 to 1) at or above which two entries are near-duplicates. Default: the measured one.",
+)
 @json_option
 @pass_app
 def dupes(app: App, threshold: float | None, as_json: bool) -> None:
-    """List pairs of entries that say the same thing, with their similarity.
+    """List pairs of entries that say the same thing, best first, with their score and signals.
 
-    Uses the index (meaning and word overlap combined) when there is one, word overlap alone otherwise.
+    The score combines three signals, read from the index's stored vectors: how much the pair's
+    cosine stands out from each entry's usual neighbours (margin), the TF-IDF similarity of the two
+    titles alone (title), and rare code-like tokens both hold, such as class names, error strings,
+    stack frames or flags (rare): score = 0.5 + margin + 0.2 x title + 0.1 x rare. Also shown, not
+    weighted: the cosine (dense), whether one is the other's nearest neighbour (nearest), and whether
+    the areas match (same_area). Two entries with the same title, or near-identical text, are always
+    near-duplicates. Without an index, the same score is computed on the words (TF-IDF vectors instead
+    of embeddings: word overlap, no meaning), and the command says so. Measured on SeaMonkey's
+    duplicate bug reports: see docs/distiller.md.
 
     \b
     Example:
+      memfiles dupes
       memfiles dupes --threshold 0.7 --json
     """
-    from memfiles.services.dedupe import duplicate_pairs
+    from memfiles.services.dupes import duplicate_pairs
 
     with errors_to_exit():
-        pairs, mode = duplicate_pairs(app.project, threshold)
+        pairs, mode, notes = duplicate_pairs(app.project, threshold)
     if as_json:
-        print_json(
-            {
-                "mode": mode,
-                "pairs": [
-                    {
-                        "a": a.id,
-                        "b": b.id,
-                        "score": a.score,
-                        "dense": a.dense,
-                        "lexical": a.lexical,
-                        "a_where": f"{a.path}:{a.line}",
-                        "b_where": f"{b.path}:{b.line}",
-                    }
-                    for a, b in pairs
-                ],
-            }
-        )
+        print_json({"mode": mode, "findings": [pair.finding(mode).as_json() for pair in pairs]})
         return
-    if mode == "lexical":
-        warn("no index: near-duplicates by word overlap only (run memfiles backfill for meaning)")
-    for a, b in pairs:
-        click.echo(f"{a.score:.3f}  {a.id} {a.title!r} ({a.path}:{a.line})  ~  {b.id} {b.title!r} ({b.path}:{b.line})")
+    for note in notes:
+        warn(note)
+    for pair in pairs:
+        a, b, signals = pair.a, pair.b, pair.signals
+        if mode == "index":
+            why = f"dense {signals['dense']:.2f}, margin {signals['margin']:+.2f}, title {signals['title']:.2f}"
+            if signals["nearest"]:
+                why += f", {signals['nearest']} nearest"
+            if signals["rare"]:
+                why += f", rare: {' '.join(signals['rare'])}"
+        else:
+            why = f"words {signals['lexical']:.2f}, margin {signals['margin']:+.2f}, title {signals['title']:.2f}"
+        if signals["same_title"]:
+            why += ", same title"
+        click.echo(
+            f"{pair.score:.3f}  {a.id} {a.title!r} ({a.path}:{a.line})  ~  {b.id} {b.title!r} ({b.path}:{b.line})"
+        )
+        click.echo(f"       {why}")
     if not pairs:
         click.echo("no near-duplicates", err=True)

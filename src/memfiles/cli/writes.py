@@ -28,7 +28,8 @@ def notify_index(project: Project, result: BatchResult) -> str | None:
 
 
 def _check_duplicates(app: App, ops: list[dict[str, Any]], unique: bool, always: bool) -> list[str]:
-    """Warn about (or, with --unique, refuse) adds that say what an existing entry says; the warnings."""
+    """Refuse (with --unique) adds that say what an existing entry says; otherwise return the warnings,
+    which the caller prints only once the write has succeeded."""
     from memfiles.errors import RefusedError
     from memfiles.services.dedupe import many_near_duplicates
 

@@ -19,11 +19,12 @@ META_KEYS: tuple[str, ...] = (
     "confirmed",
     "last-seen",
     "evidence",
+    "failed",
     "contradicted",
     "promoted",
 )
 REQUIRED_KEYS: tuple[str, ...] = ("date", "area", "status")
-LIST_KEYS: frozenset[str] = frozenset({"refs", "tags", "evidence", "promoted"})
+LIST_KEYS: frozenset[str] = frozenset({"refs", "tags", "evidence", "promoted", "failed"})
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Entry:
     confirmed: str | None = None
     last_seen: str | None = None
     evidence: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()  # runs of a distilled finding that did not reach signoff
     contradicted: str | None = None
     # The entries an episode (or a run) was promoted to: a procedure, an insight, an episode.
     promoted: tuple[str, ...] = ()

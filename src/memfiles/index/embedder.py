@@ -12,7 +12,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from memfiles.errors import ConfigError
+from memfiles.errors import ConfigError, IndexUnavailable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,6 +45,11 @@ def resolve_model(model: str | None) -> tuple[str, Path | None]:
     path = Path(model).expanduser()
     if path.is_dir():
         return path.name, path.resolve()
+    if path.is_absolute() or model.startswith((".", "~")):
+        raise IndexUnavailable(
+            f"the model folder {path} does not exist: point the `model` setting (or MEMFILES_MODEL) at a"
+            " sentence-transformers folder, or unset it for the bundled model; the memory files are unaffected"
+        )
     return model, None
 
 

@@ -4,10 +4,10 @@ and the pruned entries with their reasons. Each is a contract Finding (codes in 
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 from memfiles.contract import Finding, entry_ref, finding
 from memfiles.format.ids import HIDDEN_KINDS, RETIRED
+from memfiles.services.dupes import title_key
 from memfiles.services.read import Reading, read_project
 from memfiles.store.project import Located, Project
 
@@ -123,7 +123,7 @@ def audit_project(project: Project, today: dt.date | None = None, reading: Readi
     for located in entries:
         if located.entry.prefix in hidden:  # a run's state repeats its goal, and its episode does too
             continue
-        key = re.sub(r"\s+", " ", located.entry.title.strip().lower())
+        key = title_key(located.entry.title)  # the rule `dupes` flags same titles by
         if key in titles:
             first = titles[key]
             findings.append(

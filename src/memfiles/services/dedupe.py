@@ -1,9 +1,11 @@
-"""Near-duplicates: one implementation for the distiller, `memfiles add` and `memfiles dupes`.
+"""Near-duplicates of a new text, for `memfiles add` (and `import --unique`); the word-overlap fallback.
 
-Two signals were measured: the cosine of the entries' embeddings (meaning) and the Jaccard overlap of
-their stemmed word sets (wording), as a weighted sum. On SeaMonkey duplicate bug reports, checked on
-STS-B, cosine alone won (scripts/calibrate_dedupe.py, notebooks/), so the default weight is 1.0; see
-@@D-019. Without an index, word overlap over the files alone decides, with its own measured threshold.
+Two signals were measured for a new entry against the index: the cosine of the embeddings (meaning) and
+the Jaccard overlap of stemmed word sets (wording), as a weighted sum. On SeaMonkey duplicate bug
+reports, checked on STS-B, cosine alone won (scripts/calibrate_dedupe.py), so the default weight is
+1.0; see @@D-019. Without an index, word overlap over the files decides, with its own measured
+threshold, and only when the texts share MIN_SHARED words: two short titles that share one word are
+not near-duplicates. `memfiles dupes` scores pairs of existing entries on more signals (dupes.py).
 """
 
 from __future__ import annotations
@@ -13,16 +15,18 @@ from dataclasses import dataclass
 from memfiles.errors import IndexUnavailable, ParseError
 from memfiles.index.search import Filters
 from memfiles.index.text import tokenize
+from memfiles.services.dupes import Doc, Pair, title_key
 from memfiles.store.project import Project
 
-# Measured by scripts/calibrate_dedupe.py: word overlap lowered F1 at every weight tried on SeaMonkey
-# (0.160 with cosine alone, 0.117 at 0.8/0.2), and 0.79 is the F1-best cosine on SeaMonkey and STS-B alike.
+# For a new text against the index (`add`), measured by the first scripts/calibrate_dedupe.py (@@D-019):
+# word overlap lowered F1 at every weight tried on SeaMonkey (0.160 with cosine alone, 0.117 at
+# 0.8/0.2), and 0.79 is the F1-best cosine on SeaMonkey and STS-B alike.
 DENSE_WEIGHT = 1.0
 THRESHOLD = 0.79
 LEXICAL_THRESHOLD = 0.25  # Jaccard alone, when the index cannot be asked (F1-best on SeaMonkey)
-# The distiller leans to recall: its candidates are already in the same file and section, a missed
-# duplicate is a second entry for a person to prune, a wrong match only adds evidence (STS-B: P 0.42, R 0.94).
-DISTILLER_THRESHOLD = 0.70
+# One shared word in two short texts gives a high Jaccard ('t1' and 'Root one' score 0.25): the
+# fallback asks for this many shared words (stemmed, stop words out) as well.
+MIN_SHARED = 3
 
 
 def words(text: str) -> set[str]:
@@ -133,28 +137,82 @@ def entry_words(project: Project, path: str | None) -> list[tuple[str, str, str,
     ]
 
 
-def lexical_matches(entries, mine: set[str], limit: float, exclude) -> list[Candidate]:
+def lexical_matches(entries, mine: set[str], limit: float, exclude) -> list[Candidate]:  # type: ignore[no-untyped-def]
     found = []
     for entry_id, title, rel, line, theirs in entries:
         if entry_id in exclude:
             continue
         overlap = jaccard(mine, theirs)
-        if overlap >= limit:
+        if overlap >= limit and len(mine & theirs) >= MIN_SHARED:
             found.append(Candidate(entry_id, title, rel, line, round(overlap, 4), None, round(overlap, 4)))
     return sorted(found, key=lambda c: -c.score)
 
 
-def duplicate_pairs(project: Project, threshold: float | None = None) -> tuple[list[tuple[Candidate, Candidate]], str]:
-    """Every pair of entries in the project at or above the threshold, best first."""
-    located = list(project.entries())
-    items = [(loc.entry.title, loc.entry.body, {loc.entry.id}) for loc in located]
-    found, mode = many_near_duplicates(project, items, threshold=threshold, k=6)
-    pairs: dict[tuple[str, ...], tuple[Candidate, Candidate]] = {}
-    for loc, others in zip(located, found, strict=True):
-        entry = loc.entry
-        for other in others:
-            key = tuple(sorted((entry.id, other.id)))
-            if key not in pairs:
-                me = Candidate(entry.id, entry.title, loc.file.rel, entry.line, other.score, other.dense, other.lexical)
-                pairs[key] = (me, other) if me.id < other.id else (other, me)
-    return sorted(pairs.values(), key=lambda pair: -pair[0].score), mode
+# `dupes` without an index scores pairs the way it does with one (dupes.py), on TF-IDF vectors of the
+# words instead of embeddings: 0.5 + margin + LEXICAL_TITLE x title. Chosen on SeaMonkey's older part
+# like the index's weights (scripts/calibrate_dedupe.py); plain word overlap flagged thousands of pairs.
+LEXICAL_PAIR_THRESHOLD = 0.65
+LEXICAL_FLOOR = 0.1
+LEXICAL_TITLE = 0.2
+
+
+def sparse_similarities(bags: list[list[str]], top: int = 10) -> tuple[dict[tuple[int, int], float], list[float]]:
+    """TF-IDF cosine of every pair that shares a word (words most entries hold are left out: they find no
+    pair and cost n squared), and each entry's mean cosine to its `top` nearest, at least LEXICAL_FLOOR."""
+    from memfiles.services.dupes import _idf_vectors
+
+    vectors = _idf_vectors(bags)
+    postings: dict[str, list[tuple[int, float]]] = {}
+    for n, vector in enumerate(vectors):
+        for word, weight in vector.items():
+            postings.setdefault(word, []).append((n, weight))
+    common = max(20, len(bags) // 10)
+    sims: dict[tuple[int, int], float] = {}
+    for items in postings.values():
+        if len(items) > common:
+            continue
+        for x, (a, wa) in enumerate(items):
+            for b, wb in items[x + 1 :]:
+                sims[(a, b)] = sims.get((a, b), 0.0) + wa * wb
+    nearest: list[list[float]] = [[] for _ in bags]
+    for (a, b), value in sims.items():
+        nearest[a].append(value)
+        nearest[b].append(value)
+    local = []
+    for values in nearest:
+        best = sorted(values, reverse=True)[:top]
+        local.append(max(LEXICAL_FLOOR, (sum(best) + LEXICAL_FLOOR * (top - len(best))) / top))
+    return sims, local
+
+
+def lexical_pairs(docs: list[Doc], threshold: float = LEXICAL_PAIR_THRESHOLD) -> list[Pair]:
+    """`dupes` without an index: pairs whose words stand out from each entry's usual neighbours (TF-IDF
+    margin, plus the titles' similarity), and every pair with the same title; best first."""
+    from memfiles.services.dupes import _cosine, _idf_vectors
+
+    sims, local = sparse_similarities([tokenize(f"{d.title}\n\n{d.body}") for d in docs])
+    titles = _idf_vectors([tokenize(d.title) for d in docs])
+    keys = [title_key(d.title) for d in docs]
+    by_title: dict[str, list[int]] = {}
+    for n, key in enumerate(keys):
+        by_title.setdefault(key, []).append(n)
+    for group in by_title.values():
+        for x, a in enumerate(group):
+            for b in group[x + 1 :]:
+                sims.setdefault((a, b), 0.0)
+    pairs = []
+    for (a, b), cosine in sims.items():
+        margin = cosine - (local[a] + local[b]) / 2
+        if margin < threshold - 0.5 - LEXICAL_TITLE and keys[a] != keys[b]:
+            continue
+        title = _cosine(titles[a], titles[b])
+        score = round(min(1.0, max(0.0, 0.5 + margin + LEXICAL_TITLE * title)), 4)
+        if score >= threshold or keys[a] == keys[b]:
+            signals = {
+                "lexical": round(cosine, 4),
+                "margin": round(margin, 4),
+                "title": round(title, 4),
+                "same_title": keys[a] == keys[b],
+            }
+            pairs.append(Pair(docs[a], docs[b], score, signals))
+    return sorted(pairs, key=lambda p: (-p.score, p.a.id, p.b.id))

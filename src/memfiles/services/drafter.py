@@ -13,6 +13,7 @@ import os
 import re
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from typing import Any
 
 from memfiles.config import Settings
@@ -21,6 +22,16 @@ from memfiles.services.experiences import Experiences
 from memfiles.store.ops import normalize_automated, parse_op
 
 SECTIONS = ("Known Failure Patterns", "Successful Tool Flags", "PDK / Tool Quirks")
+
+
+@dataclass
+class Finding:
+    """One finding the model drafted: where it goes, its text, and the runs it says support it."""
+
+    section: str
+    title: str
+    body: str
+    evidence: list[str]
 
 
 def system_prompt(settings: Settings) -> str:
@@ -118,9 +129,7 @@ class LlmDrafter:
         except (KeyError, IndexError, TypeError) as error:
             raise MemfilesError(f"the drafter answered in an unknown shape: {str(data)[:200]}") from error
 
-    def __call__(self, summary: dict[str, Any], experiences: Experiences) -> list[Any]:
-        from memfiles.services.distill import Finding
-
+    def __call__(self, summary: dict[str, Any], experiences: Experiences) -> list[Finding]:
         domain = experiences.domain
         messages = [
             {"role": "system", "content": system_prompt(self.settings)},
@@ -139,15 +148,9 @@ class LlmDrafter:
                 ops = _validate(parse_answer(answer), self.settings, domain)
             except (ValueError, OpError) as again:
                 raise MemfilesError(f"the drafter's answer was refused twice: {again}") from again
-        newest = max((r.when for r in experiences.records), default="")
+        # Only runs of this batch count: a finding that names none is not filed (nothing says where it came from).
         known = {r.key for r in experiences.records}
         return [
-            Finding(
-                op["section"],
-                op["title"],
-                op["body"],
-                [k for k in op["evidence"] if k in known] or sorted(known),
-                newest,
-            )
+            Finding(op["section"], op["title"], op["body"], [key for key in op["evidence"] if key in known])
             for op in ops
         ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import math
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -17,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from memfiles.errors import MemfilesError
+from memfiles.services.flags import Flag, find_flags, general
 
 EXPERIENCES = "experiences.jsonl"
-_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*(?:=[^\s,;)]+)?)")
-_COMMAND = re.compile(r"`([^`\n]{2,80})`")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass
@@ -45,7 +46,8 @@ class Experiences:
     domain: str
     path: Path
     records: list[Record] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # 'path:line: why'
+    skipped: list[str] = field(default_factory=list)  # 'path:line: why' of each line left out
+    warnings: list[str] = field(default_factory=list)  # 'path:line: why' of a field dropped from a kept record
 
     def summary(self) -> dict[str, Any]:
         """The structured summary the seed asks of load_experiences."""
@@ -71,7 +73,7 @@ class Experiences:
             "date_range": [records[0].timestamp, records[-1].timestamp] if records else [],
             "signoff_rate": round(sum(r.signoff for r in records) / len(records), 3) if records else 0.0,
             "issue_fix_pairs": sorted(pairs.values(), key=lambda p: (-p["count"], p["issue"])),
-            "tool_flag_candidates": sorted({flag for r in records for flag in tool_flags(r)}),
+            "tool_flag_candidates": sorted({flag.text for r in records for flag in tool_flags(r)}),
             "metric_ranges": metrics,
             "free_notes": [r.notes for r in records if r.notes],
         }
@@ -82,13 +84,33 @@ def issue_fix_pairs(record: Record) -> list[tuple[str, str]]:
     return [(issue, record.fixes[n] if n < len(record.fixes) else "") for n, issue in enumerate(record.issues)]
 
 
-def tool_flags(record: Record) -> list[str]:
-    """Flag and command fragments named in the notes and fixes (`--max-fanout=16`, `report_timing -nworst 5`)."""
-    found = []
-    for text in (record.notes, *record.fixes):
-        found += [m.group(1) for m in _COMMAND.finditer(text)]
-        found += [m.group(1) for m in _FLAG.finditer(_COMMAND.sub(" ", text))]
-    return list(dict.fromkeys(flag.strip() for flag in found if len(flag.strip()) > 2))
+def tool_flags(record: Record) -> list[Flag]:
+    """The flags a run used, as its fixes and notes name them (services/flags.py says what counts)."""
+    return general([flag for text in (*record.fixes, record.notes) for flag in find_flags(text)])
+
+
+def _content(text: str) -> set[str]:
+    from memfiles.index.text import tokenize
+
+    return {token for token in tokenize(text) if not token.isdigit()}
+
+
+def notes_for(record: Record, issue: str) -> str:
+    """The sentences of the record's notes about `issue`: a note stays with the issue it speaks of.
+
+    Each sentence goes to the issue (with its fix) it shares the most words with, and to none when it
+    shares none, so one issue's note never lands in another issue's entry.
+    """
+    pairs = issue_fix_pairs(record)
+    words = [_content(f"{i} {f}") for i, f in pairs]
+    mine = [n for n, (i, _) in enumerate(pairs) if i == issue]
+    kept = []
+    for sentence in _SENTENCE.split(record.notes):
+        tokens = _content(sentence)
+        overlaps = [len(tokens & w) for w in words]
+        if overlaps and max(overlaps) > 0 and any(overlaps[n] == max(overlaps) for n in mine):
+            kept.append(sentence.strip())
+    return " ".join(kept)
 
 
 def _strings(value: Any, name: str) -> list[str]:
@@ -101,7 +123,10 @@ def _strings(value: Any, name: str) -> list[str]:
     raise ValueError(f"{name} must be a string or a list of strings")
 
 
-def parse_record(value: Any, line: int) -> Record:
+def parse_record(value: Any, line: int, warnings: list[str] | None = None) -> Record:
+    """One record; a field that cannot be used but need not cost the record (a metric that is not a
+    number) is dropped and named in `warnings` as 'key_metrics.area_um2: ...'."""
+    dropped = warnings if warnings is not None else []
     if not isinstance(value, dict):
         raise ValueError("a record is a JSON object")
     timestamp = value.get("timestamp")
@@ -115,10 +140,14 @@ def parse_record(value: Any, line: int) -> Record:
     if not isinstance(signoff, bool):
         raise ValueError("signoff_achieved must be true or false")
     metrics = value.get("key_metrics") or {}
-    if not isinstance(metrics, dict) or not all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in metrics.values()
-    ):
-        raise ValueError("key_metrics must be an object of numbers")
+    if not isinstance(metrics, dict):
+        dropped.append(f"key_metrics must be an object of numbers, got {type(metrics).__name__}: metrics dropped")
+        metrics = {}
+    metrics = dict(metrics)  # the record as written stays as written: its hash is its key
+    for name, number in list(metrics.items()):
+        if not isinstance(number, int | float) or isinstance(number, bool) or not math.isfinite(number):
+            dropped.append(f"key_metrics.{name} is {json.dumps(number)}, not a number: metric dropped")
+            del metrics[name]
     notes = value.get("notes") or ""
     if not isinstance(notes, str):
         raise ValueError("notes must be text")
@@ -146,11 +175,18 @@ def load_experiences(memory_dir: Path, domain: str, rel: str) -> Experiences:
     result = Experiences(domain, path)
     if not path.is_file():
         return result
+    seen: dict[str, int] = {}
     for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
         if not line.strip():
             continue
+        dropped: list[str] = []
         try:
-            result.records.append(parse_record(json.loads(line), number))
+            record = parse_record(json.loads(line), number, dropped)
+            if record.key in seen:
+                raise ValueError(f"run_id {record.key!r} was already used on line {seen[record.key]}")
+            seen[record.key] = number
+            result.records.append(record)
+            result.warnings += [f"{rel}:{number}: {why}" for why in dropped]
         except json.JSONDecodeError as error:
             result.skipped.append(f"{rel}:{number}: invalid JSON ({error.msg}, column {error.colno})")
         except ValueError as error:

@@ -175,7 +175,7 @@ def fix_text(project: Project, rel: str, memory: MemoryFile, config: LintConfig 
         lines[chunk.start - 1 : chunk.start - 1 + count] = document.rstrip("\n").split("\n")
     candidate = "\n".join(lines)
     try:
-        reparsed = parse(candidate, rel)
+        reparsed = parse(candidate, rel, project.settings.schema)
     except ParseError:
         return text
     if _signature(reparsed) != _signature(cleaned):

@@ -262,6 +262,7 @@ class Batch:
             confirmed=op.get("confirmed"),
             last_seen=op.get("last_seen"),
             evidence=op.get("evidence", ()),
+            failed=op.get("failed", ()),
             contradicted=op.get("contradicted"),
             promoted=op.get("promoted", ()),
         )

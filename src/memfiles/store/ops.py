@@ -35,11 +35,11 @@ TEXT_FIELDS = (
     "last_seen",
     "contradicted",
 )
-LIST_FIELDS = ("refs", "tags", "evidence", "follow", "promoted")
+LIST_FIELDS = ("refs", "tags", "evidence", "follow", "promoted", "failed")
 ID_LIST_FIELDS = ("refs", "follow", "promoted")
 # What an entry op may set: everything of an entry but its id, plus where it lives (file, section).
 _ENTRY_FIELDS = frozenset(
-    "file title area status date body section refs tags source confirmed last_seen evidence contradicted".split()  # noqa: SIM905
+    "file title area status date body section refs tags source confirmed last_seen evidence failed contradicted".split()  # noqa: SIM905
 ) | {"promoted"}
 ALLOWED = {
     "add": _ENTRY_FIELDS | {"kind"},

@@ -1,7 +1,7 @@
 """The watcher's side of the socket: one request object in, one answer object out (services/ipc.py).
 
-Ops: ping, search, search_many, similar, sync (the write path's update), backfill, status. The answers are the same
-objects the local index client returns (services/index_client.py), plus "ok".
+Ops: ping, search, search_many, similar, vectors, sync (the write path's update), backfill, status.
+The answers are the same objects the local index client returns (services/index_client.py), plus "ok".
 """
 
 from __future__ import annotations
@@ -51,6 +51,13 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
                 keeper.searcher, request["texts"], Filters(**request.get("filters", {})), int(request.get("k", 5))
             )
         return {"ok": True, "results": results}
+    if op == "vectors":  # for `dupes`: every stored vector at once (services/vectors.py)
+        from memfiles.services.vectors import encode_vectors
+
+        with keeper.mutex:
+            got = keeper.session.store.collection.get(include=["embeddings", "metadatas"])
+        hashes = [(m or {}).get("hash", "") for m in got["metadatas"]]
+        return {"ok": True, **encode_vectors(list(got["ids"]), hashes, got["embeddings"])}
     if op == "sync":
         keeper.sync_paths(set(request.get("paths", [])), set(request.get("pruned", [])))
         return {"ok": True}

@@ -1,0 +1,184 @@
+"""A domain's knowledge file as the distiller sees it: each entry's symptom, fix, flags and runs.
+
+An entry records runs in three lists: `evidence` (runs that confirm it: the symptom with the recorded
+fix, and signoff; or a flag used in a signed-off run), `failed` (runs with the symptom, or using the
+flag, that did not reach signoff) and `contradicted` (runs where a different fix reached signoff,
+appended one item per fix, never overwritten). `confirmed` is the length of `evidence`, and the
+sentence the distiller ends its own bodies with ("Seen in N runs ...") is written from the same lists,
+so the three cannot disagree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from memfiles.format.model import Entry
+from memfiles.format.wrap import one_line
+from memfiles.services.flags import Flag, find_flags
+
+FAILURES = "Known Failure Patterns"
+FLAGS = "Successful Tool Flags"
+QUIRKS = "PDK / Tool Quirks"
+NOTES = "Notes"
+SECTIONS = (FAILURES, FLAGS, QUIRKS)
+
+_LEAD = re.compile(r"^\*\*(.+?)\*\*")
+_FIX = re.compile(r"\bFix: (.*?)\.(?= [A-Z]|$)")
+# The distiller's own closing sentence, exactly as trailer() writes it (and as the first distiller did);
+# a body that ends with one is rewritten from the lists, any other body is left as written.
+_FAILED = r"(?:; \d+ runs? (?:with this symptom|that used it) did not reach signoff \([^()]*\))?"
+_TRAILER = re.compile(
+    r"\s*(?:Seen in \d+ (?:runs?(?: where this fix worked| that reached signoff)?|signed-off runs?)"
+    rf"|No run has confirmed this fix yet|No run with it has reached signoff yet){_FAILED}\.$"
+    r"|\s*(?:Seen|Noted) in \d+ runs? \(\d{4}-\d{2}-\d{2}(?: to \d{4}-\d{2}-\d{2})?\)(?:, \d+ of them signed off)?\.$"
+    r"|\s*It appears in the fixes or notes of \d+ signed-off runs? \([^()]*\)\.$"
+)
+# One contradiction: "2026-11-10 sta-0144, sta-0150: Pipeline the multiplier output"; items joined by "; ".
+_ITEM = re.compile(r"(\d{4}-\d{2}-\d{2}) ([^:;]+?): (.*?)(?=; \d{4}-\d{2}-\d{2} |$)")
+
+
+def sentence(text: str) -> str:
+    """One line, no closing full stop, first letter upper case: a symptom as a title or a lead."""
+    text = one_line(text).rstrip(".;:, ")
+    return text[:1].upper() + text[1:] if text else text
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' * (count != 1)}"
+
+
+@dataclass
+class Contradiction:
+    """A different fix that reached signoff, and the runs where it did (no runs: an older free-form note)."""
+
+    date: str
+    runs: list[str]
+    fix: str
+
+    def render(self) -> str:
+        if not self.runs:
+            return self.fix
+        return f"{self.date} {', '.join(self.runs)}: {self.fix.replace(';', ',')}"
+
+
+def parse_contradictions(text: str | None) -> list[Contradiction]:
+    """The items of a `contradicted` value; a value in another form is kept whole, as one item."""
+    if not text:
+        return []
+    items = [
+        Contradiction(m.group(1), [r.strip() for r in m.group(2).split(",") if r.strip()], m.group(3))
+        for m in _ITEM.finditer(text)
+    ]
+    return items if items and "; ".join(c.render() for c in items) == text else [Contradiction("", [], text)]
+
+
+@dataclass
+class Known:
+    """One knowledge entry (in the file, or to be added by this distillation)."""
+
+    section: str
+    title: str
+    body: str
+    symptoms: list[str]
+    fix: str = ""
+    flags: list[Flag] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    contradictions: list[Contradiction] = field(default_factory=list)
+    last_seen: str = ""
+    id: str | None = None
+    entry: Entry | None = None
+    changed: bool = False
+
+    @property
+    def label(self) -> str:
+        return self.id or f"(new) {self.title}"
+
+    @property
+    def generated(self) -> bool:
+        """True when the body's last paragraph ends with the distiller's counting sentence."""
+        return bool(_TRAILER.search(one_line(self.body.rsplit("\n\n", 1)[-1])))
+
+    def runs(self) -> set[str]:
+        return {*self.evidence, *self.failed, *(r for c in self.contradictions for r in c.runs)}
+
+    def mentions(self, key: str) -> bool:
+        """True when run `key` is already counted here (also when named in a free-form contradiction)."""
+        if key in self.runs():
+            return True
+        pattern = re.compile(rf"(?<![\w-]){re.escape(key)}(?![\w-])")
+        return any(not c.runs and pattern.search(c.fix) for c in self.contradictions)
+
+    def note(self, bucket: str, key: str, when: str) -> None:
+        getattr(self, bucket).append(key)
+        self.last_seen = max(self.last_seen, when)
+        self.changed = True
+
+    def contradict(self, key: str, when: str, fix: str, same_as: Contradiction | None) -> None:
+        """Record a different fix that worked: appended as a new item, or one more run of the same fix."""
+        self.last_seen = max(self.last_seen, when)
+        self.changed = True
+        if same_as is not None:
+            same_as.runs.append(key)
+        else:
+            self.contradictions.append(Contradiction(when, [key], sentence(fix)))
+
+    def contradicted_value(self) -> str | None:
+        return "; ".join(c.render() for c in self.contradictions) or None
+
+    def trailer(self) -> str:
+        """The counting sentence, written from the lists alone."""
+        seen, failed = len(self.evidence), len(self.failed)
+        if self.section == QUIRKS:
+            return f"Seen in {_plural(seen, 'run')}."
+        if self.section == FLAGS:
+            text = f"Seen in {_plural(seen, 'signed-off run')}"
+            if failed:
+                text += f"; {_plural(failed, 'run')} that used it did not reach signoff ({', '.join(self.failed)})"
+            return text + "."
+        if seen or not failed:
+            what = "where this fix worked" if self.fix else "that reached signoff"
+            text = f"Seen in {_plural(seen, 'run')} {what}"
+        else:
+            text = "No run has confirmed this fix yet" if self.fix else "No run with it has reached signoff yet"
+        if failed:
+            text += f"; {_plural(failed, 'run')} with this symptom did not reach signoff ({', '.join(self.failed)})"
+        return text + "."
+
+    def current_body(self) -> str:
+        """The body with its counting sentence brought up to date (a body written by hand is left alone)."""
+        if self.entry is not None and not self.generated:
+            return self.body
+        *before, last = self.body.split("\n\n")  # only the last paragraph holds the sentence
+        last = f"{_TRAILER.sub('', one_line(last)).rstrip()} {self.trailer()}".strip()
+        return "\n\n".join([*before, last])
+
+
+def known_from(entry: Entry, section: str | None) -> Known:
+    """An entry of the file as the distiller matches against it."""
+    flat = one_line(entry.body)
+    lead = _LEAD.match(flat)
+    symptoms = [entry.title] + ([lead.group(1).rstrip(".")] if lead else [])
+    fix_match = _FIX.search(flat)
+    if fix_match:
+        fix = fix_match.group(1)
+    else:
+        rest = flat[lead.end() :] if lead else flat
+        fix = _TRAILER.sub("", rest).strip()
+    title_flags = find_flags(entry.title) or find_flags(lead.group(1) if lead else "") or find_flags(flat)
+    contradictions = parse_contradictions(entry.contradicted)
+    return Known(
+        section=section or "",
+        title=entry.title,
+        body=entry.body,
+        symptoms=symptoms,
+        fix=fix,
+        flags=title_flags,
+        evidence=list(entry.evidence),
+        failed=list(entry.failed),
+        contradictions=contradictions,
+        last_seen=entry.last_seen or "",
+        id=entry.id,
+        entry=entry,
+    )

@@ -1,0 +1,100 @@
+"""How alike two short texts are (a symptom and an entry's symptom, two fixes), for the distiller.
+
+The distiller compares a record's symptom with each entry's symptom, not with templated bodies: both
+are one sentence, which is what a sentence encoder is made for. It uses the bundled model (the numpy
+encoder: no torch, no index needed) and falls back to word overlap when the model cannot be loaded.
+
+Thresholds, read off STS-B (1,500 sentence pairs with human scores 0-5; the cosine of the bundled
+model; scripts/eval_distil.py reports how they do on the labelled logs):
+- SAME 0.80: two sentences say the same thing (pairs scored 4+: precision 0.58, recall 0.80; scored
+  3+: precision 0.91). A symptom this close is the same symptom, whatever the fix; two fixes this
+  close (or naming the same flag) are the same fix.
+- NEAR 0.50: the same topic (pairs scored 3+: recall 0.97, precision 0.65). A symptom this close is
+  the same one only when its fix is one the entry records: unrelated runs that share words stay apart.
+  First set at 0.65, it was lowered after the first evaluation run missed paraphrases with acronyms
+  ("after CTS" / "after clock tree synthesis": 0.52), so the evaluation set is not held out for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memfiles.config import Settings
+from memfiles.services.flags import find_flags
+
+SAME, NEAR = "same", "near"
+# (cosine, Jaccard of stemmed words). On STS-B pairs scored 3+, Jaccard 0.6 has the precision of cosine
+# 0.80 (0.91); Jaccard 0.3 (precision 0.75, recall 0.81) stands in for cosine 0.50 (0.65, 0.97): words
+# cannot reach that recall. `python scripts/eval_distil.py --stsb` prints the table.
+THRESHOLDS = {SAME: (0.80, 0.6), NEAR: (0.50, 0.3)}
+
+
+def _words(text: str) -> set[str]:
+    from memfiles.index.text import tokenize
+
+    return set(tokenize(text))
+
+
+class Similarity:
+    """Cosine of the bundled model's embeddings, cached per text; word overlap when there is no model."""
+
+    def __init__(self, settings: Settings, use_model: bool = True) -> None:
+        self.mode = "lexical"
+        self.reason = ""
+        self._vectors: dict[str, Any] = {}
+        self._embedder: Any = None
+        if use_model:
+            try:
+                from memfiles.index.embedder import NumpyBertEmbedder, load_embedder, resolve_model
+
+                _, path = resolve_model(settings.model)
+                if path is None or not NumpyBertEmbedder.supports(path):
+                    raise ValueError(f"model {settings.model!r} is not a local BERT folder")
+                self._embedder = load_embedder(settings.model, light=True)
+                self.mode = "model"
+            except Exception as error:  # no model: the distiller still works, on words
+                self.reason = f"{type(error).__name__}: {error}"
+
+    def prepare(self, texts: list[str]) -> None:
+        """Embed every text not seen yet, in one batch."""
+        if self._embedder is None:
+            return
+        todo = list(dict.fromkeys(t for t in texts if t and t not in self._vectors))
+        if not todo:
+            return
+        try:
+            vectors = self._embedder.encode(todo)
+        except Exception as error:  # a broken model folder: fall back for the whole run
+            self._embedder, self.mode, self.reason = None, "lexical", f"{type(error).__name__}: {error}"
+            return
+        self._vectors.update(zip(todo, vectors, strict=True))
+
+    def score(self, a: str, b: str) -> float:
+        if not a or not b:
+            return 0.0
+        if a.lower() == b.lower():
+            return 1.0
+        if self._embedder is not None:
+            self.prepare([a, b])
+            if self._embedder is not None:
+                return float(self._vectors[a] @ self._vectors[b])
+        left, right = _words(a), _words(b)
+        return len(left & right) / len(left | right) if left and right else 0.0
+
+    def threshold(self, level: str) -> float:
+        return THRESHOLDS[level][0 if self.mode == "model" else 1]
+
+    def same_fix(self, a: str, b: str) -> tuple[bool, float]:
+        """Whether two fixes are the same advice: the same flag, or close in meaning; and the score."""
+        if not a and not b:
+            return True, 1.0
+        mine, theirs = find_flags(a), find_flags(b)
+        shared = [f for f in mine for g in theirs if f.covers(g) or g.covers(f)]
+        best = max([self.score(a, b)] + [self.score(a, part) for part in _sentences(b)])
+        return bool(shared) or best >= self.threshold(SAME), best
+
+
+def _sentences(text: str) -> list[str]:
+    import re
+
+    return [part for part in re.split(r"(?<=[.!?])\s+", text) if part and part != text]
