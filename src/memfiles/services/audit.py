@@ -119,9 +119,11 @@ def audit_project(project: Project, today: dt.date | None = None, reading: Readi
         )
 
     titles: dict[str, Located] = {}
-    hidden = {k.prefix for k in project.settings.schema.kinds if k.name in HIDDEN_KINDS}
+    # A run's state repeats its goal, and so do the episodes of runs with one goal: repeated episodes are
+    # promotion candidates (layer_findings), not duplicates to merge.
+    repeating = {k.prefix for k in project.settings.schema.kinds if k.name in (*HIDDEN_KINDS, "episode")}
     for located in entries:
-        if located.entry.prefix in hidden:  # a run's state repeats its goal, and its episode does too
+        if located.entry.prefix in repeating:
             continue
         key = title_key(located.entry.title)  # the rule `dupes` flags same titles by
         if key in titles:
