@@ -77,8 +77,12 @@ SHAPES: dict[str, dict[str, str]] = {
         "op": "int?",
         "key": "str?",
         "field": "str?",
-        "problems": "[object]",
+        "problems": "[problem]",
     },
+    # an item of an error's problems (docs/json.md, under the error table)
+    "problem": {"op": "int?", "field": "str?", "message": "str", "id": "str?", "path": "str?", "line": "int?"},
+    # an item of `working list`
+    "run": {"run": "str", "path": "str", "status": "str", "goal": "str?", "updated": "instant", "problem": "str?"},
 }
 # The entry without its body, where a command documents that it leaves the body out (list without --body).
 SHAPES["entry_without_body"] = {key: spec for key, spec in SHAPES["entry"].items() if key != "body"}
@@ -120,6 +124,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "unreadable": "[str]",
     },
     "status": {"root": "str", "watcher": "object", "index": "object", "drift": "object?", "skipped": "[finding]"},
+    "working list": {"runs": "[run]"},
     "error": {"error": "error"},
 }
 

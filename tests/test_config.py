@@ -156,6 +156,26 @@ def test_tool_memfiles_must_be_a_table(root: Path) -> None:
     assert caught.value.key == "tool.memfiles"
 
 
+def test_memfiles_toml_takes_the_readme_block_with_its_header(root: Path) -> None:
+    """The README's [tool.memfiles] block copied whole into memory/memfiles.toml means the same as the
+    settings at the top level, kinds included."""
+    (root / "memory" / "memfiles.toml").write_text(
+        '[tool.memfiles]\nwrap = 80\nstale_days = 30\n\n[tool.memfiles.kinds.risk]\nprefix = "R"\n'
+        'statuses = ["open", "mitigated"]\nfile = "risks.md"\n'
+    )
+    settings = load_settings(root)
+    assert (settings.wrap, settings.stale_days) == (80, 30)
+    assert settings.schema.kind("risk") is not None and settings.schema.kind("R") is not None
+
+
+def test_memfiles_toml_with_settings_inside_and_outside_the_header_is_refused(root: Path) -> None:
+    """memfiles.toml holding wrap at the top and [tool.memfiles]: refused, saying to drop the header."""
+    (root / "memory" / "memfiles.toml").write_text("wrap = 80\n\n[tool.memfiles]\nstale_days = 30\n")
+    with pytest.raises(ConfigError, match=r"without the \[tool.memfiles\] header") as caught:
+        load_settings(root)
+    assert (caught.value.path, caught.value.key) == ("memory/memfiles.toml", "wrap")
+
+
 def test_toml_syntax_error_carries_its_line(root: Path) -> None:
     """A TOML syntax error names the file and the line tomllib reports."""
     (root / "memory" / "memfiles.toml").write_text('wrap = 80\nstale_days = 30\ndocs_dir = "unclosed\n')

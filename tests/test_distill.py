@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from memfiles import parse
@@ -62,6 +63,10 @@ def distil(run: Run, domain: str = "synthesis", *args: str) -> dict:
     result = run("distil", "--domain", domain, "--json", *args)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)["domains"][0]
+
+
+def entry_json_title(root: Path, entry_id: str, domain: str = "synthesis") -> str:
+    return next(e.title for e in knowledge(root, domain).entries if e.id == entry_id)
 
 
 def add_by_hand(run: Run, domain: str, section: str, title: str, body: str) -> str:
@@ -402,6 +407,26 @@ class TestReport:
         assert all(set(d) == {"run", "line", "finding", "text", "action", "entry", "score", "why"}
                    for d in report["decisions"])  # fmt: skip
         assert report["matching"] == "model"
+
+    def test_dry_run_says_would_update_and_lists_titles(self, run: Run, root: Path, monkeypatch) -> None:
+        """--dry-run writes nothing, says [would update] and "Would add", and its JSON `added` holds the titles
+        of the entries it would add (no id is handed out); the real run then adds those titles, with ids."""
+        monkeypatch.setenv("MEMFILES_MODEL", str(root / "no-such-model"))  # word overlap: fast, same filing
+        write_log(root, "synthesis", base_records())
+        text = run("distil", "--domain", "synthesis", "--dry-run")
+        assert text.exit_code == 0 and "[would update]" in text.stdout and "[unchanged]" not in text.stdout
+        assert "Would add:" in text.stdout
+        dry = distil(run, "synthesis", "--dry-run")
+        assert dry["dry_run"] is True and dry["updated"] is True and dry["write"] is None
+        assert not (root / "memory" / "synthesis" / "knowledge.md").exists()
+        titles = [title for items in dry["added"].values() for title in items]
+        assert titles and not any(title.startswith("(new)") for title in titles)
+        real = distil(run)
+        assert real["dry_run"] is False
+        added = [i for ids in real["added"].values() for i in ids]
+        assert all(re.fullmatch(r"L-\d{3}", i) for i in added)
+        assert sorted(entry_json_title(root, i) for i in added) == sorted(titles)
+        assert "[unchanged]" in run("distil", "--domain", "synthesis", "--dry-run").stdout
 
     def test_without_the_model_symptoms_match_by_words_and_it_says_so(self, run: Run, root: Path, monkeypatch) -> None:
         """No model to load: the distiller still files records, by word overlap, and says so."""

@@ -58,6 +58,8 @@ CASES = [
 ]
 
 
+KEYS = ("Rotate the signing keys before the release", "The signing keys expire in March; rotate them first.")
+
 # Commands that need a project every file of which parses (writes refuse otherwise), in order: each case
 # runs on the project the cases before it left.
 CLEAN_CASES = [
@@ -70,15 +72,28 @@ CLEAN_CASES = [
     Case("fmt --check", ("fmt", "--check", "--json"), 0, "fmt"),
     Case("error: a bad op", ("set", "D-404", "--status", "open", "--json"), 2, "error"),
     Case("error: usage", ("add", "--json"), 2, "error"),
+    Case("add T", ("add", "-k", "T", "-t", KEYS[0], "-a", "release", "--body", KEYS[1], "--json"), 0, "write"),
+    Case(
+        "error: refused",
+        ("add", "-k", "T", "-t", KEYS[0], "-a", "x", "--body", KEYS[1], "--unique", "--json"),
+        1,
+        "error",
+    ),
+    Case("error: a batch", ("import", "-", "--json"), 2, "error"),
+    Case("working start", ("working", "start", "--run", "r1", "--goal", "A goal"), 0, "-"),
+    Case("working list", ("working", "list", "--json"), 0, "working list"),
 ]
 
 
 def test_write_and_check_commands_follow_the_contract(run: Run, root: Path) -> None:
     """add, set, retire, prune, check and fmt print their documented objects; refusals the error object."""
+    bad_batch = '{"ops": [{"op": "update", "id": "x"}, {"op": "prune", "id": "D-001"}]}'
     for case in CLEAN_CASES:
-        result = run(*case.args)
+        stdin = bad_batch if "import" in case.args else None
+        result = run(*case.args, input=stdin)
         assert result.exit_code == case.exit_code, (case.name, result.stderr)
-        check_command(case.label, json.loads(result.stdout))
+        if case.label != "-":  # a step that sets up the next case
+            check_command(case.label, json.loads(result.stdout))
 
 
 @pytest.fixture

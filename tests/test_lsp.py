@@ -293,6 +293,42 @@ async def test_a_file_changed_by_another_tool_is_picked_up(client: LanguageClien
     assert not any(d.code == "ref-dangling" for d in client.diagnostics.get(uri, []))
 
 
+@in_module_loop
+@pytest.mark.parametrize("arguments", [["D-001"], [["D-001"]], ["d-1"], [f"{AT}D-0001"]])
+async def test_entry_command_takes_the_id_in_either_shape(
+    client: LanguageClient, project: Path, arguments: list
+) -> None:
+    """workspace/executeCommand memfiles.entry answers {"entry"} for ["D-001"] (pygls unpacks it), for
+    [["D-001"]], and for the id in any spelling show takes."""
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="memfiles.entry", arguments=arguments)
+    )
+    assert result is not None and result["entry"]["id"] == "D-001"
+    assert result["entry"]["title"] == "The Manual section is kept byte for byte"
+
+
+@in_module_loop
+async def test_entry_command_without_an_id_answers_null(client: LanguageClient, project: Path) -> None:
+    """memfiles.entry with no id, a word, or an id nothing carries answers null."""
+    for arguments in ([], ["second"], ["D-099"]):
+        result = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="memfiles.entry", arguments=arguments)
+        )
+        assert result is None
+
+
+@in_module_loop
+async def test_an_unpadded_reference_resolves_to_its_entry(client: LanguageClient, project: Path) -> None:
+    """`@@D-1` while D-001 exists is not dangling: hover shows D-001; only the truly missing id is reported."""
+    path = project / "src" / "short.py"
+    path.write_text(f"# see {AT}D-1 and {AT}D-077\n", encoding="utf-8")
+    uri = _open(client, path)
+    found = await _diagnostics(client, uri, "ref-dangling")
+    assert [d.message for d in found if d.code == "ref-dangling"] == ["no entry D-077"]
+    text = await _hover(client, uri, 0, 9)
+    assert "**D-001: The Manual section is kept byte for byte**" in text
+
+
 def test_hover_and_completion_path_imports_nothing_heavy() -> None:
     """The server module and its index (open, refresh, resolve, complete) import no torch, chromadb or numpy."""
     from tests.test_layers import HEAVY, _modules_after

@@ -150,3 +150,19 @@ def test_import_working_memory_and_promote(root: Path) -> None:
         assert "Answer in one paragraph." in persona.contents[0].text
 
     drive(root, scenario, "--no-watch")
+
+
+def test_show_and_resources_take_any_id_spelling(root: Path, run: Any) -> None:
+    """The show tool and memfiles:// resources read t-1 and @@T-0001 as T-001, as the CLI's show does; a
+    word that is not an id is a tool error saying so."""
+    assert run("add", "-k", "todo", "-t", "Write the journal", "-a", "store", "--body", "Crash safety.").exit_code == 0
+
+    async def scenario(client: Any) -> None:
+        for typed in ("t-1", "@@T-0001", "T-1"):
+            assert data(await client.call_tool("show", {"id": typed}))["entry"]["id"] == "T-001"
+        resource = await client.read_resource("memfiles://t-1")
+        assert "### T-001: Write the journal" in resource.contents[0].text
+        assert "'second' is not an id" in error_text(await client.call_tool("show", {"id": "second"}))
+        assert "no entry T-002" in error_text(await client.call_tool("show", {"id": "t-2"}))
+
+    drive(root, scenario, "--no-watch")

@@ -4,6 +4,9 @@ the ones that do not; ids as people type them; filters; pruned entries; the edit
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,7 +70,7 @@ class TestBrokenFiles:
         refused = two_files("show", "L-001")
         assert refused.exit_code == 2
         assert refused.stderr == (
-            "memfiles: L-001 is in memory/lessons.md, which does not parse: memory/lessons.md:18: not UTF-8 text:"
+            "memfiles: memory/lessons.md:18: L-001 is in this file, which does not parse: not UTF-8 text:"
             " byte 0xe9 at column 16 (invalid continuation byte); save the file as UTF-8\n"
         )
 
@@ -179,7 +182,7 @@ class TestShow:
         """A word that is not an id exits 2 saying what an id looks like."""
         result = shown("show", "second")
         assert result.exit_code == 2
-        assert result.stderr == "memfiles: not an id: 'second' (expected PREFIX-NUMBER, like D-476)\n"
+        assert result.stderr == "memfiles: 'second' is not an id (PREFIX-NUMBER, like D-476)\n"
 
     def test_pruned_id_shows_the_entry_as_it_was(self, shown: Run) -> None:
         """show of a pruned id prints its ledger line, date, reason and text; JSON sets `pruned`."""
@@ -241,11 +244,35 @@ class TestShowOpen:
         assert result.exit_code == 2 and "the editor $EDITOR ('false') exited with status 1" in result.stderr
 
     def test_no_editor_set_and_no_vi(self, one: Run, monkeypatch, tmp_path: Path) -> None:
-        """Neither variable set and no vi on PATH: the message says so."""
+        """Neither variable set, on a terminal, and no vi on PATH: the message says so."""
         monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+        monkeypatch.setattr("memfiles.cli.reads.on_terminal", lambda: True)
         result = one("show", "D-001", "--open")
         assert result.exit_code == 2
         assert "cannot start the editor vi (neither $VISUAL nor $EDITOR is set)" in result.stderr
+
+    def test_no_editor_set_and_no_terminal_starts_nothing(self, one: Run, tmp_path: Path) -> None:
+        """Neither variable set and no terminal (an agent's call): exit 2 naming the entry's place; vi is
+        not started (a vi on PATH that ran would leave a mark)."""
+        marker = tmp_path / "vi-ran"
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "vi").write_text(f"#!/bin/sh\ntouch {marker}\n")
+        (bin_dir / "vi").chmod(0o755)
+        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+        env.pop("VISUAL", None)
+        env.pop("EDITOR", None)
+        root = tmp_path  # the `one` fixture's project
+        done = subprocess.run(
+            [sys.executable, "-m", "memfiles.cli", "--root", str(root), "show", "D-001", "--open"],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+        assert done.returncode == 2, done.stderr
+        assert "neither $VISUAL nor $EDITOR is set and there is no terminal" in done.stderr
+        assert "memory/decisions.md:8" in done.stderr and not marker.exists()
 
     def test_open_with_json_is_a_usage_error(self, one: Run, monkeypatch) -> None:
         """--open --json is refused before any editor starts, with the error object."""

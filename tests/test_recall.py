@@ -10,8 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from memfiles.cli.entry import subcommand
+from memfiles.cli.main import cli
 from memfiles.config import load_settings
 from memfiles.services.recall import ORDER, TRIGGERS, error_signature
 from memfiles.services.watch import Watcher
@@ -138,6 +140,23 @@ class TestWithoutIndex:
         """An unknown trigger, k out of range or an empty query: exit 2 with the reason."""
         result = run("recall", *args)
         assert result.exit_code == 2 and message in result.output
+
+    @pytest.mark.parametrize("args", [["--trigger", "bogus"], ["-k", "0"]])
+    def test_usage_errors_print_the_error_object_with_json(self, root: Path, args: list[str]) -> None:
+        """recall x --trigger bogus --json (and -k 0) through the executable's short path: exit 2 and the
+        error object on stdout (code usage), as every other command gives it; the main group the same."""
+        probe = (
+            "import sys\n"
+            "sys.argv = ['memfiles', '--root', sys.argv[1], 'recall', 'x', *sys.argv[2:], '--json']\n"
+            "from memfiles.cli.entry import main\n"
+            "main()\n"
+        )
+        done = subprocess.run([sys.executable, "-c", probe, str(root), *args], capture_output=True, text=True, cwd=REPO)
+        assert done.returncode == 2
+        error = json.loads(done.stdout)["error"]
+        assert error["code"] == "usage" and "Invalid value" in error["message"]
+        full = CliRunner().invoke(cli, ["--root", str(root), "recall", "x", *args, "--json"])
+        assert full.exit_code == 2 and json.loads(full.stdout)["error"]["code"] == "usage"
 
 
 class TestFastPath:

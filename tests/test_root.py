@@ -134,6 +134,51 @@ class TestGivenRoot:
         assert result.exit_code == 2 and "not a folder" in result.stderr
         assert json.loads(result.stdout)["error"]["code"] == "config"
 
+    def test_memfiles_root_error_names_the_variable_and_the_key(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """MEMFILES_ROOT=/missing: the message names MEMFILES_ROOT (not --root) and the error's key is root."""
+        missing = tmp_path / "gone"
+        monkeypatch.setenv("MEMFILES_ROOT", str(missing))
+        result = CliRunner().invoke(cli, ["list", "--json"])
+        assert result.exit_code == 2 and f"MEMFILES_ROOT={missing}: no such folder" in result.stderr
+        error = json.loads(result.stdout)["error"]
+        assert (error["code"], error["key"]) == ("config", "root")
+        flag = CliRunner().invoke(cli, ["--root", str(tmp_path / "other"), "list"], env={"MEMFILES_ROOT": ""})
+        assert f"--root {tmp_path / 'other'}: no such folder" in flag.stderr
+
+    @pytest.mark.parametrize("command", [["list"], ["add", "-k", "T", "-t", "t", "-a", "a", "--body", "b"]])
+    def test_a_root_without_memory_is_refused(self, tmp_path: Path, command: list[str]) -> None:
+        """--root src where src/ holds no memory/ (and no marker): exit 2 saying how to start a project there;
+        nothing is created (no second id space beside the project's)."""
+        src = tmp_path / "src"
+        src.mkdir()
+        result = CliRunner().invoke(cli, ["--root", str(src), *command, "--json"])
+        assert result.exit_code == 2
+        assert f"no memory/ folder in {src}; run `mkdir {src / 'memory'}` to start a project there" in result.stderr
+        assert json.loads(result.stdout)["error"]["key"] == "root"
+        assert list(src.iterdir()) == []
+
+    @pytest.mark.parametrize("git", [True, False], ids=["in-git", "no-git"])
+    def test_a_root_inside_another_project_is_refused_naming_its_root(self, tmp_path: Path, git: bool) -> None:
+        """--root proj/pkg (it holds memory/, but proj/ does too): exit 2 naming proj as the root to use;
+        nothing is written."""
+        root = _project(tmp_path, git)
+        result = CliRunner().invoke(cli, ["--root", str(root / "pkg"), "add", "-k", "T", "-t", "t", "-a", "a",
+                                          "--body", "b"])  # fmt: skip
+        assert result.exit_code == 2
+        assert f"is inside the project rooted at {root}" in result.stderr and f"use --root {root}" in result.stderr
+        assert list((root / "pkg" / "memory").iterdir()) == []
+
+    def test_a_repository_of_its_own_below_a_project_is_a_root(self, tmp_path: Path) -> None:
+        """A nested repository (its own .git) with memory/ is a root even inside another project's folder."""
+        root = _project(tmp_path, True)
+        inner = root / "vendor" / "lib"
+        (inner / "memory").mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(inner)], check=True)
+        result = CliRunner().invoke(cli, ["--root", str(inner), "list", "--json"])
+        assert result.exit_code == 0, result.output
+
     def test_root_help_says_how_the_root_is_found(self) -> None:
         """`memfiles --help` describes --root: must exist; default the topmost folder up to the repository top."""
         text = " ".join(CliRunner().invoke(cli, ["--help"]).output.split())

@@ -165,6 +165,13 @@ class TestOwnership:
         with pytest.raises(WatcherRunning, match=f"pid {os.getpid()}"):
             Watcher(Project(load_settings(root))).start()
 
+    def test_watch_while_one_runs_exits_0(self, watcher: Watcher, run: Run) -> None:
+        """`memfiles watch` when a watcher already runs: exit 0 naming its pid, so `memfiles watch && memfiles
+        status` (the README's line) goes on; no second watcher is started."""
+        result = run("watch")
+        assert result.exit_code == 0, result.output
+        assert result.stdout.strip() == f"watcher already running (pid {os.getpid()})"
+
     def test_write_path_goes_through_the_watcher(self, watcher: Watcher, run: Run, root: Path) -> None:
         """memfiles add while watching: no 'index busy', the entry is searchable at once."""
         result = run("add", "-k", "D", "-t", "Route writes through the owner", "-a", "index", "--body", "Always.")

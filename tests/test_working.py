@@ -173,3 +173,105 @@ class TestEnd:
         """The run's entries are of kind working (so searches leave them out by default)."""
         entries = json.loads(started("list", "--kind", "working", "--json").stdout)["entries"]
         assert [e["id"] for e in entries] == ["W-001"]
+
+    def test_a_second_end_writes_nothing_and_says_the_new_outcome_was_not_recorded(
+        self, started: Run, root: Path
+    ) -> None:
+        """end after end: exit 0, replayed true, the episode of the first end, a warning that the new
+        outcome was not recorded, and no file changed."""
+        assert started("working", "end", "--episode", "--outcome", "Done.").exit_code == 0
+        before = snapshot(root)
+        again = started("working", "end", "--run", "fix-ci", "--episode", "--outcome", "Done again", "--json")
+        assert again.exit_code == 0, again.output
+        data = json.loads(again.stdout)
+        assert data["replayed"] is True and data["added"] == ["E-001"]
+        assert any("already ended" in w and "not recorded" in w for w in data["warnings"])
+        assert snapshot(root) == before
+
+
+class TestEndedRun:
+    @pytest.mark.parametrize(
+        "args",
+        [
+            ("working", "set", "--run", "fix-ci", "--stage", "x"),
+            ("working", "todo", "add", "--run", "fix-ci", "One more thing"),
+        ],
+    )
+    def test_an_ended_run_refuses_changes(self, started: Run, root: Path, args: tuple[str, ...]) -> None:
+        """set or todo on an ended run: exit 2 saying the run ended; nothing written."""
+        assert started("working", "end").exit_code == 0
+        before = snapshot(root)
+        result = started(*args)
+        assert result.exit_code == 2 and "run fix-ci ended" in result.stderr
+        assert snapshot(root) == before
+
+
+class TestRunNames:
+    def test_two_starts_in_one_second_get_runs_of_their_own(self, root: Path) -> None:
+        """Two `working start` without --run at once (real processes): two runs, two files, one state each."""
+        import subprocess
+        import sys
+
+        args = [sys.executable, "-m", "memfiles.cli", "--root", str(root), "working", "start", "--goal"]
+        env = {k: v for k, v in __import__("os").environ.items() if k != "MEMFILES_RUN"}
+        procs = [
+            subprocess.Popen([*args, goal], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            for goal in ("Goal A", "Goal B")
+        ]
+        outputs = [proc.communicate(timeout=300) for proc in procs]
+        assert [proc.returncode for proc in procs] == [0, 0], outputs
+        names = [out.strip() for out, _err in outputs]
+        assert len(set(names)) == 2 and all(name.startswith("run-") for name in names)
+        project = Project(load_settings(root))
+        goals = {name: working.require(project, name).values["goal"] for name in names}
+        assert sorted(goals.values()) == ["Goal A", "Goal B"]
+        for name in names:
+            memory = parse((root / "memory" / "working" / f"{name}.md").read_text(), "x")
+            assert [s.name for s in memory.sections if s.entries] == ["State"]
+            assert len(memory.entries) == 1
+
+    def test_start_refuses_a_run_whose_file_appeared_meanwhile(self, run: Run, root: Path, monkeypatch) -> None:
+        """The check that a run is new is made under the write lock: a file written between the first look
+        and the write is not given a second state entry."""
+        from memfiles.errors import MemfilesError
+
+        project = Project(load_settings(root))
+        service = working.Working(project)
+        real_load = working.load
+        raced: list[bool] = []
+
+        def late(project_: Project, name: str):  # the first look sees no run; then another writer starts it
+            found = real_load(project_, name)
+            if not raced:
+                raced.append(True)
+                assert run("working", "start", "--run", "race", "--goal", "The other one").exit_code == 0
+            return found
+
+        monkeypatch.setattr(working, "load", late)
+        with pytest.raises(MemfilesError, match="run race already has working memory"):
+            service.start("race", "Mine")
+        monkeypatch.setattr(working, "load", real_load)
+        assert working.require(project, "race").values["goal"] == "The other one"
+        assert len(parse((root / "memory" / "working" / "race.md").read_text(), "x").entries) == 1
+
+
+class TestList:
+    def test_list_shows_each_run_with_status_goal_and_last_update(self, started: Run) -> None:
+        """working list --json: every run, its status, goal and last update; text: one line each."""
+        assert started("working", "start", "--run", "other", "--goal", "Second goal").exit_code == 0
+        assert started("working", "end", "--run", "fix-ci").exit_code == 0
+        result = started("working", "list", "--json")
+        assert result.exit_code == 0, result.output
+        runs = json.loads(result.stdout)["runs"]
+        assert [(r["run"], r["status"], r["goal"]) for r in runs] == [
+            ("fix-ci", "ended", "Make the hook tests pass offline"),
+            ("other", "active", "Second goal"),
+        ]
+        assert all(r["updated"].endswith("Z") and r["path"].startswith("memory/working/") for r in runs)
+        text = started("working", "list").stdout.splitlines()
+        assert text[0].startswith("fix-ci") and "ended" in text[0] and "Second goal" in text[1]
+
+    def test_list_without_runs_is_empty(self, run: Run) -> None:
+        """No run yet: {"runs": []}, exit 0."""
+        result = run("working", "list", "--json")
+        assert result.exit_code == 0 and json.loads(result.stdout) == {"runs": []}

@@ -17,8 +17,9 @@ from urllib.parse import urlparse
 
 from memfiles.errors import ConfigError
 from memfiles.format.ids import DEFAULT_KINDS, RETIRED, Kind, Schema, is_id
+from memfiles.root import MEMORY_DIR as MEMORY_DIR  # re-exported: callers import it from here
+from memfiles.root import find_root
 
-MEMORY_DIR = "memory"
 STATE_DIR = ".memfiles"
 INDEX_DIR = ".memsearch"
 
@@ -63,47 +64,6 @@ _ENV = {
     "MEMFILES_MODEL": "model",
     "MEMFILES_INDEX_TIMEOUT": "index_timeout",
 }
-
-
-def _is_root(folder: Path) -> bool:
-    """A folder that holds memory/ (memory/memfiles.toml included) or a pyproject.toml with [tool.memfiles]."""
-    if (folder / MEMORY_DIR).is_dir():
-        return True
-    pyproject = folder / "pyproject.toml"
-    try:
-        return pyproject.is_file() and "[tool.memfiles" in pyproject.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-
-
-def find_root(start: Path | None = None, given: str | Path | None = None) -> Path:
-    """The project root: `given` (or MEMFILES_ROOT) when set, which must be an existing folder; else the
-    TOPMOST folder from `start` (default: the current one) upward that holds memory/ or a pyproject.toml
-    with [tool.memfiles], looking no higher than the repository top (the nearest folder with .git).
-
-    Topmost, so that `pkg/memory/` is never a root of its own while an ancestor is one: every folder of a
-    project resolves to the same root, and ids are allocated from the whole project.
-    """
-    given = given or os.environ.get("MEMFILES_ROOT") or None
-    if given is not None:
-        folder = Path(given).expanduser()
-        if not folder.exists():
-            raise ConfigError(f"--root {given}: no such folder (MEMFILES_ROOT or --root must name an existing one)")
-        if not folder.is_dir():
-            raise ConfigError(f"--root {given}: not a folder (MEMFILES_ROOT or --root must name the project root)")
-        return folder.resolve()
-    here = (start or Path.cwd()).resolve()
-    found: Path | None = None
-    for folder in (here, *here.parents):
-        if _is_root(folder):
-            found = folder
-        if (folder / ".git").exists():  # the repository top bounds the walk
-            break
-    if found is None:
-        raise ConfigError(
-            f"no memory/ folder at or above {here}: run memfiles in a project that has one, or pass --root DIR"
-        )
-    return found
 
 
 # Validation: one rule per setting, here and nowhere else. A rule returns the value to use or raises
@@ -286,7 +246,8 @@ def _file_config(root: Path) -> tuple[dict[str, Any], str | None]:
     """The settings table and the file it came from (relative to the root): memfiles.toml wins."""
     own = root / MEMORY_DIR / "memfiles.toml"
     if own.is_file():
-        return _read_toml(own, _shown_path(own, root)), _shown_path(own, root)
+        shown = _shown_path(own, root)
+        return _own_table(_read_toml(own, shown), shown), shown
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         shown = _shown_path(pyproject, root)
@@ -297,6 +258,26 @@ def _file_config(root: Path) -> tuple[dict[str, Any], str | None]:
                 raise ConfigError(f"{shown}: tool.memfiles must be a table", key="tool.memfiles", path=shown)
             return table, shown
     return {}, None
+
+
+def _own_table(table: dict[str, Any], shown: str) -> dict[str, Any]:
+    """memory/memfiles.toml's settings: at the top level, or under a [tool.memfiles] header (the form
+    pyproject.toml takes, which the README shows; copied as it is, it means the same here)."""
+    tool = table.get("tool")
+    if not isinstance(tool, dict) or "memfiles" not in tool:
+        return table
+    nested = tool["memfiles"]
+    if not isinstance(nested, dict):
+        raise ConfigError(f"{shown}: tool.memfiles must be a table", key="tool.memfiles", path=shown)
+    others = sorted({*table} - {"tool"} | {f"tool.{key}" for key in tool if key != "memfiles"})
+    if others:
+        raise ConfigError(
+            f"{shown}: settings both under [tool.memfiles] and outside it ({', '.join(others)}): in"
+            " memfiles.toml write them at the top level, without the [tool.memfiles] header",
+            key=others[0],
+            path=shown,
+        )
+    return nested
 
 
 def _kinds(table: Any, source: str | None) -> tuple[Kind, ...]:

@@ -50,6 +50,7 @@ FINDING_CODES: dict[str, str] = {
     "stray-bom": "error",
     "pruned-id-reused": "error",
     "bad-ledger": "error",
+    "empty-file": "info",
     # ids (services/check.py id_findings, services/audit.py)
     "successor-cycle": "error",
     "missing-id": "error",
@@ -245,8 +246,9 @@ def error_object(
 ) -> dict[str, Any]:
     """Why a command refused: code (parse, op, config, usage, lock, index, refused, io, ambiguous), the
     message, and whichever of path/line, op (1-based position in a batch) and field, or config key applies.
-    `problems` lists every problem of a batch ({"op", "field", "message"}), the first of which the
-    top-level op and field name."""
+    `problems` lists the parts of the refusal, each a problem object (`problem`): every problem of a batch
+    (the first of which the top-level op and field name), both places of an ambiguous id, each
+    near-duplicate that refused an add."""
     return {
         "error": {
             "code": code,
@@ -261,13 +263,29 @@ def error_object(
     }
 
 
+def problem(
+    message: str,
+    *,
+    op: int | None = None,
+    field: str | None = None,
+    id: str | None = None,
+    path: str | None = None,
+    line: int | None = None,
+) -> dict[str, Any]:
+    """One item of an error's `problems`: the message, and whichever of op position and field, entry id,
+    and path/line applies (null otherwise): every key is always present."""
+    return {"op": op, "field": field, "message": message, "id": id, "path": path, "line": line}
+
+
 def error_for(error: Exception) -> dict[str, Any]:
     """The error object of a MemfilesError, with whatever place it carries (its message as on stderr):
     file and line, op position and field (and every problem of a batch), config key."""
     code = getattr(error, "code", None)
     problems = [
-        {"op": problem.position, "field": problem.field, "message": problem.message}
-        for problem in getattr(error, "problems", [])
+        item
+        if isinstance(item, dict)
+        else problem(item.message, op=item.position, field=item.field, id=getattr(item, "id", None))
+        for item in getattr(error, "problems", [])
     ]
     return error_object(
         code if isinstance(code, str) else "usage",

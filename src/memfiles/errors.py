@@ -79,10 +79,35 @@ class AmbiguousId(MemfilesError):
     def __init__(self, entry_id: str, places: list[str]) -> None:
         self.id = entry_id
         self.places = list(places)
+        # the JSON error's problems: one per entry carrying the id; path/line name the one to renumber
+        self.problems = [_place_problem(entry_id, place) for place in self.places]
+        self.path, self.line = self.problems[-1]["path"], self.problems[-1]["line"]
         super().__init__(
             f"{entry_id} is ambiguous: {len(places)} entries carry it ({', '.join(places)}); give one a new id"
             f" with memfiles renumber {entry_id} --at {places[-1]}"
         )
+
+
+def _place_problem(entry_id: str, place: str) -> dict[str, object]:
+    """A problem object for an entry carrying `entry_id` at `path:line`."""
+    from memfiles.contract import problem
+
+    path, _, line = place.rpartition(":")
+    if not line.isdigit():
+        path, line = place, ""
+    return problem(f"{entry_id} at {place}", id=entry_id, path=path, line=int(line) if line else None)
+
+
+class RefusedError(MemfilesError):
+    """The command ran and the answer is no (for example `add --unique` found a duplicate); `problems` lists
+    why, as problem objects (contract.problem: the near-duplicates, each with its id, path and line)."""
+
+    exit_code = 1
+    code = "refused"
+
+    def __init__(self, message: str, problems: list[dict[str, object]] | None = None) -> None:
+        self.problems = list(problems or [])
+        super().__init__(message)
 
 
 class ConfigError(MemfilesError):
@@ -111,13 +136,6 @@ class LockTimeout(MemfilesError):
     """Another process held the project lock for longer than we were willing to wait."""
 
     code = "lock"
-
-
-class RefusedError(MemfilesError):
-    """The command ran and the answer is no (for example `add --unique` found a duplicate)."""
-
-    exit_code = 1
-    code = "refused"
 
 
 class IndexUnavailable(MemfilesError):

@@ -127,7 +127,8 @@ root_option = click.option(
     type=click.Path(path_type=Path),  # checked by find_root, which names the problem (and --json reports it)
     envvar="MEMFILES_ROOT",
     help=(
-        "Project root (the folder holding memory/); must be an existing folder. Default: the topmost folder"
+        "Project root (the folder holding memory/); must be an existing folder that holds memory/ (or a"
+        " marker), not one inside another project's tree. Default: the topmost folder"
         " holding memory/ (or a pyproject.toml with [tool.memfiles]) from the current folder up to the"
         " repository top, so every folder of a project finds the same root."
     ),

@@ -56,7 +56,9 @@ def check(app: App, no_lint: bool, as_json: bool) -> None:
 def fmt(app: App, check_only: bool, no_lint: bool, as_json: bool) -> None:
     """Rewrite memory files in canonical form, with fresh indexes, and fix what the lint rule set can fix
     (trailing spaces, tabs, blank lines, list markers, bare URLs...). Prose is not re-wrapped, and
-    `## Manual` and every entry's id, title and metadata are left as written.
+    `## Manual` and every entry's id, title and metadata are left as written, except an id written
+    without its padding (`### D-2:`), which becomes D-002 (with the refs and successors naming it) when
+    no other entry or pruned record has D-002.
 
     A file keeps its line ending (the first line's, CRLF or LF) throughout, Manual included. Files that
     cannot be read are named (exit 2) and left alone. With --json: {"changed": [paths], "unchanged": n,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, warn
@@ -25,8 +27,9 @@ def _print_report(report, explain: bool) -> None:  # type: ignore[no-untyped-def
     click.echo(f"Date range:    {oldest} → {newest}")
     click.echo(f"Signoff rate:  {_pct(data['signoff_rate'])}")
     added = data["added"]
+    label = "Would add:    " if data["dry_run"] else "New entries:  "
     click.echo(
-        f"New entries:   +{len(added['Known Failure Patterns'])} Known Failure Patterns, "
+        f"{label} +{len(added['Known Failure Patterns'])} Known Failure Patterns, "
         f"+{len(added['Successful Tool Flags'])} Successful Tool Flags, +{len(added['PDK / Tool Quirks'])} PDK Quirks"
     )
     click.echo(
@@ -40,11 +43,17 @@ def _print_report(report, explain: bool) -> None:  # type: ignore[no-untyped-def
         )
     if data["matching"] == "lexical":
         click.echo("Matching:      by word overlap (the model could not be loaded)")
-    click.echo(f"knowledge.md:  {data['knowledge']}  [{'updated' if data['updated'] else 'unchanged'}]")
+    click.echo(f"knowledge.md:  {data['knowledge']}  [{_state(data)}]")
     if explain:
         click.echo("Decisions (run, finding: what was done -> entry (score): why):")
         for decision in report.decisions:
             click.echo(f"  {decision}")
+
+
+def _state(data: dict[str, Any]) -> str:
+    if data["dry_run"]:
+        return "would update" if data["updated"] else "unchanged"
+    return "updated" if data["updated"] else "unchanged"
 
 
 @click.command()
@@ -133,9 +142,7 @@ def distil(
         for report in reports:
             data = report.as_json()
             new = sum(len(v) for v in data["added"].values())
-            state = (
-                f"skipped ({data['skipped']})" if data["skipped"] else ("updated" if data["updated"] else "unchanged")
-            )
+            state = f"skipped ({data['skipped']})" if data["skipped"] else _state(data)
             click.echo(
                 f"{report.domain:<14} {data['records_read']:>7} {_pct(data['signoff_rate']):>7} {new:>4}"
                 f" {len(data['annotated']):>9}  {state}"

@@ -104,8 +104,10 @@ def watch(app: App, foreground: bool, stop_: bool, debounce: float, reconcile_ev
         from memfiles.store.fileio import ensure_private_dir
 
         with errors_to_exit():
-            if request(settings, {"op": "ping"}, timeout=5) is not None:
-                raise CommandError(f"a watcher is already running (pid {pid_path(settings).read_text().strip()})", 1)
+            running = request(settings, {"op": "ping"}, timeout=5)
+        if running is not None:  # what was asked for holds: `memfiles watch && memfiles status` goes on
+            click.echo(f"watcher already running (pid {running.get('pid') or pid_path(settings).read_text().strip()})")
+            return
         log_path = ensure_private_dir(settings.index_dir) / "watch.log"
         command = [
             sys.executable,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -40,14 +41,25 @@ def warn_skipped(reading: Reading, but: str = "") -> None:
             warn(f"{problem} (skipped)")
 
 
+def on_terminal() -> bool:
+    """True when standard input and output are a terminal (vi needs one)."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
 def open_in_editor(path: Path, line: int) -> None:
-    """Run $VISUAL (else $EDITOR, else vi) at `line` of `path`; MemfilesError when it cannot be started
-    or fails, so a missing editor is a message and exit 2, never a traceback."""
+    """Run $VISUAL (else $EDITOR, else vi when on a terminal) at `line` of `path`; MemfilesError when it
+    cannot be started or fails, so a missing editor is a message and exit 2, never a traceback."""
     for variable in ("VISUAL", "EDITOR"):
         value = os.environ.get(variable, "").strip()
         if value:
             break
     else:
+        if not on_terminal():
+            # vi without a terminal prints escape codes and can wait for keys forever (an agent would hang)
+            raise MemfilesError(
+                f"--open: neither $VISUAL nor $EDITOR is set and there is no terminal to run vi in; set one"
+                f" (EDITOR='code --wait'), or read the entry where it lives: {path}:{line}"
+            )
         variable, value = "", "vi"
     source = f"${variable} ({value!r})" if variable else "vi (neither $VISUAL nor $EDITOR is set)"
     try:

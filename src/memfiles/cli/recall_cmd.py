@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json
+from memfiles.cli.app import App, JsonErrorsCommand, errors_to_exit, json_option, pass_app, print_json
 from memfiles.services.recall import DEFAULT_K, TRIGGERS
 from memfiles.services.recall import recall as recall_service
 
@@ -48,7 +48,9 @@ def print_recall(result: dict[str, Any]) -> None:
         click.echo(f"memfiles: warning: {warning}", err=True)
 
 
-@click.command()
+# JsonErrorsCommand: `--trigger bogus --json` prints the error object on the thin path (cli/thin.py) too,
+# whose group is not the main one's JsonErrorsGroup.
+@click.command(cls=JsonErrorsCommand)
 @click.argument("query", required=False, default="")
 @click.option(
     "--trigger",

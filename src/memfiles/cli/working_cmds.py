@@ -42,7 +42,13 @@ def _print_state(state: WorkingState) -> None:
 
 
 def _report(
-    app: App, service: Working, state: WorkingState, as_json: bool, added: list[str] | None = None, text: str = ""
+    app: App,
+    service: Working,
+    state: WorkingState,
+    as_json: bool,
+    added: list[str] | None = None,
+    text: str = "",
+    replayed: bool = False,
 ) -> None:
     for warning in service.warnings:
         warn(warning)
@@ -50,7 +56,9 @@ def _report(
         from memfiles.services.promote import entry_json
 
         entries = [entry_json(app.project, i) for i in dict.fromkeys([*(added or []), state.id or ""]) if i]
-        print_json({**write_object(added=added, entries=[e for e in entries if e]), "working": state.as_json()})
+        listed = [e for e in entries if e]
+        write = write_object(added=added, replayed=replayed, entries=listed, warnings=service.warnings)
+        print_json({**write, "working": state.as_json()})
     elif text:
         click.echo(text)
     else:
@@ -131,6 +139,29 @@ def show(app: App, run: str | None, as_json: bool) -> None:
     with errors_to_exit():
         state = service.require(app.project, service.resolve_run(app.project, run))
     print_json({"working": state.as_json()}) if as_json else _print_state(state)
+
+
+@working.command("list")
+@json_option
+@pass_app
+def list_runs(app: App, as_json: bool) -> None:
+    """List the runs that have working memory: name, status, last update, goal.
+
+    \b
+    Example:
+      memfiles working list
+      memfiles working list --json
+    """
+    from memfiles.services.working import run_list
+
+    with errors_to_exit():
+        runs = run_list(app.project)
+    if as_json:
+        print_json({"runs": runs})
+        return
+    for item in runs:
+        goal = item["goal"] if item["problem"] is None else item["problem"]
+        click.echo(f"{item['run']:<28} {item['status']:<10} {item['updated'] or '':<21} {goal}")
 
 
 @working.command("set")
@@ -242,4 +273,6 @@ def end(app: App, run: str | None, episode: bool, outcome: str | None, title: st
         state, episode_id = service.end(run, episode, outcome, title)
     added = [episode_id] if episode_id else []
     text = f"run {state.run} ended" + (f"; recorded as {episode_id}" if episode_id else "")
-    _report(app, service, state, as_json, added=added, text=text)
+    if service.unchanged:
+        text = f"run {state.run} had already ended" + (f"; recorded as {episode_id}" if episode_id else "")
+    _report(app, service, state, as_json, added=added, text=text, replayed=service.unchanged)

@@ -14,8 +14,9 @@ from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_j
 from memfiles.cli.complete import complete_id
 from memfiles.cli.infile import read_input
 from memfiles.errors import BatchError, OpError, ParseError
+from memfiles.services.unique import check_adds
 from memfiles.services.write import renumber_warnings, write_json, write_ops
-from memfiles.store.batch import BatchResult
+from memfiles.store.batch import BatchResult, Guard
 from memfiles.store.ops import check_ops
 from memfiles.store.project import Project
 
@@ -25,30 +26,6 @@ def notify_index(project: Project, result: BatchResult) -> str | None:
     from memfiles.services.index_client import notify
 
     return notify(project, result)
-
-
-def _check_duplicates(app: App, ops: list[dict[str, Any]], unique: bool, always: bool) -> list[str]:
-    """Refuse (with --unique) adds that say what an existing entry says; otherwise return the warnings,
-    which the caller prints only once the write has succeeded."""
-    from memfiles.errors import RefusedError
-    from memfiles.services.dedupe import many_near_duplicates
-
-    adds = [op for op in ops if isinstance(op, dict) and op.get("op") == "add"]
-    if not adds or not (unique or always):
-        return []
-    items = [(str(op.get("title", "")), str(op.get("body", "")), frozenset()) for op in adds]
-    found, mode = many_near_duplicates(app.project, items)
-    hits = [(op, candidates) for op, candidates in zip(adds, found, strict=True) if candidates]
-    warnings = []
-    for op, candidates in hits:
-        names = ", ".join(f"{c.id} {c.title!r} ({c.score:.2f})" for c in candidates[:3])
-        message = f"{op.get('title')!r} is close to {names}" + (
-            " (by word overlap; no index)" if mode == "lexical" else ""
-        )
-        if unique:
-            raise RefusedError(f"refused, a near-duplicate exists: {message}")
-        warnings.append(f"near-duplicate: {message}")
-    return warnings
 
 
 def _body(body: str | None, body_file: Path | None, required: bool) -> str | None:
@@ -62,7 +39,11 @@ def _body(body: str | None, body_file: Path | None, required: bool) -> str | Non
 
 
 def _apply(
-    app: App, ops_data: list[dict[str, Any]], request_id: str | None = None, allow_dangling: bool = False
+    app: App,
+    ops_data: list[dict[str, Any]],
+    request_id: str | None = None,
+    allow_dangling: bool = False,
+    guard: Guard | None = None,
 ) -> tuple[BatchResult, list[str]]:
     """Apply ops built from options; the result and every warning (also printed on stderr)."""
     settings = app.settings
@@ -75,6 +56,7 @@ def _apply(
             notify=notify_index,
             allow_dangling=allow_dangling,
             problems=problems,
+            guard=guard,
         )
     except BatchError as error:  # ops from options: say what is wrong without "op 1:"
         raise BatchError([OpError(None, p.message, p.field) for p in error.problems]) from error
@@ -137,6 +119,11 @@ allow_dangling_option = click.option(
 @click.option("--section", help="Level-2 section of the file to put the entry under (created if missing).")
 @click.option("--ref", "refs", multiple=True, help="Id of a related entry (repeatable); it must exist.")
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
+@click.option(
+    "--evidence",
+    multiple=True,
+    help="What confirms it (repeatable): an id, a file path, commit:SHA or run:ID; audit checks each.",
+)
 @click.option("--date", help="YYYY-MM-DD. Default: today.")
 @click.option("--unique", is_flag=True, help="Refuse (exit 1) instead of warning when a near-duplicate exists.")
 @allow_dangling_option
@@ -154,6 +141,7 @@ def add(
     section: str | None,
     refs: tuple[str, ...],
     tags: tuple[str, ...],
+    evidence: tuple[str, ...],
     date: str | None,
     unique: bool,
     allow_dangling: bool,
@@ -183,12 +171,13 @@ def add(
                 "section": section,
                 "refs": list(refs) or None,
                 "tags": list(tags) or None,
+                "evidence": list(evidence) or None,
                 "date": date,
             }
         )
         op.setdefault("body", "")
-        duplicates = _check_duplicates(app, [op], unique, always=True)
-        result, warnings = _apply(app, [op], allow_dangling=allow_dangling)
+        duplicates, guard = check_adds(app.project, [op], unique)
+        result, warnings = _apply(app, [op], allow_dangling=allow_dangling, guard=guard)
         for message in duplicates:
             warn(message)
         _report(app, result, [*warnings, *duplicates], as_json, text=result.added[0])
@@ -202,6 +191,9 @@ def add(
 @with_body
 @click.option("--ref", "refs", multiple=True, help="Replace the refs with these ids (repeatable); they must exist.")
 @click.option("--tag", "tags", multiple=True, help="Replace the tags with these (repeatable).")
+@click.option(
+    "--evidence", multiple=True, help="Replace the evidence with these (repeatable): ids, paths, commit:SHA, run:ID."
+)
 @click.option("--section", help="Move the entry to this section of its file.")
 @click.option("--file", "file_", help="Move the entry to this memory file (it keeps its id).")
 @allow_dangling_option
@@ -217,6 +209,7 @@ def set_entry(
     body_file: Path | None,
     refs: tuple[str, ...],
     tags: tuple[str, ...],
+    evidence: tuple[str, ...],
     section: str | None,
     file_: str | None,
     allow_dangling: bool,
@@ -239,6 +232,7 @@ def set_entry(
                 "body": _body(body, body_file, required=False),
                 "refs": list(refs) or None,
                 "tags": list(tags) or None,
+                "evidence": list(evidence) or None,
                 "section": section,
                 "file": file_,
             }
@@ -366,9 +360,10 @@ def import_ops(app: App, file: Path, request_id: str | None, unique: bool, allow
         except OpError as error:  # the document's shape, not an op: name the file
             raise ParseError("<stdin>" if str(file) == "-" else file, None, error.message) from error
         duplicates: list[str] = []
+        guard = None
         if unique and not problems:
             raw = document.get("ops", []) if isinstance(document, dict) else document
-            duplicates = _check_duplicates(app, raw, True, False)
+            duplicates, guard = check_adds(app.project, raw, True, positions=True)
         result, warning = write_ops(
             app.project,
             ops,
@@ -376,6 +371,7 @@ def import_ops(app: App, file: Path, request_id: str | None, unique: bool, allow
             notify=notify_index,
             allow_dangling=allow_dangling,
             problems=problems,
+            guard=guard,
         )
         warnings = _warn_all(app, result, [warning] if warning else [])
         _report(app, result, [*warnings, *duplicates], as_json)

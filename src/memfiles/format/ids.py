@@ -113,6 +113,35 @@ def is_id(text: str) -> bool:
     return FULL_ID_RE.match(text) is not None
 
 
+def id_key(text: str) -> tuple[str, int] | None:
+    """(prefix, number) of an id as a person or an agent types it, or None when it is not one.
+
+    Any case, with or without the `@@` of a reference, with or without leading zeros: `d-1`, `@@D-001`,
+    `D-0001` are all ("D", 1). The one place that reads ids given as input (commands, ops, tools, refs).
+    """
+    token = text.strip()
+    token = token[2:] if token.startswith("@@") else token
+    if not token.isascii():  # "ß".upper() is "SS": only ASCII letters may change case
+        return None
+    match = FULL_ID_RE.match(token.upper())
+    return (match.group(1), int(match.group(2))) if match else None
+
+
+def normalize_id(text: str, width: int = 3) -> str:
+    """`text` as the id it means, in canonical form (`d-1` -> `D-001` with width 3); ValueError saying what
+    an id looks like when it is not one."""
+    key = id_key(text)
+    if key is None:
+        raise ValueError(f"{text.strip()!r} is not an id (PREFIX-NUMBER, like D-476)")
+    return format_id(key[0], key[1], width)
+
+
+def same_id(a: str, b: str) -> bool:
+    """True when `a` and `b` name the same id, however each is spelled (`D-2` and `D-002`)."""
+    key = id_key(a)
+    return key is not None and key == id_key(b)
+
+
 class IdAllocator:
     """Hands out ids that were never used: one number space per prefix across the whole project."""
 

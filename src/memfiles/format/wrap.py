@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+import unicodedata
 
 from memfiles.format.grammar import Fence, opens_fence
 
@@ -84,9 +85,23 @@ def normalize_body(text: str, width: int = 100) -> str:
     return "\n".join(out)
 
 
+def control_character(text: str) -> str | None:
+    """How to name the first control character of `text` (`a tab`, `U+001B`), or None when it has none.
+
+    One-line fields (title, area, status, section ...) refuse them: a tab in a title fails the lint rule
+    set (md010) in a way fmt cannot repair, and other control characters do not display at all.
+    """
+    for char in text:
+        if unicodedata.category(char) == "Cc" or char in "\u2028\u2029":
+            return {"\t": "a tab", "\n": "a newline", "\r": "a carriage return"}.get(char, f"U+{ord(char):04X}")
+    return None
+
+
 def one_line(text: str) -> str:
-    """Whitespace, newlines included, collapsed to single spaces."""
-    return " ".join(text.split())
+    """Whitespace and control characters, newlines included, collapsed to single spaces (the automated
+    writers' way with a one-line field; people are told instead)."""
+    cleaned = "".join(" " if unicodedata.category(char) == "Cc" else char for char in text)
+    return " ".join(cleaned.split())
 
 
 def clip(text: str, limit: int) -> str:

@@ -12,7 +12,7 @@ from lsprotocol import types
 
 from memfiles.errors import ParseError
 from memfiles.format.grammar import any_entry_heading
-from memfiles.format.ids import ID_RE
+from memfiles.format.ids import ID_RE, id_key
 from memfiles.format.parse import parse
 from memfiles.lsp import convert
 from memfiles.lsp.state import MemfilesServer
@@ -121,6 +121,7 @@ def build_server(root: Path | None = None) -> MemfilesServer:
         entry_id = (match.group("id") if match is not None else token) or (heading[0] if heading else "")
         if not entry_id or not ID_RE.fullmatch(entry_id):
             return None
+        entry_id = index.spelled(entry_id)  # @@T-2 is T-002
         overlay = {}
         for uri, document in ls.workspace.text_documents.items():
             open_path = convert.path_of(uri)
@@ -255,13 +256,20 @@ def build_server(root: Path | None = None) -> MemfilesServer:
         return found
 
     @server.command("memfiles.entry")
-    def entry_command(ls: MemfilesServer, args: list[Any]) -> dict[str, Any] | None:
-        """The contract's entry object for an id (`{"entry": ...}`), for clients that show more than hover."""
+    def entry_command(ls: MemfilesServer, *args: Any) -> dict[str, Any] | None:
+        """The contract's entry object for an id (`{"entry": ...}`), for clients that show more than hover.
+
+        pygls passes the request's `arguments` as positional arguments: `["D-001"]` arrives as "D-001",
+        `[["D-001"]]` as ["D-001"]; both are taken, and the id in any spelling `show` accepts."""
         index = ls.fresh()
-        entry_id = str(args[0]).removeprefix("@@") if args else ""
-        if index is None or entry_id not in index.by_id:
+        first: Any = args[0] if args else None
+        while isinstance(first, list | tuple):
+            first = first[0] if first else None
+        if index is None or not isinstance(first, str) or id_key(first) is None:
             return None
-        return {"entry": index.entry_json(index.by_id[entry_id])}
+        entry_id = index.spelled(first)
+        located = index.by_id.get(entry_id)
+        return {"entry": index.entry_json(located)} if located is not None else None
 
     return server
 

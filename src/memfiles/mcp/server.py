@@ -22,7 +22,7 @@ from memfiles import __version__
 from memfiles.config import Settings
 from memfiles.contract import write_object
 from memfiles.errors import MemfilesError
-from memfiles.format.ids import FULL_ID_RE
+from memfiles.format.ids import normalize_id
 from memfiles.services.recall import DEFAULT_K, TRIGGERS
 from memfiles.store.project import Project
 
@@ -47,11 +47,12 @@ def _guard(call: Callable[[], T]) -> T:
         raise ToolError(str(error)) from error
 
 
-def _entry_id(text: str) -> str:
-    entry_id = text.strip().removeprefix("@@").upper()
-    if not FULL_ID_RE.match(entry_id):
-        raise MemfilesError(f"{text!r} is not an id (like D-005)")
-    return entry_id
+def _entry_id(text: str, width: int) -> str:
+    """An id as an agent gives it (`t-1`, `@@T-001`) in canonical form; MemfilesError when it is none."""
+    try:
+        return normalize_id(text, width)
+    except ValueError as error:
+        raise MemfilesError(str(error)) from None
 
 
 class Tools:
@@ -70,13 +71,13 @@ class Tools:
         return notify(project, result)
 
     def _write(
-        self, ops: list[Any], request_id: str | None = None, warnings: list[str] | None = None
+        self, ops: list[Any], request_id: str | None = None, warnings: list[str] | None = None, guard: Any = None
     ) -> dict[str, Any]:
         from memfiles.services.promote import entry_json
         from memfiles.services.write import write_ops
 
         project = self.project
-        result, warning = write_ops(project, ops, request_id=request_id, notify=self._notify)
+        result, warning = write_ops(project, ops, request_id=request_id, notify=self._notify, guard=guard)
         warnings = [*(warnings or []), *([warning] if warning else [])]
         entries = [entry_json(project, i) for i in result.changed_ids]
         return write_object(
@@ -112,25 +113,21 @@ class Tools:
     def show(self, entry_id: str) -> dict[str, Any]:
         from memfiles.services.promote import entry_json
 
-        entry = entry_json(self.project, _entry_id(entry_id))
+        wanted = _entry_id(entry_id, self.settings.schema.id_width)
+        entry = entry_json(self.project, wanted)
         if entry is None:
-            raise MemfilesError(f"no entry {_entry_id(entry_id)}")
+            raise MemfilesError(f"no entry {wanted}")
         return {"entry": entry}
 
     def add(self, fields: dict[str, Any], unique: bool) -> dict[str, Any]:
-        from memfiles.services.dedupe import many_near_duplicates
+        from memfiles.services.unique import check_adds
         from memfiles.store.ops import parse_op
 
         op = {"op": "add", **{key: value for key, value in fields.items() if value not in (None, [], "")}}
         parsed = parse_op(op, 1, self.settings.schema, self.settings.wrap)
-        found, mode = many_near_duplicates(self.project, [(parsed.get("title"), parsed.get("body"), frozenset())])
-        close = ", ".join(f"{c.id} {c.title!r} ({c.score:.2f})" for c in found[0][:3])
-        if close and unique:
-            raise MemfilesError(f"refused, a near-duplicate exists: {close}")
-        warnings = (
-            [f"near-duplicate: close to {close}" + (" (by word overlap)" if mode == "lexical" else "")] if close else []
-        )
-        return self._write([parsed], warnings=warnings)
+        checked = {"op": "add", "title": parsed.get("title"), "body": parsed.get("body")}
+        warnings, guard = check_adds(self.project, [checked], unique)  # refuses (a tool error) with unique
+        return self._write([parsed], warnings=warnings, guard=guard)
 
     def import_ops(self, ops: list[dict[str, Any]], request_id: str | None) -> dict[str, Any]:
         from memfiles.store.ops import parse_ops
@@ -305,7 +302,7 @@ def build(settings: Settings) -> MCPServer:
         from memfiles.format.render import render_entry
 
         try:
-            located = tools.project.find(_entry_id(entry_id))
+            located = tools.project.find(_entry_id(entry_id, tools.settings.schema.id_width))
         except MemfilesError as error:
             raise ResourceNotFoundError(str(error)) from error
         if located is None:

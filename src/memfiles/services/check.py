@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from memfiles.contract import Finding
 from memfiles.errors import ParseError
-from memfiles.format.model import MemoryFile
+from memfiles.format.model import Entry, MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.render import render
 from memfiles.format.validate import finding, finding_order, validate_file, validate_ids
@@ -71,7 +71,25 @@ def check_project(project: Project) -> tuple[list[Finding], int]:
     findings.extend(validate_ids((loaded.rel, loaded.memory) for loaded in files))
     findings.extend(_ledger_findings(project, files))
     findings.extend(id_findings(project, files, bool(errors)))
+    findings.extend(empty_files(project))
     return sorted(findings, key=finding_order), len(files) + len(errors)
+
+
+def empty_files(project: Project) -> list[Finding]:
+    """Markdown files in a memory folder that hold nothing but whitespace: not memory files yet (so nothing
+    else reports them), but a write to one makes it one, so they are named (info: check still passes)."""
+    found = []
+    for path in project.markdown_files():
+        try:
+            empty = path.stat().st_size < 4096 and not path.read_bytes().strip()
+        except OSError:
+            continue
+        if empty:
+            rel = project.rel(path)
+            found.append(
+                finding("empty-file", rel, None, "empty memory file: a write to it starts its index; or delete it")
+            )
+    return found
 
 
 def fails(findings: list[Finding]) -> bool:
@@ -182,10 +200,12 @@ def format_project(project: Project, write: bool, lint: bool = True) -> FmtResul
         result.errors += twice
         if twice:
             return result
+        renames = canonical_spellings(project, files)
         for loaded in files:
-            text = render(loaded.memory, project.settings.schema)
+            memory = respell(loaded.memory, renames)
+            text = render(memory, project.settings.schema)
             if lint:
-                text = fix_text(project, loaded.rel, loaded.memory)
+                text = fix_text(project, loaded.rel, memory)
             if text == loaded.text:
                 result.unchanged += 1
                 continue
@@ -193,3 +213,52 @@ def format_project(project: Project, write: bool, lint: bool = True) -> FmtResul
             if write:
                 write_if_changed(loaded.path, text)
     return result
+
+
+def canonical_spellings(project: Project, files: list[LoadedFile]) -> dict[str, str]:
+    """{id as written: canonical id} for every entry id written without its padding (`D-2` for D-002)
+    whose canonical form no other entry carries and no pruned record holds: fmt can then repair it
+    (check's `id-format`) without making two entries share an id."""
+    from memfiles.format.ids import canonical_id
+
+    width = project.settings.schema.id_width
+    written = [entry.id for loaded in files for entry in loaded.memory.entries]
+    try:
+        pruned = {str(record["id"]) for record in Ledger(project.settings.memory_dir / "pruned.jsonl").read()}
+    except ParseError:
+        return {}  # the ledger cannot say which ids are taken: repair nothing
+    taken = {*written, *pruned}
+    wanted: dict[str, list[str]] = {}
+    for entry_id in dict.fromkeys(written):
+        canonical = canonical_id(entry_id, width)
+        if canonical != entry_id:
+            wanted.setdefault(canonical, []).append(entry_id)
+    return {
+        spellings[0]: canonical
+        for canonical, spellings in wanted.items()
+        if len(spellings) == 1 and canonical not in taken and written.count(spellings[0]) == 1
+    }
+
+
+def respell(memory: MemoryFile, renames: dict[str, str]) -> MemoryFile:
+    """`memory` with each id of `renames` written canonically: entry headings and the ids in metadata
+    (refs, successor, promoted, evidence) that name it. Prose is left as written."""
+    if not renames:
+        return memory
+
+    def fix(entry: Entry) -> Entry:
+        def ids(values: tuple[str, ...]) -> tuple[str, ...]:
+            return tuple(renames.get(value, value) for value in values)
+
+        successor = renames.get(entry.successor, entry.successor) if entry.successor else entry.successor
+        return replace(
+            entry,
+            id=renames.get(entry.id, entry.id),
+            refs=ids(entry.refs),
+            successor=successor,
+            promoted=ids(entry.promoted),
+            evidence=ids(entry.evidence),
+        )
+
+    sections = tuple(replace(section, entries=tuple(fix(e) for e in section.entries)) for section in memory.sections)
+    return replace(memory, sections=sections)

@@ -38,9 +38,10 @@ class DomainReport:
     contradictions: list[dict[str, str]] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
     matching: str = "model"
-    updated: bool = False
+    updated: bool = False  # the knowledge file changed (with dry_run: would change)
     warnings: list[str] = field(default_factory=list)
     write: dict[str, Any] | None = None
+    dry_run: bool = False
 
     @property
     def annotated(self) -> list[str]:
@@ -56,6 +57,7 @@ class DomainReport:
             "records_skipped": self.summary.get("records_skipped", 0),
             "date_range": self.summary.get("date_range", []),
             "signoff_rate": self.summary.get("signoff_rate", 0.0),
+            "dry_run": self.dry_run,
             "added": self.added,
             "annotated": self.annotated,
             "confirmed": self.confirmed,
@@ -209,15 +211,19 @@ def distil_domain(
     if ops or notes is None or _LAST.sub("", notes) != _LAST.sub("", intro):
         ops.append({"op": "section", "file": rel, "section": NOTES, "intro": intro})
     new = [k for k in ordered(knowns) if k.id is None]
+    report.dry_run = dry_run
     if not dry_run and ops:
         _write(project, report, ops, new)
+    elif dry_run:
+        report.updated = bool(ops)  # what a run without --dry-run would do
     _tally(report, new)
     return report
 
 
 def _tally(report: DomainReport, new: list[Known]) -> None:
-    """The report's lists, from the decisions (after the write, so that new entries have their ids)."""
-    report.added = {s: [k.label for k in new if k.section == s] for s in SECTIONS}
+    """The report's lists, from the decisions (after the write, so that new entries have their ids; a dry
+    run hands out no id, so `added` then holds the titles of the entries it would add)."""
+    report.added = {s: [k.id or k.title for k in new if k.section == s] for s in SECTIONS}
     for decision in report.decisions:
         known = decision.known
         if known is None or known in new:

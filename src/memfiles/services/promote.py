@@ -13,7 +13,7 @@ from typing import Any
 
 from memfiles.contract import Finding, entry_object
 from memfiles.errors import MemfilesError
-from memfiles.format.ids import RETIRED
+from memfiles.format.ids import RETIRED, normalize_id
 from memfiles.format.wrap import clip, one_line
 from memfiles.services.write import IndexNotifier, write_ops
 from memfiles.store.ops import parse_op
@@ -30,7 +30,7 @@ def entry_json(project: Project, entry_id: str) -> dict[str, Any] | None:
     located = project.find(entry_id)
     if located is None:
         return None
-    kind = project.settings.schema.kind_of(entry_id)
+    kind = project.settings.schema.kind_of(located.entry.id)
     return entry_object(
         located.entry,
         kind=kind.name if kind else None,
@@ -45,11 +45,16 @@ def _sources(project: Project, ids: list[str]) -> list[Located]:
         raise MemfilesError("name the episodes to promote (like E-003 E-007)")
     files = project.load()
     found = []
+    width = project.settings.schema.id_width
     for raw in dict.fromkeys(ids):
-        entry_id = raw.strip().removeprefix("@@").upper()
+        try:
+            entry_id = normalize_id(raw, width)  # e-1, E-0001 and a pasted @@-reference all name E-001
+        except ValueError as error:
+            raise MemfilesError(str(error)) from None
         located = project.find(entry_id, files)
         if located is None:
             raise MemfilesError(f"no entry {entry_id}")
+        entry_id = located.entry.id
         kind = project.settings.schema.kind_of(entry_id)
         if kind is None or kind.name not in SOURCE_KINDS:
             raise MemfilesError(f"{entry_id} is a {kind.name if kind else 'unknown kind'}: only episodes are promoted")

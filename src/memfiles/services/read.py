@@ -12,7 +12,7 @@ from typing import Any
 
 from memfiles.contract import Finding, entry_object, finding
 from memfiles.errors import AmbiguousId, MemfilesError, ParseError
-from memfiles.format.ids import Kind, Schema, format_id, split_id
+from memfiles.format.ids import Kind, Schema, format_id, id_key, split_id
 from memfiles.format.model import Entry
 from memfiles.format.parse import parse
 from memfiles.store.ledger import Ledger
@@ -70,13 +70,12 @@ def read_project(project: Project) -> Reading:
 
 
 def normalize_id(text: str) -> tuple[str, int]:
-    """(prefix, number) of an id as a user or agent types it: `D-002`, `d-002`, `@@D-002`, `D-2`."""
-    token = text.strip()
-    token = token[2:] if token.startswith("@@") else token
-    try:
-        return split_id(token.upper())
-    except ValueError:
-        raise MemfilesError(f"not an id: {text!r} (expected PREFIX-NUMBER, like D-476)") from None
+    """(prefix, number) of an id as a user or agent types it: `D-002`, `d-002`, `@@D-002`, `D-2` (see
+    format/ids.id_key, which every command that takes an id uses)."""
+    key = id_key(text)
+    if key is None:
+        raise MemfilesError(f"{text.strip()!r} is not an id (PREFIX-NUMBER, like D-476)")
+    return key
 
 
 @dataclass(frozen=True)
@@ -115,7 +114,8 @@ def find_entry(reading: Reading, text: str, schema: Schema) -> Located | PrunedE
     for entry_id, rel in reading.loaded.unreadable_ids.items():
         if _same(entry_id, wanted):
             problem = next(p for p in reading.loaded.problems if p.path == rel)
-            raise MemfilesError(f"{entry_id} is in {rel}, which does not parse: {problem}")
+            # code `parse`, with the file and the line where it broke (not the entry's: it cannot be read)
+            raise ParseError(rel, problem.line, f"{entry_id} is in this file, which does not parse: {problem.message}")
     unsure = f" ({reading.pruned.rel} does not parse)" if reading.pruned.problem else ""
     raise MemfilesError(f"no entry {shown}{unsure}")
 

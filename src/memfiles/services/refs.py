@@ -14,7 +14,7 @@ from typing import Any
 
 from memfiles.contract import Finding, entry_ref, finding
 from memfiles.format.grammar import ID_PATTERN
-from memfiles.format.ids import RETIRED
+from memfiles.format.ids import RETIRED, id_key
 from memfiles.format.toc import Slugger
 from memfiles.services.audit import located_ref, successor_chain
 from memfiles.services.read import Reading, read_project
@@ -136,7 +136,22 @@ class _Targets:
             return "ref-dangling", None, target, f"{kind} {name} has no heading #{anchor}"
         return "ref-ok", None, target, f"{kind} {name} ({project.rel(path)})"
 
-    def _entry(self, ref: str) -> tuple[str, str | None, dict[str, Any], str]:
+    def _spelled(self, ref: str) -> str:
+        """The id as the project spells it (`@@T-2` names T-002), or `ref` when nothing carries it."""
+        if ref in self.by_id or ref in self.reading.pruned.records:
+            return ref
+        key = id_key(ref)
+        known = (*self.by_id, *self.reading.pruned.records, *self.reading.loaded.unreadable_ids)
+        return next((entry_id for entry_id in known if id_key(entry_id) == key), ref)
+
+    def _entry(self, written: str) -> tuple[str, str | None, dict[str, Any], str]:
+        ref = self._spelled(written)
+        code, entry_id, target, message = self._known(ref)
+        if ref != written:
+            message += f" (write it @@{ref})"
+        return code, entry_id, target, message
+
+    def _known(self, ref: str) -> tuple[str, str | None, dict[str, Any], str]:
         located = self.by_id.get(ref)
         if located is not None:
             target = located_ref(located)

@@ -12,23 +12,29 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memfiles.errors import MemfilesError, OpError
+from memfiles.format.ids import same_id
 from memfiles.format.wrap import clip
 from memfiles.services.working_text import (
     LISTS,
     SCALARS,
     WorkingError,
+    checked_changes,
     episode_op,
+    list_field,
+    one_line_field,
     parse_fields,
     render_fields,
 )
 from memfiles.services.write import IndexNotifier, write_ops
-from memfiles.store.batch import BatchResult
+from memfiles.store.batch import BatchResult, Guard
 from memfiles.store.ops import normalize_automated, parse_op
+from memfiles.store.places import Workspace
 from memfiles.store.project import LoadedFile, Project
 
 KIND = "working"
@@ -37,7 +43,7 @@ STATE_SECTION = "State"
 TODO_SECTION = "Todo"
 # The seed's working-memory contract, in its order.
 TODOS = ("todo_active", "todo_done", "todo_blocked")
-__all__ = ["LISTS", "SCALARS", "WorkingError", "episode_op", "parse_fields", "render_fields"]
+__all__ = ["LISTS", "SCALARS", "WorkingError", "checked_changes", "episode_op", "parse_fields", "render_fields"]
 FIELDS = (*SCALARS, *LISTS, *TODOS)
 TODO_STATUS = {"todo_active": "active", "todo_done": "done", "todo_blocked": "blocked"}
 RUN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -156,6 +162,31 @@ def runs(project: Project) -> list[tuple[str, str]]:
     return found
 
 
+def run_list(project: Project) -> list[dict[str, Any]]:
+    """Every run with a working file, by name: {"run", "path", "status", "goal", "updated", "problem"}
+    (`updated`: the file's last change, ISO 8601 UTC; a file that cannot be read has status "unreadable"
+    and says why in `problem`)."""
+    from memfiles.contract import iso_instant
+
+    folder = project.settings.memory_dir / FOLDER
+    found = []
+    for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+        if not RUN_RE.match(path.stem):
+            continue
+        item: dict[str, Any] = {"run": path.stem, "path": project.rel(path), "status": "unreadable", "goal": None}
+        item["updated"] = iso_instant(path.stat().st_mtime)
+        item["problem"] = None
+        try:
+            state = load(project, path.stem)
+        except (MemfilesError, UnicodeDecodeError) as error:
+            item["problem"] = str(error)
+        else:
+            if state is not None:
+                item["status"], item["goal"] = state.status, state.get("goal")
+        found.append(item)
+    return found
+
+
 def resolve_run(project: Project, run: str | None) -> str:
     """--run, else $MEMFILES_RUN, else the one active run; a clear error when that is not one."""
     run = run or os.environ.get(RUN_ENV) or None
@@ -174,6 +205,18 @@ def resolve_run(project: Project, run: str | None) -> str:
     raise WorkingError(f"several runs are active ({', '.join(active)}): pass --run or set {RUN_ENV}")
 
 
+def live(project: Project, run: str) -> WorkingState:
+    """The run's working memory, which must not have ended (an ended run is a record, not a workspace)."""
+    state = require(project, run)
+    if state.status == "ended":
+        episode = f" (recorded as {', '.join(state.promoted)})" if state.promoted else ""
+        raise WorkingError(
+            f"run {run} ended{episode}: its working memory no longer changes; start a new run with"
+            " `memfiles working start --goal ...`"
+        )
+    return state
+
+
 def require(project: Project, run: str) -> WorkingState:
     state = load(project, run)
     if state is None:
@@ -185,49 +228,6 @@ def require(project: Project, run: str) -> WorkingState:
 # --- writing ----------------------------------------------------------------------------------------
 
 
-def _one_line(name: str, value: Any) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise WorkingError(f"{name} must be text, got {type(value).__name__}")
-    value = value.strip()
-    if "\n" in value or "\r" in value:
-        raise WorkingError(f"{name} must be one line: put long output in a file and cite it in evidence_refs")
-    return value or None
-
-
-def _items(name: str, value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
-        raise WorkingError(f"{name} must be a list of text")
-    items = [item.strip() for item in value if item.strip()]
-    for item in items:
-        if "\n" in item or "\r" in item:
-            raise WorkingError(f"{name}: each item must be one line")
-        if name == "evidence_refs" and "," in item:
-            raise WorkingError(f"evidence_refs: {item!r} holds a comma; give each ref on its own")
-    return items
-
-
-def checked_changes(changes: dict[str, Any]) -> dict[str, Any]:
-    """`changes` with every name known and every value the right shape; WorkingError otherwise."""
-    settable = (*SCALARS, *LISTS)
-    unknown = sorted(set(changes) - set(settable))
-    if unknown:
-        raise WorkingError(
-            f"unknown field {', '.join(unknown)} (fields: {', '.join(settable)}; todos have their own commands)"
-        )
-    out: dict[str, Any] = {}
-    for name, value in changes.items():
-        out[name] = _items(name, value) if name in LISTS else _one_line(name, value)
-    if "goal" in out and not out["goal"]:
-        raise WorkingError("goal cannot be empty: a run is for something")
-    return out
-
-
 class Working:
     """The working-memory commands over one project; every write goes through write_ops."""
 
@@ -235,8 +235,11 @@ class Working:
         self.project = project
         self.notify = notify
         self.warnings: list[str] = []
+        self.unchanged = False  # end of a run that had already ended: nothing was written
 
-    def _write(self, ops: list[dict[str, Any]], request_id: str | None = None) -> BatchResult:
+    def _write(
+        self, ops: list[dict[str, Any]], request_id: str | None = None, guard: Guard | None = None
+    ) -> BatchResult:
         settings = self.project.settings
         parsed = []
         for position, value in enumerate(ops, start=1):
@@ -244,7 +247,7 @@ class Working:
                 parsed.append(parse_op(value, position, settings.schema, wrap=0))
             except OpError as error:
                 raise WorkingError(error.message.replace("evidence:", "evidence_refs:")) from error
-        result, warning = write_ops(self.project, parsed, request_id=request_id, notify=self.notify)
+        result, warning = write_ops(self.project, parsed, request_id=request_id, notify=self.notify, guard=guard)
         if warning:
             self.warnings.append(warning)
         return result
@@ -275,14 +278,23 @@ class Working:
         values = checked_changes({"goal": goal, **{k: v for k, v in fields.items() if v is not None}})
         _ensure_folder(self.project)
         state = WorkingState(run=run, path=run_rel(run), area=area or KIND)
-        self._write([self._state_op(state, values)])
+        rel, root = state.path, self.project.root
+
+        def fresh_run(work: Workspace) -> None:  # under the write lock: two starts of one run add one
+            if rel in work.drafts or (root / rel).exists():
+                raise WorkingError(
+                    f"run {run} already has working memory ({rel}): `memfiles working show --run {run}` restores"
+                    " it; start another with a --run of its own"
+                )
+
+        self._write([self._state_op(state, values)], guard=fresh_run)
         return require(self.project, run)
 
     def set(self, run: str | None, changes: dict[str, Any], add_evidence: list[str] | None = None) -> WorkingState:
-        state = require(self.project, resolve_run(self.project, run))
+        state = live(self.project, resolve_run(self.project, run))
         values = {**state.values, **checked_changes(changes)}
         if add_evidence:
-            new = _items("evidence_refs", add_evidence)
+            new = list_field("evidence_refs", add_evidence)
             values["evidence_refs"] = list(dict.fromkeys([*values.get("evidence_refs", []), *new]))
         if values == state.values:
             return state
@@ -290,8 +302,8 @@ class Working:
         return require(self.project, state.run)
 
     def todo_add(self, run: str | None, task: str, note: str | None = None) -> tuple[WorkingState, str]:
-        state = require(self.project, resolve_run(self.project, run))
-        task = _one_line("task", task) or ""
+        state = live(self.project, resolve_run(self.project, run))
+        task = one_line_field("task", task) or ""
         if not task:
             raise WorkingError("task is empty: say what is to be done")
         op = {
@@ -307,7 +319,7 @@ class Working:
         return require(self.project, state.run), result.added[0]
 
     def todo_status(self, run: str | None, which: str, status: str, note: str | None = None) -> WorkingState:
-        state = require(self.project, resolve_run(self.project, run))
+        state = live(self.project, resolve_run(self.project, run))
         todo = _find_todo(state, which)
         op: dict[str, Any] = {"op": "update", "id": todo.id, "status": status}
         if note and note.strip():
@@ -321,8 +333,16 @@ class Working:
     ) -> tuple[WorkingState, str | None]:
         """Close the run; with `episode`, record it as an episode first (idempotent on a re-run)."""
         state = require(self.project, resolve_run(self.project, run))
-        outcome = _one_line("outcome", outcome)
+        outcome = one_line_field("outcome", outcome)
         episode_id = next((i for i in state.promoted if i.startswith(self._episode_prefix())), None)
+        if state.status == "ended" and (episode_id is not None or not episode):
+            # ended before: nothing to write (a repeat after a crash lands here); say what was not recorded
+            self.unchanged = True
+            if outcome or title:
+                where = f"edit {episode_id} with memfiles set" if episode_id else "it has no episode"
+                note = f"run {state.run} had already ended; --outcome/--title were not recorded ({where})"
+                self.warnings.append(note)
+            return state, episode_id if episode else None
         if episode and episode_id is None:
             op = normalize_automated(episode_op(state, outcome, title), self.project.settings.schema)
             result = self._write([op], request_id=f"working-end-{state.run}-{state.id}")
@@ -342,7 +362,7 @@ class Working:
 
 def _find_todo(state: WorkingState, which: str) -> Todo:
     which = which.strip()
-    by_id = [todo for todo in state.todos if todo.id.upper() == which.upper()]
+    by_id = [todo for todo in state.todos if same_id(todo.id, which)]  # w-2 and W-0002 are W-002
     if by_id:
         return by_id[0]
     by_task = [todo for todo in state.todos if todo.task.casefold() == which.casefold()]
@@ -354,7 +374,9 @@ def _find_todo(state: WorkingState, which: str) -> Todo:
 
 
 def _new_run_name() -> str:
-    return "run-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    """`run-20261130-120636-3f9a`: the time for people, four random hex digits so that two runs started in
+    the same second get names of their own (start refuses a name already taken, under the lock)."""
+    return "run-" + dt.datetime.now().strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
 def _ensure_folder(project: Project) -> None:

@@ -1,4 +1,5 @@
-"""The text of working memory: the state entry's field list, and the episode a run becomes."""
+"""The text of working memory: its fields' values checked, the state entry's field list, and the episode a
+run becomes."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from memfiles.errors import MemfilesError
+from memfiles.format.wrap import control_character
 
 if TYPE_CHECKING:
     from memfiles.services.working import WorkingState
@@ -20,6 +22,54 @@ _ITEM_LINE = re.compile(r"^  - (.*)$")
 
 class WorkingError(MemfilesError):
     """A working-memory request that cannot be done (no such run, several runs, a bad value)."""
+
+
+def one_line_field(name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise WorkingError(f"{name} must be text, got {type(value).__name__}")
+    value = value.strip()
+    if "\n" in value or "\r" in value:
+        raise WorkingError(f"{name} must be one line: put long output in a file and cite it in evidence_refs")
+    control = control_character(value)
+    if control is not None:
+        raise WorkingError(f"{name} holds {control}; write it with spaces (one line of printable text)")
+    return value or None
+
+
+def list_field(name: str, value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
+        raise WorkingError(f"{name} must be a list of text")
+    items = [item.strip() for item in value if item.strip()]
+    for item in items:
+        if "\n" in item or "\r" in item:
+            raise WorkingError(f"{name}: each item must be one line")
+        if control_character(item):
+            raise WorkingError(f"{name}: {item!r} holds {control_character(item)}; write it with spaces")
+        if name == "evidence_refs" and "," in item:
+            raise WorkingError(f"evidence_refs: {item!r} holds a comma; give each ref on its own")
+    return items
+
+
+def checked_changes(changes: dict[str, Any]) -> dict[str, Any]:
+    """`changes` with every name known and every value the right shape; WorkingError otherwise."""
+    settable = (*SCALARS, *LISTS)
+    unknown = sorted(set(changes) - set(settable))
+    if unknown:
+        raise WorkingError(
+            f"unknown field {', '.join(unknown)} (fields: {', '.join(settable)}; todos have their own commands)"
+        )
+    out: dict[str, Any] = {}
+    for name, value in changes.items():
+        out[name] = list_field(name, value) if name in LISTS else one_line_field(name, value)
+    if "goal" in out and not out["goal"]:
+        raise WorkingError("goal cannot be empty: a run is for something")
+    return out
 
 
 def render_fields(values: dict[str, Any]) -> str:

@@ -14,13 +14,13 @@ import os
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from memfiles.contract import entry_object
 from memfiles.errors import ParseError
-from memfiles.format.ids import RETIRED
+from memfiles.format.ids import RETIRED, id_key
 from memfiles.format.toc import INDEX_END, INDEX_START_PREFIX
 from memfiles.services.audit import successor_chain
 from memfiles.services.refs import REF_RE, _anchors, _resolve_target, source_files
@@ -254,7 +254,21 @@ class WorkspaceIndex:
             line = _anchor_line(target, anchor)
         return Resolution("ok", f"{what} ({self.project.rel(target)})", target=target, anchor_line=line)
 
-    def resolve_id(self, entry_id: str) -> Resolution:
+    def spelled(self, entry_id: str) -> str:
+        """The id as the project spells it (`T-2` and `t-002` name T-002), or `entry_id` when none has it."""
+        if entry_id in self.by_id or entry_id in self.pruned:
+            return entry_id
+        key = id_key(entry_id)
+        return next((known for known in (*self.by_id, *self.pruned) if id_key(known) == key), entry_id)
+
+    def resolve_id(self, written: str) -> Resolution:
+        entry_id = self.spelled(written)
+        resolution = self._resolve_known(entry_id)
+        if entry_id != written:
+            return replace(resolution, message=f"{resolution.message} (write it @@{entry_id})")
+        return resolution
+
+    def _resolve_known(self, entry_id: str) -> Resolution:
         located = self.by_id.get(entry_id)
         if located is None:
             if entry_id in self.pruned:

@@ -7,7 +7,7 @@ from typing import Any
 
 from memfiles.contract import entry_object, write_object
 from memfiles.errors import OpError
-from memfiles.store.batch import Batch, BatchResult
+from memfiles.store.batch import Batch, BatchResult, Guard
 from memfiles.store.ops import Op
 from memfiles.store.project import Project
 
@@ -22,18 +22,22 @@ def write_ops(
     notify: IndexNotifier | None = None,
     allow_dangling: bool = False,
     problems: list[OpError] | None = None,
+    guard: Guard | None = None,
 ) -> tuple[BatchResult, str | None]:
     """Apply `ops`; then, if given, tell the index. Returns the result and a warning from the index, if any.
 
     `problems` are those check_ops found in ops it left out: nothing is written, and the batch's checks of
-    the other ops are reported with them in one BatchError. The batch's own warnings (references to
+    the other ops are reported with them in one BatchError. `guard` runs under the write lock before the
+    ops (see Batch.apply). The batch's own warnings (references to
     retired or ambiguous ids) are in `result.warnings`. The file is the source of truth, so nothing the
     index does can undo or fail a write: see @@D-002.
     """
     from memfiles.services.lint import clean_ops
 
     ops = clean_ops(project, ops)  # bodies stored so that the file passes the lint rule set (docs/lint.md)
-    result = Batch(project).apply(ops, request_id=request_id, allow_dangling=allow_dangling, problems=problems)
+    result = Batch(project).apply(
+        ops, request_id=request_id, allow_dangling=allow_dangling, problems=problems, guard=guard
+    )
     warning = None
     if notify is not None and not result.replayed and (result.changed_ids or result.pruned):
         try:

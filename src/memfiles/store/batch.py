@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from memfiles.errors import BatchError, OpError, ParseError
-from memfiles.format.ids import RETIRED, IdAllocator, Kind, Schema, format_id, split_id
+from memfiles.format.ids import RETIRED, IdAllocator, Kind, Schema, format_id, same_id, split_id
 from memfiles.format.model import MANUAL_HEADING, Entry, MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.render import render
-from memfiles.store.fileio import remove_debris
+from memfiles.store.fileio import empty_or_missing, remove_debris
 from memfiles.store.journal import Journal
 from memfiles.store.ledger import Ledger
 from memfiles.store.lock import FileLock
@@ -21,6 +22,9 @@ from memfiles.store.ops import Op, ops_digest, today
 from memfiles.store.places import Draft, Workspace
 from memfiles.store.project import Project
 from memfiles.store.renumber import check_refs, renumber
+
+# Called under the write lock with the files as they stand, before the ops; raises to refuse the batch.
+Guard = Callable[[Workspace], None]
 
 NEW_FILE_MANUAL = f"{MANUAL_HEADING}\n\n<!-- Your own notes: memfiles never edits this section. -->\n"
 
@@ -83,12 +87,16 @@ class Batch:
         date: str | None = None,
         allow_dangling: bool = False,
         problems: list[OpError] | None = None,
+        guard: Guard | None = None,
     ) -> BatchResult:
         """Apply `ops` whole or not at all. BatchError lists every op that cannot be applied.
 
         `allow_dangling` lets `refs` name ids that do not exist (otherwise refused: a typo in an id
         would leave a reference that leads nowhere). `problems`: those check_ops found in ops left out of
         `ops`; the batch then writes nothing, and its own checks of the other ops join the one error.
+        `guard` is called with the files as they stand under the lock, before any op is applied; it
+        raises (a MemfilesError) to refuse the batch. A check that must see every other writer's work
+        (no near-duplicate, no run of that name) belongs there: before the lock, two processes both pass.
         """
         with self.lock():
             self.journal.recover()
@@ -106,7 +114,9 @@ class Batch:
                             "request_id",
                         )
                     return BatchResult(**receipt["result"], paths=[], replayed=True)
-            return self._apply_locked(ops, request_id, date or today(), allow_dangling, digest, list(problems or []))
+            return self._apply_locked(
+                ops, request_id, date or today(), allow_dangling, digest, list(problems or []), guard
+            )
 
     def _apply_locked(
         self,
@@ -116,15 +126,21 @@ class Batch:
         allow_dangling: bool,
         digest: str,
         problems: list[OpError],
+        guard: Guard | None = None,
     ) -> BatchResult:
         self.work = Workspace(self.project.load())
+        if guard is not None and not problems:
+            guard(self.work)
         self.pruned_before = self.ledger.read()
         self.marks = self.marks_file.read()
         issued = [format_id(prefix, high) for prefix, high in (self.marks.high.items() if self.marks else ())]
         allocator = IdAllocator(
             [*self.work.places, *(record["id"] for record in self.pruned_before), *issued], self.schema.id_width
         )
+        for op in ops:  # ids come canonical from parse_op; a file may spell one otherwise (D-2)
+            self._spell(op)
         result = BatchResult()
+        self.notes = result.warnings  # what an op changed beyond what it named (un-retiring clears successor)
         new_pruned: list[dict[str, Any]] = []
         wrote: dict[int, str] = {}  # op position -> the id of the entry it wrote, for the refs check
         for op in ops:
@@ -190,9 +206,20 @@ class Batch:
                 writes[self.project.rel(self.marks_file.attributes)] = (old_attributes, attributes)
         return writes
 
+    def _spell(self, op: Op) -> None:
+        """The op's ids as the files spell them, so that `set D-002` finds `### D-2:`."""
+        spelled = self.work.spelled
+        if op.id is not None:
+            op.id = spelled(op.id)
+        if op.get("successor") is not None:
+            op.fields["successor"] = spelled(op.get("successor"))
+        for name in ("refs", "follow"):
+            if op.get(name):
+                op.fields[name] = tuple(spelled(entry_id) for entry_id in op.get(name))
+
     def _pruned_reason(self, entry_id: str) -> str | None:
         for record in self.pruned_before:
-            if record["id"] == entry_id:
+            if same_id(str(record["id"]), entry_id):
                 return str(record.get("reason") or "")
         return None
 
@@ -218,7 +245,8 @@ class Batch:
                 op.position, f"file: {rel!r} is not a Markdown file inside a memory/ folder of the project", "file"
             )
         if rel not in self.work.drafts:
-            if path.exists():
+            existing = empty_or_missing(path)
+            if existing is False:
                 raise OpError(
                     op.position, f"file: {rel} exists but is not a memory file (it has no index and no entries)", "file"
                 )
@@ -228,7 +256,7 @@ class Batch:
             if kind and kind.name == "working":  # memory/working/<run>.md
                 title = f"Working memory: {Path(rel).stem}"
             memory = MemoryFile(title=title[:1].upper() + title[1:].replace("_", " "), manual=NEW_FILE_MANUAL)
-            self.work.drafts[rel] = Draft(memory, None)
+            self.work.drafts[rel] = Draft(memory, existing)  # an empty file is written over, like a new one
         self.work.touched.add(rel)
         return rel, self.work.drafts[rel]
 
@@ -279,6 +307,11 @@ class Batch:
         changes = {key: value for key, value in op.fields.items() if key not in ("file", "section")}
         if "status" in changes:
             self._status(op, kind, changes["status"])
+            if entry.status == RETIRED and changes["status"] != RETIRED and (entry.successor or entry.reason):
+                # back in use: a successor and a reason on a live entry would fail check (successor-not-retired)
+                changes.update(successor=None, reason=None)
+                was = f"successor {entry.successor} and reason were" if entry.successor else "reason was"
+                self.notes.append(f"{entry.id} is no longer retired: its {was} cleared (reason: {entry.reason})")
         updated = replace(entry, **changes)
         target_rel = op.get("file")
         section = op.get("section", draft.freeze().section_of(entry.id))

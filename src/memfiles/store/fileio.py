@@ -103,3 +103,15 @@ def ensure_private_dir(folder: Path) -> Path:
         with contextlib.suppress(OSError):
             ignore.write_text("# made by memfiles: nothing in this folder belongs in git\n*\n", encoding="utf-8")
     return folder
+
+
+def empty_or_missing(path: Path) -> str | bool | None:
+    """None for a file that does not exist, its text for one that holds only whitespace (a new memory file
+    is written over it), False for any other file (Markdown that is not a memory file: never overwritten)."""
+    if not path.exists():
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return data.decode("utf-8", errors="replace") if not data.strip() else False

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import hashlib
 import json
 import re
@@ -13,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memfiles.errors import BatchError, OpError
-from memfiles.format.ids import FULL_ID_RE, Schema
+from memfiles.format.ids import Schema, normalize_id
 from memfiles.format.model import MANUAL_HEADING
 from memfiles.format.validate import body_problem, is_date
-from memfiles.format.wrap import clip, normalize_body, one_line
+from memfiles.format.wrap import clip, control_character, normalize_body, one_line
 
 OPS = ("add", "update", "retire", "prune", "section", "renumber")
 TEXT_FIELDS = (
@@ -95,10 +96,23 @@ def _text(problems: _Problems, name: str, value: Any, *, one_line_only: bool = T
     if one_line_only and "\n" in value:
         problems.add(f"{name} must be one line", name)
         return None
+    control = control_character(value) if one_line_only else None
+    if control is not None:
+        problems.add(f"{name} holds {control}; write it with spaces (one line of printable text)", name)
+        return None
     return value
 
 
-def _ids(problems: _Problems, name: str, value: Any) -> tuple[str, ...] | None:
+def _id(problems: _Problems, name: str, value: str, width: int) -> str | None:
+    """An id as given (`d-1`, `@@D-001`, `D-0001`) in canonical form (`D-001`); a problem if it is none."""
+    try:
+        return normalize_id(value, width)
+    except ValueError as error:
+        problems.add(f"{name}: {error}", name)
+        return None
+
+
+def _ids(problems: _Problems, name: str, value: Any, width: int) -> tuple[str, ...] | None:
     if isinstance(value, str):
         value = [part for part in value.split(",")]
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
@@ -106,13 +120,16 @@ def _ids(problems: _Problems, name: str, value: Any) -> tuple[str, ...] | None:
         return None
     items = tuple(item.strip() for item in value if item.strip())
     if name in ID_LIST_FIELDS:
-        bad = [item for item in items if not FULL_ID_RE.match(item)]
-        for item in bad:
-            problems.add(f"{name}: {item!r} is not an id (like D-476)", name)
-        if bad:
+        ids = [_id(problems, name, item, width) for item in items]
+        if None in ids:
             return None
+        return tuple(dict.fromkeys(entry_id for entry_id in ids if entry_id))
     elif any("," in item or "\n" in item for item in items):
         problems.add(f"{name}: items cannot hold commas or newlines", name)
+        return None
+    elif any(control_character(item) for item in items):
+        control = next(c for c in map(control_character, items) if c)
+        problems.add(f"{name}: an item holds {control}; write it with spaces", name)
         return None
     return items
 
@@ -165,12 +182,17 @@ def _parse_op(value: Any, problems: _Problems, schema: Schema, wrap: int) -> Op 
         if "id" not in data:
             problems.add(f"{name} needs the id of an entry", "id")
         else:
-            op.id = _text(problems, "id", data.pop("id"))
-            if op.id is not None and not FULL_ID_RE.match(op.id):
-                problems.add(f"id: {op.id!r} is not an id (like D-476)", "id")
+            given = _text(problems, "id", data.pop("id"))
+            op.id = None if given is None else _id(problems, "id", given, schema.id_width)
     for key, item in data.items():
         if key in LIST_FIELDS:
-            checked: Any = _ids(problems, key, item)
+            checked: Any = _ids(problems, key, item, schema.id_width)
+        elif key == "successor":
+            checked = _text(problems, key, item)
+            checked = None if checked is None else _id(problems, key, checked, schema.id_width)
+        elif key == "section" and isinstance(item, str):
+            # `--section "## Design"` means the section Design: the heading's marks are fmt's to write
+            checked = _text(problems, key, item.strip().lstrip("#"))
         elif key in ("intro", "body"):
             checked = _body(problems, key, item, schema, wrap)
         else:
@@ -194,13 +216,20 @@ def _check_fields(op: Op, schema: Schema, problems: _Problems, given: set[str]) 
     for name in ("date", "last_seen"):
         if op.get(name) is not None and not is_date(op.get(name)):
             fail(f"{name}: {op.get(name)!r} is not a date (YYYY-MM-DD)", name)
-    if op.get("kind") is not None and schema.kind(op.get("kind")) is None:
-        known = ", ".join(kind.name for kind in schema.kinds)
-        fail(f"kind: unknown kind {op.get('kind')!r} (known: {known})", "kind")
+    if op.get("kind") is not None:
+        named = op.get("kind")
+        kind = schema.kind(named) or schema.kind(named.lower()) or schema.kind(named.upper())
+        if kind is not None:
+            op.fields["kind"] = kind.name
+        else:
+            names = [known.name for known in schema.kinds]
+            close = difflib.get_close_matches(named.lower(), names, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            fail(f"kind: unknown kind {named!r} ({hint}known: {', '.join(names)})", "kind")
     if op.get("section") is not None and f"## {op.get('section')}" == MANUAL_HEADING:
         fail("section: Manual is the user's own; no tool writes there", "section")
-    if op.get("successor") is not None and not FULL_ID_RE.match(op.get("successor")):
-        fail(f"successor: {op.get('successor')!r} is not an id (like D-476)", "successor")
+    if op.id is not None and op.id in op.get("refs", ()):
+        fail(f"refs: {op.id} cannot refer to itself", "refs")
     if op.get("file") is not None and not op.get("file").endswith(".md"):
         fail(f"file: {op.get('file')!r} must be a Markdown file (.md)", "file")
     if op.get("at") is not None and not _AT_RE.match(op.get("at")):
@@ -259,7 +288,8 @@ def ops_digest(ops: list[Op]) -> str:
 
 
 def normalize_automated(value: Any, schema: Schema) -> Any:
-    """An op as an automated writer's is taken: title collapsed to one line and clipped, body clipped.
+    """An op as an automated writer's is taken: one-line fields collapsed to one line of printable text
+    (tabs and other control characters become spaces), the title clipped, the body clipped.
 
     Nobody corrects a machine's batch by hand, so a shortened entry beats a lost one; every other
     violation is still refused by parse_op.
@@ -267,6 +297,9 @@ def normalize_automated(value: Any, schema: Schema) -> Any:
     if not isinstance(value, dict):
         return value
     fixed = dict(value)
+    for name in TEXT_FIELDS:  # control characters collapse to spaces in every one-line field
+        if name != "body" and isinstance(fixed.get(name), str):
+            fixed[name] = one_line(fixed[name])
     if isinstance(fixed.get("title"), str):
         fixed["title"] = clip(one_line(fixed["title"]), schema.title_limit)
     if isinstance(fixed.get("body"), str):

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from memfiles.errors import OpError
+from memfiles.format.ids import id_key
 from memfiles.format.model import Entry, MemoryFile, Section
 from memfiles.store.ops import Op
 from memfiles.store.project import LoadedFile
@@ -64,6 +65,14 @@ class Workspace:
         for loaded in files:
             for entry in loaded.memory.entries:
                 self.places.setdefault(entry.id, []).append(loaded.rel)
+
+    def spelled(self, entry_id: str) -> str:
+        """`entry_id` as the files spell it: itself, else the id of an entry with the same prefix and number
+        (a file may hold `### D-2:` where D-002 is meant, which check reports as id-format)."""
+        if entry_id in self.places:
+            return entry_id
+        key = id_key(entry_id)
+        return next((known for known in self.places if id_key(known) == key), entry_id)
 
     def where(self, entry_id: str) -> list[str]:
         """`path:line` of every entry carrying `entry_id` (the line as read; a new entry has none yet)."""

@@ -12,7 +12,7 @@ from typing import Any
 from memfiles.config import MEMORY_DIR, Settings
 from memfiles.errors import AmbiguousId, ParseError
 from memfiles.format.grammar import split_lines
-from memfiles.format.ids import Schema
+from memfiles.format.ids import Schema, id_key
 from memfiles.format.model import Entry, MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.toc import INDEX_START_PREFIX
@@ -200,8 +200,10 @@ class Project:
                     yield Located(entry, loaded, section.name)
 
     def find(self, entry_id: str, files: list[LoadedFile] | None = None) -> Located | None:
-        """The entry carrying `entry_id`, or None; AmbiguousId when two entries carry it (never the first)."""
-        found = [located for located in self.entries(files) if located.entry.id == entry_id]
+        """The entry carrying `entry_id` (however spelled: `d-2` is D-002), or None; AmbiguousId when two
+        entries carry it (never the first)."""
+        key = id_key(entry_id)
+        found = [located for located in self.entries(files) if key is not None and id_key(located.entry.id) == key]
         if len(found) > 1:
             raise AmbiguousId(entry_id, [located.where for located in found])
         return found[0] if found else None
