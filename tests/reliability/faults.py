@@ -3,6 +3,7 @@ fresh process reads it, a fresh copy of a project."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -99,3 +100,81 @@ def wait_for_watcher(root: Path, timeout: float = 600) -> dict[str, Any]:
             return answer
         time.sleep(0.1)
     raise AssertionError(f"the watcher did not come up within {timeout} s")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_chroma(data: Path, port: int) -> subprocess.Popen:
+    """A real `chroma run` on loopback, answering once its port accepts connections."""
+    import socket
+
+    binary = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
+    assert binary is not None, "the chroma command (from the chromadb package) is not installed"
+    proc = subprocess.Popen(
+        [binary, "run", "--path", str(data), "--host", "127.0.0.1", "--port", str(port)],
+        env={**os.environ, "RUST_LOG": "warn"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("chroma run did not start within 120 s")
+
+
+class SlowProxy:
+    """A TCP proxy on loopback that holds every chunk `delay` seconds before passing it on: a slow server."""
+
+    def __init__(self, target_port: int, delay: float) -> None:
+        import socket
+        import threading
+
+        self.delay = delay
+        self.target = target_port
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.stopping = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while not self.stopping.is_set():
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, source: Any, sink: Any) -> None:
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                time.sleep(self.delay)
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                with contextlib.suppress(OSError):
+                    end.shutdown(2)
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.server.close()
