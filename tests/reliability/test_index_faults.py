@@ -84,7 +84,7 @@ class TestStore:
         _search_finds(indexed, "Lesson written while the store was damaged", added.stdout.split()[-1])
         assert cli(indexed, "backfill", "--check", check=False).returncode == 0
 
-    @pytest.mark.parametrize("how", ["truncated", "corrupted"])
+    @pytest.mark.parametrize("how", ["corrupted", pytest.param("truncated", marks=pytest.mark.heavy)])
     def test_vector_segment_damaged(self, indexed: Path, how: str) -> None:
         """The HNSW files of the collection truncated or overwritten: never a traceback; --rebuild recovers."""
         segments = [p for p in (indexed / ".memsearch" / "chroma").rglob("*.bin") if p.stat().st_size]
@@ -102,7 +102,10 @@ class TestStore:
 
 
 class TestCatalog:
-    @pytest.mark.parametrize("garbage", ["{not json", '{"version": 2, "docs": "nope"}', "", '{"version": 99}'])
+    @pytest.mark.parametrize(
+        "garbage",
+        ["{not json", '{"version": 2, "docs": "nope"}', pytest.param("", marks=pytest.mark.heavy)],
+    )
     def test_garbage_catalog_is_rebuilt(self, indexed: Path, garbage: str) -> None:
         """catalog.json unreadable: searches rebuild it from the store and answer as before."""
         catalogs = list((indexed / ".memsearch").glob("memfiles-*/catalog.json"))
