@@ -33,11 +33,11 @@ from tests.reliability.faults import (
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = {
-    "import": int(os.environ.get("MEMFILES_HEAVY_IMPORT", "110")),
-    "distil": int(os.environ.get("MEMFILES_HEAVY_DISTIL", "30")),
+    "import": int(os.environ.get("MEMFILES_HEAVY_IMPORT", "100")),
+    "distil": int(os.environ.get("MEMFILES_HEAVY_DISTIL", "40")),
     "backfill": int(os.environ.get("MEMFILES_HEAVY_BACKFILL", "30")),
-    "sync": int(os.environ.get("MEMFILES_HEAVY_SYNC", "20")),
-    "idle": int(os.environ.get("MEMFILES_HEAVY_IDLE", "20")),
+    "sync": int(os.environ.get("MEMFILES_HEAVY_SYNC", "15")),
+    "idle": int(os.environ.get("MEMFILES_HEAVY_IDLE", "15")),
 }
 
 
@@ -90,7 +90,7 @@ def test_import_killed_at_random_points(tmp_path: Path) -> None:
 
 @pytest.mark.heavy
 def test_import_killed_heavy(tmp_path: Path) -> None:
-    """The same, at many random points (MEMFILES_HEAVY_IMPORT, default 110)."""
+    """The same, at many random points (MEMFILES_HEAVY_IMPORT, default 100)."""
     figures = crash_imports(tmp_path, HEAVY["import"])
     record("crash-import", **figures)
     assert figures["lost"] == 0 and figures["dupes"] == 0
@@ -136,7 +136,7 @@ def test_distil_killed_at_random_points(tmp_path: Path) -> None:
 
 @pytest.mark.heavy
 def test_distil_killed_heavy(tmp_path: Path) -> None:
-    """The same, at many random points (MEMFILES_HEAVY_DISTIL, default 30)."""
+    """The same, at many random points (MEMFILES_HEAVY_DISTIL, default 40)."""
     record("crash-distil", **crash_distils(tmp_path, HEAVY["distil"]))
 
 
@@ -258,6 +258,6 @@ def test_watcher_killed_before_idle_save(tmp_path: Path) -> None:
 
 @pytest.mark.heavy
 def test_watcher_killed_heavy(tmp_path: Path) -> None:
-    """The same, at many random points of both (MEMFILES_HEAVY_SYNC and MEMFILES_HEAVY_IDLE, default 20 each)."""
+    """The same, at many random points of both (MEMFILES_HEAVY_SYNC and MEMFILES_HEAVY_IDLE, default 15 each)."""
     record("crash-watch-sync", **crash_watcher(tmp_path / "sync", HEAVY["sync"], idle_window=False))
     record("crash-watch-idle", **crash_watcher(tmp_path / "idle", HEAVY["idle"], idle_window=True))

@@ -31,7 +31,7 @@ from memfiles.store.project import Project
 
 SCHEMA = Schema()
 CI = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-HEAVY = settings(max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+HEAVY = settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 VALID = """# Decisions
 
@@ -165,7 +165,7 @@ def test_parser_on_random_and_mutated_files(text: str) -> None:
 @HEAVY
 @given(st.one_of(mutated(), random_files))
 def test_parser_heavy(text: str) -> None:
-    """The same, 5,000 examples."""
+    """The same, 2,000 examples."""
     check_text(text)
 
 
@@ -256,5 +256,5 @@ def test_write_path_on_random_batches(document: Any) -> None:
 @HEAVY
 @given(documents)
 def test_write_path_heavy(document: Any) -> None:
-    """The same, 5,000 examples."""
+    """The same, 2,000 examples."""
     check_batch(document)

@@ -88,20 +88,30 @@ class TestMarkdownEdges:
         no_traceback(refused.output)
         assert (refused.exit_code == 2 and "op 1" in refused.stderr) or "body" in refused.stderr
 
+    def test_ten_megabyte_file_and_20000_entries(self, root: Path, tmp_path: Path) -> None:
+        """A 10 MB memory file and a 20,000-entry file: fmt and check read both, an add lands after them."""
+        big_files(root, 20_000)
+
+    @pytest.mark.heavy
     def test_ten_megabyte_file_and_100000_entries(self, root: Path, tmp_path: Path) -> None:
-        """A 10 MB memory file and a 100,000-entry file: check reads both, an add lands after them, ids unique."""
-        big_body = ("A long line of prose about a subsystem. " * 2 + "\n") * 40
-        entries = [entry(f"D-{n:03d}", f"Big {n}", big_body) for n in range(1, 3000)]
-        write_file(root, "# Decisions\n\n" + "\n".join(entries))
-        assert (root / "memory" / "decisions.md").stat().st_size > 10_000_000
-        many = [entry(f"K-{n:06d}", f"Fact {n}", f"Fact {n}.", "active") for n in range(1, 100_001)]
-        write_file(root, "# Facts\n\n" + "\n".join(many), "facts.md")
-        cli(root, "fmt", "--no-lint", timeout=3600)
-        added = cli(root, "add", "-k", "fact", "-t", "After a hundred thousand", "-a", "edge", "--body", "x.")
-        assert added.stdout.split()[-1] == "K-100001"
-        ids = intact(root)
-        assert len(ids) == 2999 + 100_001
-        record("big-files", decisions_bytes=(root / "memory" / "decisions.md").stat().st_size, entries=len(ids))
+        """The same with a 100,000-entry file."""
+        big_files(root, 100_000)
+
+
+def big_files(root: Path, count: int) -> None:
+    """A 10 MB file of 5,299 entries and a file of `count` short ones, formatted, checked and written to."""
+    big_body = ("A long line of prose about a subsystem. " * 2 + "\n") * 24
+    entries = [entry(f"D-{n:03d}", f"Big {n}", big_body) for n in range(1, 5300)]
+    write_file(root, "# Decisions\n\n" + "\n".join(entries))
+    assert (root / "memory" / "decisions.md").stat().st_size > 10_000_000
+    many = [entry(f"K-{n:06d}", f"Fact {n}", f"Fact {n}.", "active") for n in range(1, count + 1)]
+    write_file(root, "# Facts\n\n" + "\n".join(many), "facts.md")
+    cli(root, "fmt", "--no-lint", timeout=3600)
+    added = cli(root, "add", "-k", "fact", "-t", "After a hundred thousand", "-a", "edge", "--body", "x.")
+    assert added.stdout.split()[-1] == f"K-{count + 1:06d}"
+    ids = intact(root)
+    assert len(ids) == 5299 + count + 1
+    record("big-files", decisions_bytes=(root / "memory" / "decisions.md").stat().st_size, entries=len(ids))
 
 
 class TestPaths:

@@ -1,7 +1,7 @@
 """Load: writers adding entries through the CLI while the watcher runs and readers query it in a loop.
 
 Every entry lands once with an id of its own, no query fails, and the index converges to no drift.
-CI runs 4 writers x 25 entries and 2 readers; `pytest -m heavy tests/reliability/test_load.py -s` runs
+CI runs 4 writers x 10 entries and 2 readers; `pytest -m heavy tests/reliability/test_load.py -s` runs
 8 x 200 and 4 readers, and reports throughput and the readers' p95 (docs/reliability.md).
 """
 
@@ -23,10 +23,11 @@ pytestmark = pytest.mark.integration
 
 WRITER = """
 import subprocess, sys
-root, worker, count, memfiles = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+root, worker, count, memfiles, own = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+where = ["--file", f"memory/load/writer{worker}.md"] if own == "own" else []
 for n in range(count):
     done = subprocess.run([memfiles, "--root", root, "add", "-k", "lesson", "-t", f"Writer {worker} lesson {n}",
-                           "-a", "load", "--body", f"Written under load by writer {worker}, number {n}."],
+                           "-a", "load", "--body", f"Written under load by writer {worker}, number {n}.", *where],
                           capture_output=True, text=True)
     if done.returncode != 0 or "Traceback" in done.stderr:
         print("FAILED", done.returncode, done.stderr.strip()[-300:], flush=True)
@@ -57,7 +58,7 @@ print(json.dumps({"latencies": latencies, "failures": failures}))
 """
 
 
-def run_load(root: Path, tmp: Path, writers: int, per_writer: int, readers: int) -> dict:
+def run_load(root: Path, tmp: Path, writers: int, per_writer: int, readers: int, own_files: bool = True) -> dict:
     cli(root, "import", str(ops_file(tmp / "seed.json", 50)))
     cli(root, "backfill")
     cli(root, "watch")  # the background watcher, as a user starts it
@@ -71,7 +72,16 @@ def run_load(root: Path, tmp: Path, writers: int, per_writer: int, readers: int)
         start = time.monotonic()
         writer_procs = [
             subprocess.Popen(
-                [sys.executable, "-c", WRITER, str(root), str(w), str(per_writer), str(BIN / "memfiles")],
+                [
+                    sys.executable,
+                    "-c",
+                    WRITER,
+                    str(root),
+                    str(w),
+                    str(per_writer),
+                    str(BIN / "memfiles"),
+                    "own" if own_files else "shared",
+                ],
                 stdout=subprocess.PIPE,
                 text=True,
             )
@@ -111,6 +121,7 @@ def run_load(root: Path, tmp: Path, writers: int, per_writer: int, readers: int)
     latencies.sort()
     return {
         "writers": writers,
+        "files": writers if own_files else 1,
         "entries": total,
         "distinct_ids": len(set(written)),
         "seconds": round(seconds, 1),
@@ -124,11 +135,13 @@ def run_load(root: Path, tmp: Path, writers: int, per_writer: int, readers: int)
 
 
 def test_writers_and_readers_while_watching(root: Path, tmp_path: Path) -> None:
-    """4 writers x 25 adds and 2 readers in a loop, watcher running: 100 distinct ids, 0 failed queries, no drift."""
-    record("load", **run_load(root, tmp_path, writers=4, per_writer=25, readers=2))
+    """4 writers x 10 adds (one file each) and 2 readers in a loop, watcher running: 40 distinct ids, 0 failed
+    queries, no drift."""
+    record("load", **run_load(root, tmp_path, writers=4, per_writer=10, readers=2))
 
 
 @pytest.mark.heavy
 def test_writers_and_readers_heavy(root: Path, tmp_path: Path) -> None:
-    """8 writers x 200 adds and 4 readers: 1,600 entries, 1,600 distinct ids, 0 failed queries, no drift."""
+    """8 writers x 200 adds (one file each) and 4 readers: 1,600 entries, 1,600 distinct ids, 0 failed queries,
+    no drift."""
     record("load", **run_load(root, tmp_path, writers=8, per_writer=200, readers=4))
