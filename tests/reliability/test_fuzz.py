@@ -30,7 +30,7 @@ from memfiles.store.ops import check_ops
 from memfiles.store.project import Project
 
 SCHEMA = Schema()
-CI = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+CI = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 HEAVY = settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 VALID = """# Decisions

@@ -16,17 +16,33 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.conftest import cli, intact, memsearch, no_traceback, ops_file
-from tests.reliability.faults import SlowProxy, free_port, index_state, kill_after, record, start_chroma
+from tests.reliability.faults import (
+    SlowProxy,
+    copy_project,
+    free_port,
+    index_state,
+    kill_after,
+    record,
+    start_chroma,
+)
 
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture(scope="module")
+def indexed_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project of 60 entries with an embedded index built, once for the module."""
+    base = tmp_path_factory.mktemp("indexed") / "project"
+    (base / "memory").mkdir(parents=True)
+    cli(base, "import", str(ops_file(base.parent / "seed.json", 60)), env={"MEMFILES_INDEX_TIMEOUT": "300"})
+    cli(base, "backfill")
+    return base
+
+
 @pytest.fixture
-def indexed(root: Path, tmp_path: Path) -> Path:
-    """A project of 60 entries with an embedded index built."""
-    cli(root, "import", str(ops_file(tmp_path / "seed.json", 60)))
-    cli(root, "backfill")
-    return root
+def indexed(indexed_base: Path, tmp_path: Path) -> Path:
+    """A fresh copy of that project (files and index) for one test."""
+    return copy_project(indexed_base, tmp_path / "project")
 
 
 def _add(root: Path, title: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
