@@ -41,6 +41,9 @@ class Settings:
     exclude: tuple[str, ...] = ()
     refs_exclude: tuple[str, ...] = ()
     lock_timeout: float = 30.0
+    # How long a search waits for the index while writers (backfill, the write path) hold it: a reader
+    # must not fail because writers are busy; see docs/reliability.md.
+    search_timeout: float = 120.0
     llm_url: str | None = None
     llm_model: str | None = None
 
@@ -63,6 +66,8 @@ _ENV = {
     "MEMFILES_CHROMA_URL": "index_url",
     "MEMFILES_MODEL": "model",
     "MEMFILES_INDEX_TIMEOUT": "index_timeout",
+    "MEMFILES_SEARCH_TIMEOUT": "search_timeout",
+    "MEMFILES_LOCK_TIMEOUT": "lock_timeout",
 }
 
 
@@ -184,6 +189,7 @@ _RULES: dict[str, Rule] = {
     "open_statuses": _strings('statuses, like ["open", "proposed"]'),
     "index_timeout": _seconds(600, zero=False),
     "lock_timeout": _seconds(3600, zero=True),
+    "search_timeout": _seconds(3600, zero=True),
     "index_url": _url(bare_host=True),
     "llm_url": _url(bare_host=False),
     "model": _model,
@@ -196,7 +202,16 @@ _RULES: dict[str, Rule] = {
     "title_limit": _whole(10, 1000),
     "body_limit": _whole(100, 1_000_000),
 }
-_NUMBERS = {"wrap", "stale_days", "index_timeout", "lock_timeout", "id_width", "title_limit", "body_limit"}
+_NUMBERS = {
+    "wrap",
+    "stale_days",
+    "index_timeout",
+    "lock_timeout",
+    "search_timeout",
+    "id_width",
+    "title_limit",
+    "body_limit",
+}
 _FLAGS = {"index_url": "--chroma-url"}
 KNOWN_SETTINGS = (*_RULES, "kinds")
 

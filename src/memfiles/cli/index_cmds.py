@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from memfiles.cli.app import App, CommandError, errors_to_exit, json_option, pass_app, print_json, warn
@@ -54,39 +56,39 @@ def backfill(app: App, rebuild: bool, check_only: bool, as_json: bool) -> None:
 
 @click.command()
 @click.option("--foreground", is_flag=True, help="Stay attached and log to stderr (default: start in the background).")
-@click.option("--stop", "stop_", is_flag=True, help="Stop the running watcher.")
+@click.option("--stop", "stop_", is_flag=True, help="Stop the running watcher and wait until it is gone.")
 @click.option("--debounce", type=float, default=0.15, show_default=True, help="Seconds a file must be quiet.")
 @click.option(
     "--reconcile-every", type=float, default=30.0, show_default=True, help="Seconds between whole-tree hash checks."
 )
+@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), hidden=True)
 @pass_app
-def watch(app: App, foreground: bool, stop_: bool, debounce: float, reconcile_every: float) -> None:
+def watch(
+    app: App, foreground: bool, stop_: bool, debounce: float, reconcile_every: float, log_file: Path | None
+) -> None:
     """Keep the index in step with the memory files, and answer memsearch warm.
 
     Watches every memory/ folder of the project (new package folders too), syncs each changed file
     once it has been quiet for the debounce window, catches up on start, reconciles on a timer, and
-    serves memsearch, the write path and backfill over .memsearch/watch.sock. One per project.
+    serves memsearch, the write path and backfill over .memsearch/watch.sock (owner-only). One per
+    project. In the background it logs to .memsearch/watch.log, rotated at 1 MB (3 old files kept).
 
     \b
     Example:
-      memfiles watch              # in the background; log in .memsearch/watch.log
+      memfiles watch              # in the background; returns once it answers
       memfiles watch --foreground
-      memfiles watch --stop
+      memfiles watch --stop       # returns once the process is gone
     """
-    import logging
     import signal
-    import subprocess
-    import sys
-    import time
 
     from memfiles.services.ipc import pid_path, request
     from memfiles.services.watch import Watcher
+    from memfiles.services.watch.daemon import log_path, setup_logging, start_background, stop_running
+    from memfiles.services.watch.idle import idle_seconds
 
     settings = app.settings
     if settings.index_url:
         raise CommandError("the watcher serves the embedded index; with a Chroma server (index_url) it is not needed")
-    from memfiles.services.watch.idle import idle_seconds
-
     with errors_to_exit():
         idle_seconds()  # a bad MEMFILES_WATCH_IDLE is refused here, not in a background process
     if stop_:
@@ -95,51 +97,23 @@ def watch(app: App, foreground: bool, stop_: bool, debounce: float, reconcile_ev
         if answer is None:
             click.echo("no watcher is running", err=True)
             raise SystemExit(1)
-        import os
-
-        os.kill(int(answer["pid"]), signal.SIGTERM)
-        click.echo(f"stopped the watcher (pid {answer['pid']})")
+        pid = int(answer["pid"])
+        if not stop_running(pid):
+            raise CommandError(f"the watcher (pid {pid}) is still running after SIGTERM: stop it with kill -9 {pid}", 1)
+        click.echo(f"stopped the watcher (pid {pid})")
         return
     if not foreground:
-        from memfiles.store.fileio import ensure_private_dir
-
         with errors_to_exit():
             running = request(settings, {"op": "ping"}, timeout=5)
         if running is not None:  # what was asked for holds: `memfiles watch && memfiles status` goes on
             click.echo(f"watcher already running (pid {running.get('pid') or pid_path(settings).read_text().strip()})")
             return
-        log_path = ensure_private_dir(settings.index_dir) / "watch.log"
-        command = [
-            sys.executable,
-            "-m",
-            "memfiles.cli",
-            "--root",
-            str(settings.root),
-            "watch",
-            "--foreground",
-            "--debounce",
-            str(debounce),
-            "--reconcile-every",
-            str(reconcile_every),
-        ]
-        with open(log_path, "ab") as log_file:
-            child = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, start_new_session=True
-            )
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            if child.poll() is not None:
-                raise CommandError(f"the watcher exited ({child.returncode}); see {log_path}")
-            try:
-                if request(settings, {"op": "status"}, timeout=600) is not None:
-                    click.echo(f"watcher running (pid {child.pid}); log: {log_path}")
-                    return
-            except Exception:
-                pass
-            time.sleep(0.2)
-        raise CommandError(f"the watcher did not come up; see {log_path}")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+        with errors_to_exit():
+            pid = start_background(settings, debounce, reconcile_every)
+        click.echo(f"watcher running (pid {pid}); log: {log_path(settings)}")
+        return
     with errors_to_exit():
+        setup_logging(log_file)
         watcher = Watcher(app.project, debounce=debounce, reconcile_every=reconcile_every)
 
     def on_signal(number: int, _frame: object) -> None:
@@ -147,9 +121,9 @@ def watch(app: App, foreground: bool, stop_: bool, debounce: float, reconcile_ev
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    with errors_to_exit():
-        watcher.start()
     try:
+        with errors_to_exit():
+            watcher.start()
         watcher.serve_forever()
     finally:
         watcher.stop()

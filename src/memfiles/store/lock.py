@@ -40,8 +40,11 @@ class FileLock:
                     ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        try:  # the holder's pid is for the busy message only: a full disk must not stop the lock
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        except OSError:
+            pass
         self._fd = fd
 
     def release(self) -> None:

@@ -7,6 +7,7 @@ The answers are the same objects the local index client returns (services/index_
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 from memfiles.contract import iso_instant
@@ -18,9 +19,10 @@ if TYPE_CHECKING:
 def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     if op == "ping":
-        return {"ok": True, "pid": os.getpid()}
-    if not watcher.ready.wait(timeout=600):
-        return {"ok": False, "error": "the watcher is still catching up"}
+        return {"ok": True, "pid": os.getpid(), "ready": watcher.ready.is_set(), "failed": watcher.failed}
+    not_ready = _wait_ready(watcher)
+    if not_ready:
+        return {"ok": False, "error": not_ready}
     keeper = watcher.keeper
     if op == "search":
         from memfiles.index.filters import Filters
@@ -66,6 +68,19 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     if op == "status":
         return {"ok": True, **status(watcher)}
     return {"ok": False, "error": f"unknown op {op!r}"}
+
+
+def _wait_ready(watcher: Watcher, timeout: float = 600.0) -> str | None:
+    """Wait for the catch-up to finish; at once the reason when the start failed or the watcher stops."""
+    deadline = time.monotonic() + timeout
+    while not watcher.ready.wait(timeout=0.1):
+        if watcher.failed:
+            return f"the watcher could not start: {watcher.failed}"
+        if watcher.stopping.is_set():
+            return "the watcher is stopping"
+        if time.monotonic() > deadline:
+            return f"the watcher is still catching up after {timeout:g} s"
+    return None
 
 
 def status(watcher: Watcher) -> dict[str, Any]:

@@ -40,6 +40,7 @@ class Watcher:
         self.debouncer = Debouncer(debounce)
         self.stopping = threading.Event()
         self.ready = threading.Event()
+        self.failed: str | None = None  # why start() failed, for clients that asked meanwhile
         self.watched: set[Path] = set()
         self._threads: list[threading.Thread] = []
         self._exit = contextlib.ExitStack()
@@ -74,12 +75,17 @@ class Watcher:
         pid_path(self.settings).write_text(f"{os.getpid()}\n")
         self._exit.callback(lambda: pid_path(self.settings).unlink(missing_ok=True))
         self._serve()
-        # The watcher holds the store lock for its whole life: no other process opens the embedded store.
-        session = self._exit.enter_context(open_index(self.settings, timeout=self.settings.lock_timeout))
-        self.keeper = IndexKeeper(self.project, session)
-        result = self.keeper.backfill(rebuild=False, check=False)  # changes made while no watcher ran
-        log.info("caught up: %s", result["summary"])
-        self._observe()
+        try:
+            # The watcher holds the store lock for its whole life: no other process opens the embedded store.
+            session = self._exit.enter_context(open_index(self.settings, timeout=self.settings.lock_timeout))
+            self.keeper = IndexKeeper(self.project, session)
+            result = self.keeper.backfill(rebuild=False, check=False)  # changes made while no watcher ran
+            log.info("caught up: %s", result["summary"])
+            self._observe()
+        except BaseException as error:  # clients waiting for `ready` are told at once, not after minutes
+            self.failed = str(error) or type(error).__name__
+            log.error("could not start: %s", self.failed)
+            raise
         self.ready.set()
         for target, name, args in (
             (self._work, "sync", ()),

@@ -1,0 +1,144 @@
+"""The watcher as a background process: start it and wait until it answers (or say at once why it did not),
+stop it and wait until it is gone, and keep its log from growing forever.
+
+The child logs through a rotating handler to .memsearch/watch.log (at most LOG_BYTES, LOG_BACKUPS old
+files kept); what it prints outside logging (a crash at start-up) goes to .memsearch/watch.out, which
+each start truncates and a failed start quotes.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from memfiles.config import Settings
+from memfiles.errors import ConfigError, IndexUnavailable, MemfilesError
+from memfiles.services.ipc import request
+from memfiles.store.fileio import ensure_private_dir
+
+LOG_BYTES = 1_000_000
+LOG_BACKUPS = 3
+LOG_BYTES_ENV = "MEMFILES_WATCH_LOG_BYTES"  # tests make the log rotate after a few kilobytes
+START_WAIT = 600.0  # a catch-up of a large project can take minutes; a failed start is reported at once
+STOP_WAIT = 60.0
+
+
+class StartFailed(MemfilesError):
+    """The background watcher exited or reported a failure before it answered."""
+
+
+def log_path(settings: Settings) -> Path:
+    return settings.index_dir / "watch.log"
+
+
+def out_path(settings: Settings) -> Path:
+    return settings.index_dir / "watch.out"
+
+
+def log_bytes() -> int:
+    raw = os.environ.get(LOG_BYTES_ENV)
+    if not raw:
+        return LOG_BYTES
+    if not raw.isdigit() or int(raw) < 1024:
+        raise ConfigError(f"{LOG_BYTES_ENV} must be a whole number of bytes, 1024 or more, got {raw!r}")
+    return int(raw)
+
+
+def setup_logging(path: Path | None) -> None:
+    """Log to `path` through a rotating handler (the background child), else to stderr (--foreground)."""
+    handler: logging.Handler
+    if path is None:
+        handler = logging.StreamHandler(sys.stderr)
+    else:
+        handler = logging.handlers.RotatingFileHandler(
+            path, maxBytes=log_bytes(), backupCount=LOG_BACKUPS, encoding="utf-8"
+        )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+
+
+def _tail(path: Path, lines: int = 6) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def start_background(settings: Settings, debounce: float, reconcile_every: float) -> int:
+    """Start `memfiles watch --foreground` detached and return its pid once it answers; StartFailed at once
+    when it exits or reports a failure (with what it printed), never a silent wait."""
+    folder = ensure_private_dir(settings.index_dir)
+    log_bytes()  # a bad MEMFILES_WATCH_LOG_BYTES is refused here, not in the child
+    command = [
+        sys.executable,
+        "-m",
+        "memfiles.cli",
+        "--root",
+        str(settings.root),
+        "watch",
+        "--foreground",
+        "--log-file",
+        str(log_path(settings)),
+        "--debounce",
+        str(debounce),
+        "--reconcile-every",
+        str(reconcile_every),
+    ]
+    with open(folder / "watch.out", "wb") as out:
+        child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
+    deadline = time.monotonic() + START_WAIT
+    while time.monotonic() < deadline:
+        code = child.poll()
+        if code is not None:
+            said = _tail(out_path(settings)) or _tail(log_path(settings))
+            raise StartFailed(f"the watcher exited (code {code}) before it answered" + (f":\n{said}" if said else ""))
+        try:
+            answer = request(settings, {"op": "ping"}, timeout=5)
+        except IndexUnavailable:
+            answer = None  # listening but not answering yet
+        if answer is not None:
+            if answer.get("failed"):
+                raise StartFailed(f"the watcher could not start: {answer['failed']} (log: {log_path(settings)})")
+            if answer.get("ready", True):
+                return child.pid
+        time.sleep(0.1)
+    raise StartFailed(f"the watcher did not answer within {START_WAIT:g} s; see {log_path(settings)}")
+
+
+def _gone(pid: int) -> bool:
+    """True once `pid` no longer runs (a zombie waiting for its parent counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[-1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+    except OSError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def stop_running(pid: int, wait: float = STOP_WAIT) -> bool:
+    """SIGTERM the watcher and wait until the process is gone; False when it still runs after `wait` seconds."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if _gone(pid):
+            return True
+        time.sleep(0.05)
+    return _gone(pid)
