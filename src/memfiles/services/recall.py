@@ -75,17 +75,28 @@ def error_signature(text: str) -> str | None:
 
 
 def filtered_search(
-    settings: Settings, items: list[tuple[str, dict[str, Any], int]]
+    settings: Settings, items: list[tuple[str, dict[str, Any], int]], watcher_only: bool = False
 ) -> tuple[list[list[dict[str, Any]]], str]:
     """THE SEAM. For each (query, filters, k): the k best hits passing `filters` ({"kind", "area",
     "status", "path", "since"}), as dicts holding at least id, score, path and line.
 
     One socket round trip when a watcher runs; else the store opened here; else word overlap over the
-    files. Returns the hits and which of "watcher", "local" or "files" answered.
+    files. Returns the hits and which of "watcher", "local" or "files" answered. With `watcher_only`
+    (an agent's hook, which must answer in milliseconds and apply one score floor), no watcher is
+    IndexUnavailable: opening the store means loading the model, and word overlap scores on another scale.
     """
     from memfiles.services.index_client import connect, index_exists
 
     payload = [{"query": query, "k": k, "filters": dict(filters)} for query, filters, k in items]
+    if watcher_only:
+        from memfiles.services import ipc
+
+        if not index_exists(settings):
+            raise IndexUnavailable("there is no index yet: run `memfiles backfill`, then `memfiles watch`")
+        answer = ipc.request(settings, {"op": "search_many", "items": payload}, timeout=60)
+        if answer is None:
+            raise IndexUnavailable("no watcher is running here: start one with `memfiles watch`")
+        return answer["results"], "watcher"
     if index_exists(settings):
         client = connect(settings)
         try:

@@ -18,6 +18,7 @@ from typing import Any
 
 from memfiles.errors import MemfilesError, OpError
 from memfiles.format.wrap import clip
+from memfiles.services.hook_text import strip_injected
 from memfiles.services.working_text import (
     LISTS,
     SCALARS,
@@ -190,7 +191,7 @@ def _one_line(name: str, value: Any) -> str | None:
         return None
     if not isinstance(value, str):
         raise WorkingError(f"{name} must be text, got {type(value).__name__}")
-    value = value.strip()
+    value = strip_injected(value).strip()  # what a hook injected is memory already, not the run's state
     if "\n" in value or "\r" in value:
         raise WorkingError(f"{name} must be one line: put long output in a file and cite it in evidence_refs")
     return value or None
@@ -203,7 +204,7 @@ def _items(name: str, value: Any) -> list[str]:
         value = [value]
     if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
         raise WorkingError(f"{name} must be a list of text")
-    items = [item.strip() for item in value if item.strip()]
+    items = [text for item in value if (text := strip_injected(item).strip())]
     for item in items:
         if "\n" in item or "\r" in item:
             raise WorkingError(f"{name}: each item must be one line")
