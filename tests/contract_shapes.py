@@ -120,6 +120,16 @@ COMMANDS: dict[str, dict[str, str]] = {
         "unreadable": "[str]",
     },
     "status": {"root": "str", "watcher": "object", "index": "object", "drift": "object?", "skipped": "[finding]"},
+    "hooks install": {
+        "agent": "str",
+        "scope": "str",
+        "path": "str",
+        "changed": "bool",
+        "added": "[str]",
+        "removed": "[str]",
+        "dry_run": "bool",
+        "diff": "str",
+    },
     "error": {"error": "error"},
 }
 

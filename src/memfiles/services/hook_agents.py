@@ -253,7 +253,8 @@ def apply(agent: Agent, scope: str, root: Path, remove: bool, command: str | Non
     """Install (or remove) memfiles' hooks in the agent's settings file for `scope`; what changed.
 
     Returns {"agent", "scope", "path", "changed", "added", "removed", "dry_run", "diff"}: the events
-    that gained or lost a memfiles entry, and the unified diff of the file (empty when unchanged).
+    that gained or lost a memfiles entry, and the unified diff of the file (empty when unchanged). An
+    uninstall that leaves the file empty ({}) deletes it: it held nothing but memfiles' hooks.
     """
     import difflib
 
@@ -263,7 +264,9 @@ def apply(agent: Agent, scope: str, root: Path, remove: bool, command: str | Non
     data = read_settings(path, shown)
     after = uninstalled(data) if remove else installed(data, agent, command or default_command())
     changed = after != data
-    after_text = render_settings(after) if changed else before_text
+    # A file that held only memfiles' hooks goes with them, rather than stay behind as {}.
+    emptied = remove and changed and after == {}
+    after_text = "" if emptied else render_settings(after) if changed else before_text
     had, has = ours(data), ours(after)
     diff = "".join(
         difflib.unified_diff(
@@ -271,7 +274,10 @@ def apply(agent: Agent, scope: str, root: Path, remove: bool, command: str | Non
         )
     )
     if changed and not dry_run:
-        atomic_write(path, after_text)
+        if emptied:
+            path.unlink()
+        else:
+            atomic_write(path, after_text)
     return {
         "agent": agent.name,
         "scope": scope,

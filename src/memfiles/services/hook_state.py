@@ -13,7 +13,6 @@ Stdlib only, like everything on the hook path.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import re
@@ -46,6 +45,8 @@ def _file_name(session: str) -> str:
     """A session id as a file name: kept when it is plain, else hashed (never a path outside the folder)."""
     if session and len(session) <= 100 and not _SAFE.search(session) and session not in (".", ".."):
         return f"{session}.json"
+    import hashlib
+
     return "s-" + hashlib.sha256(session.encode("utf-8", "replace")).hexdigest()[:32] + ".json"
 
 

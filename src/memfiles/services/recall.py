@@ -85,18 +85,20 @@ def filtered_search(
     (an agent's hook, which must answer in milliseconds and apply one score floor), no watcher is
     IndexUnavailable: opening the store means loading the model, and word overlap scores on another scale.
     """
-    from memfiles.services.index_client import connect, index_exists
-
     payload = [{"query": query, "k": k, "filters": dict(filters)} for query, filters, k in items]
     if watcher_only:
         from memfiles.services import ipc
 
+        answer = ipc.request(settings, {"op": "search_many", "items": payload}, timeout=60)
+        if answer is not None:
+            return answer["results"], "watcher"
+        from memfiles.services.index_client import index_exists  # only now: it imports the store module
+
         if not index_exists(settings):
             raise IndexUnavailable("there is no index yet: run `memfiles backfill`, then `memfiles watch`")
-        answer = ipc.request(settings, {"op": "search_many", "items": payload}, timeout=60)
-        if answer is None:
-            raise IndexUnavailable("no watcher is running here: start one with `memfiles watch`")
-        return answer["results"], "watcher"
+        raise IndexUnavailable("no watcher is running here: start one with `memfiles watch`")
+    from memfiles.services.index_client import connect, index_exists
+
     if index_exists(settings):
         client = connect(settings)
         try:
