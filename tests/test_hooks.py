@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -237,6 +239,45 @@ class TestWorkingMemory:
         hook(run, "SessionEnd", "session_end", session_id="other-session")
         assert json.loads(run("working", "show", "--run", "mine", "--json").stdout)["working"]["status"] == "active"
 
+    def test_the_llm_drafter_names_the_episode_and_a_failing_one_falls_back(self, run: Run, root: Path) -> None:
+        """hooks_drafter = "llm": the model at llm_url gives title and outcome; when it fails, the episode
+        is the deterministic one and the log says why."""
+        import http.server
+        import threading
+
+        answers = ['{"ops": [{"title": "Pinned pyyaml\\nin the dev extra", "outcome": "The hook tests pass again."}]}']
+
+        class Fake(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                content = answers.pop(0) if answers else "no JSON at all"
+                reply = json.dumps({"choices": [{"message": {"content": content}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = http.server.HTTPServer(("127.0.0.1", 0), Fake)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            url = f"http://127.0.0.1:{server.server_port}/v1"
+            configure(root, hooks_episode=True, hooks_drafter="llm", llm_url=url)
+            for session in ("one", "two"):
+                hook(run, "UserPromptSubmit", "user_prompt_submit", session_id=session)
+                hook(run, "PostToolUseFailure", "post_tool_use_failure", session_id=session)
+                hook(run, "SessionEnd", "session_end", session_id=session)
+        finally:
+            server.shutdown()
+        drafted = json.loads(run("show", "E-001", "--json").stdout)["entry"]
+        assert drafted["title"] == "Pinned pyyaml in the dev extra"
+        assert drafted["body"].startswith("The hook tests pass again.")
+        fallback = json.loads(run("show", "E-002", "--json").stdout)["entry"]
+        assert fallback["title"].startswith("The hook tests fail with a missing yaml module")
+        assert any("drafter" in line and "session=two" in line for line in log_lines(root))
+
     def test_stale_session_states_are_swept_at_session_start(self, run: Run, root: Path) -> None:
         """A session that never reached SessionEnd leaves a state that the next SessionStart sweeps after a week."""
         hook(run, "UserPromptSubmit", "user_prompt_submit", session_id="old")
@@ -351,6 +392,31 @@ class TestWarm:
         out = hook(run, "BeforeAgent", "gemini_before_agent")
         assert out["hookSpecificOutput"]["hookEventName"] == "BeforeAgent" and "E-001" in context(out)
         assert hook(run, "AfterTool", "gemini_after_tool_ok") == {}
+
+    def test_session_start_starts_a_watcher_when_an_index_has_none(self, root: Path, run: Run) -> None:
+        """With an index and no watcher, SessionStart starts one in the background; later hooks are warm."""
+        from memfiles.services import ipc
+
+        run("add", "-k", "procedure", "-t", "Run make install first", "-a", "ci", "--body", "The dev extra.")
+        assert run("backfill").exit_code == 0
+        settings = load_settings(root)
+        assert hook(run, "SessionStart", "session_start_startup") == {}
+        assert "started the watcher" in log_lines(root)[-1]
+        try:
+            answer = None
+            for _ in range(3000):  # the model loads in the new process; a loaded machine is slow
+                answer = ipc.request(settings, {"op": "ping"}, timeout=60)
+                if answer is not None:
+                    break
+                time.sleep(0.1)
+            assert answer is not None, (root / ".memsearch" / "watch.log").read_text()
+        finally:
+            pid_file = root / ".memsearch" / "watch.pid"
+            for _ in range(600):  # the pid file is written once the watcher holds its lock
+                if pid_file.exists() and pid_file.read_text().strip():
+                    os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
+                    break
+                time.sleep(0.1)
 
     def test_session_start_restores_then_adds_procedures_for_the_goal(self, warm: Path, run: Run) -> None:
         """After a resume: the run's working memory first, then procedures for its goal and next step."""
