@@ -125,6 +125,16 @@ COMMANDS: dict[str, dict[str, str]] = {
     },
     "status": {"root": "str", "watcher": "object", "index": "object", "drift": "object?", "skipped": "[finding]"},
     "working list": {"runs": "[run]"},
+    "hooks install": {
+        "agent": "str",
+        "scope": "str",
+        "path": "str",
+        "changed": "bool",
+        "added": "[str]",
+        "removed": "[str]",
+        "dry_run": "bool",
+        "diff": "str",
+    },
     "error": {"error": "error"},
 }
 

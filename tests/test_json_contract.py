@@ -70,6 +70,8 @@ CLEAN_CASES = [
     Case("prune", ("prune", "F-001", "--reason", "gone", "--json"), 0, "write"),
     Case("check", ("check", "--json"), 0, "check"),
     Case("fmt --check", ("fmt", "--check", "--json"), 0, "fmt"),
+    Case("hooks install", ("hooks", "install", "--command", "memfiles", "--json"), 0, "hooks install"),
+    Case("hooks uninstall", ("hooks", "uninstall", "--dry-run", "--json"), 0, "hooks install"),
     Case("error: a bad op", ("set", "D-404", "--status", "open", "--json"), 2, "error"),
     Case("error: usage", ("add", "--json"), 2, "error"),
     Case("add T", ("add", "-k", "T", "-t", KEYS[0], "-a", "release", "--body", KEYS[1], "--json"), 0, "write"),

@@ -20,6 +20,20 @@ from memfiles.format.ids import DEFAULT_KINDS, RETIRED, Kind, Schema, is_id
 from memfiles.root import MEMORY_DIR as MEMORY_DIR  # re-exported: callers import it from here
 from memfiles.root import find_root
 
+# The score a hit needs before a hook injects it: measured on labelled prompts (scripts/eval_hook_floor.py).
+HOOKS_FLOOR = 0.4
+# Commands that delete, force, deploy or migrate: a hook recalls the episodes of similar actions first.
+HOOKS_RISKY = (
+    r"\brm\s+-[a-zA-Z]*[rf]",
+    r"\bgit\s+push\b.*(--force|\s-f\b)",
+    r"\bgit\s+(reset\s+--hard|clean\s+-[a-zA-Z]*f|branch\s+-D)",
+    r"\b(drop|truncate)\s+(table|database|schema)\b",
+    r"\bdeploy",
+    r"\bmigrat",
+    r"\b(kubectl|helm)\s+(delete|apply|upgrade|uninstall)\b",
+    r"\bterraform\s+(apply|destroy)\b",
+    r"\b(npm|twine|cargo|poetry)\s+publish\b",
+)
 STATE_DIR = ".memfiles"
 INDEX_DIR = ".memsearch"
 
@@ -46,6 +60,15 @@ class Settings:
     search_timeout: float = 120.0
     llm_url: str | None = None
     llm_model: str | None = None
+    # Agent hooks (services/hooks.py, docs/hooks.md).
+    hooks_enabled: bool = True
+    hooks_budget: int = 1500  # characters of injected context, the marker included
+    hooks_floor: float = HOOKS_FLOOR
+    hooks_risky: tuple[str, ...] = HOOKS_RISKY
+    hooks_timeout: float = 2.0  # seconds a context-giving hook call may take before it gives up
+    hooks_watch: bool = True  # SessionStart starts the watcher when an index exists and none runs
+    hooks_episode: bool = False  # SessionEnd records a run the hooks started as an episode
+    hooks_drafter: str = "deterministic"  # or "llm": the episode's title and outcome drafted at llm_url
 
     @property
     def memory_dir(self) -> Path:
@@ -68,6 +91,7 @@ _ENV = {
     "MEMFILES_INDEX_TIMEOUT": "index_timeout",
     "MEMFILES_SEARCH_TIMEOUT": "search_timeout",
     "MEMFILES_LOCK_TIMEOUT": "lock_timeout",
+    "MEMFILES_HOOKS": "hooks_enabled",
 }
 
 
@@ -183,6 +207,43 @@ def _strings(what: str) -> Rule:
     return rule
 
 
+def _flag(value: Any, _base: Path) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise _Invalid(
+        "must be true or false" + (" (or, in a variable, 1/0, on/off, yes/no)" if isinstance(value, str) else "")
+    )
+
+
+# How an environment variable spells a flag; in TOML only true and false are a flag.
+_FLAG_WORDS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
+
+
+def _fraction(value: Any, _base: Path) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value <= 1:
+        return float(value)
+    raise _Invalid("must be a number from 0 to 1 (a hit's score, docs/json.md)")
+
+
+def _patterns(value: Any, base: Path) -> tuple[str, ...]:
+    patterns = _strings('regular expressions, like ["\\\\bdeploy"]')(value, base)
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise _Invalid(f"{json.dumps(pattern)} is not a regular expression ({error})") from None
+    return patterns
+
+
+def _choice(*choices: str) -> Rule:
+    def rule(value: Any, _base: Path) -> str:
+        if value in choices:
+            return value
+        raise _Invalid("must be " + " or ".join(json.dumps(choice) for choice in choices))
+
+    return rule
+
+
 _RULES: dict[str, Rule] = {
     "wrap": _whole(20, 1000, off=True),
     "stale_days": _whole(1, 36500),
@@ -201,6 +262,14 @@ _RULES: dict[str, Rule] = {
     "id_width": _whole(1, 9),
     "title_limit": _whole(10, 1000),
     "body_limit": _whole(100, 1_000_000),
+    "hooks_enabled": _flag,
+    "hooks_budget": _whole(200, 100_000),
+    "hooks_floor": _fraction,
+    "hooks_risky": _patterns,
+    "hooks_timeout": _seconds(60, zero=False),
+    "hooks_watch": _flag,
+    "hooks_episode": _flag,
+    "hooks_drafter": _choice("deterministic", "llm"),
 }
 _NUMBERS = {
     "wrap",
@@ -211,6 +280,9 @@ _NUMBERS = {
     "id_width",
     "title_limit",
     "body_limit",
+    "hooks_budget",
+    "hooks_floor",
+    "hooks_timeout",
 }
 _FLAGS = {"index_url": "--chroma-url"}
 KNOWN_SETTINGS = (*_RULES, "kinds")
@@ -229,6 +301,8 @@ def _checked(
 
 def _from_env(key: str, text: str) -> Any:
     """An environment variable's text as the setting's type would read it in TOML (a number for numbers)."""
+    if _RULES.get(key) is _flag:
+        return _FLAG_WORDS.get(text.strip().lower(), text)
     if key in _NUMBERS:
         for convert in (int, float):
             try:

@@ -108,6 +108,8 @@ class RefusedError(MemfilesError):
     def __init__(self, message: str, problems: list[dict[str, object]] | None = None) -> None:
         self.problems = list(problems or [])
         super().__init__(message)
+
+
 class WriteFailed(MemfilesError):
     """The system refused a write (no space left, a read-only folder, a quota): named with the file and
     what was kept, so that the user knows nothing is half-written and what finishes the write."""

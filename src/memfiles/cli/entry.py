@@ -1,7 +1,9 @@
-"""The `memfiles` executable: `memfiles recall` takes a short path that loads only its own command.
+"""The `memfiles` executable: `memfiles recall` and `memfiles hook` take short paths that load only
+their own command.
 
-An agent may call recall on every turn, so its start-up must not pay for importing every other
-command (the distiller, the index commands ...). Everything else goes to the full command group.
+An agent may call recall on every turn, and its hooks fire on every prompt and command, so their
+start-up must not pay for importing every other command (the distiller, the index commands ...);
+`hook` does not even import click. Everything else goes to the full command group.
 """
 
 from __future__ import annotations
@@ -29,7 +31,12 @@ def subcommand(argv: list[str]) -> str | None:
 
 
 def main() -> None:
-    if subcommand(sys.argv[1:]) == "recall" and "_MEMFILES_COMPLETE" not in os.environ:
+    command = subcommand(sys.argv[1:])
+    if command == "hook" and "_MEMFILES_COMPLETE" not in os.environ and not {"-h", "--help"} & set(sys.argv[1:]):
+        from memfiles.cli.hook_entry import main as hook
+
+        hook(sys.argv[1:])
+    elif command == "recall" and "_MEMFILES_COMPLETE" not in os.environ:
         from memfiles.cli.thin import thin
 
         thin(prog_name="memfiles")

@@ -11,6 +11,7 @@ from memfiles.cli.agent_cmds import mcp, persona, promote
 from memfiles.cli.app import App, JsonErrorsGroup, root_option
 from memfiles.cli.checks import audit, check, fmt, refs
 from memfiles.cli.distill_cmds import distil, dupes
+from memfiles.cli.hook_cmds import hook, hooks
 from memfiles.cli.index_cmds import backfill, status, watch
 from memfiles.cli.lsp_cmd import lsp
 from memfiles.cli.reads import list_entries, show
@@ -68,5 +69,7 @@ for command in (
     promote,
     persona,
     mcp,
+    hook,
+    hooks,
 ):
     cli.add_command(command)

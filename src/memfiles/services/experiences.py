@@ -19,6 +19,7 @@ from typing import Any
 
 from memfiles.errors import MemfilesError
 from memfiles.services.flags import Flag, find_flags, general
+from memfiles.services.hook_text import strip_injected
 
 EXPERIENCES = "experiences.jsonl"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -114,12 +115,13 @@ def notes_for(record: Record, issue: str) -> str:
 
 
 def _strings(value: Any, name: str) -> list[str]:
+    """The field's texts, without what a memfiles hook injected into the agent that wrote the record."""
     if value is None:
         return []
     if isinstance(value, str):
-        return [value.strip()] if value.strip() else []
+        value = [value]
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
-        return [item.strip() for item in value if item.strip()]
+        return [text for item in value if (text := strip_injected(item).strip())]
     raise ValueError(f"{name} must be a string or a list of strings")
 
 
@@ -163,7 +165,7 @@ def parse_record(value: Any, line: int, warnings: list[str] | None = None) -> Re
         _strings(value.get("issues_encountered"), "issues_encountered"),
         _strings(value.get("fixes_applied"), "fixes_applied"),
         {k: float(v) for k, v in metrics.items()},
-        notes.strip(),
+        strip_injected(notes).strip(),
         context,
         key,
     )

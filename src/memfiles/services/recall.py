@@ -75,17 +75,32 @@ def error_signature(text: str) -> str | None:
 
 
 def filtered_search(
-    settings: Settings, items: list[tuple[str, dict[str, Any], int]]
+    settings: Settings, items: list[tuple[str, dict[str, Any], int]], watcher_only: bool = False
 ) -> tuple[list[list[dict[str, Any]]], str]:
     """THE SEAM. For each (query, filters, k): the k best hits passing `filters` ({"kind", "area",
     "status", "path", "since"}), as dicts holding at least id, score, path and line.
 
     One socket round trip when a watcher runs; else the store opened here; else word overlap over the
-    files. Returns the hits and which of "watcher", "local" or "files" answered.
+    files. Returns the hits and which of "watcher", "local" or "files" answered. With `watcher_only`
+    (an agent's hook, which must answer in milliseconds and apply one score floor), no watcher is
+    IndexUnavailable: opening the store means loading the model, and word overlap scores on another scale.
     """
+    payload = [{"query": query, "k": k, "filters": dict(filters)} for query, filters, k in items]
+    if watcher_only:
+        from memfiles.services import ipc
+
+        answer = ipc.request(settings, {"op": "search_many", "items": payload}, timeout=60)
+        if answer is not None:
+            return answer["results"], "watcher"
+        from memfiles.services.index_client import index_exists  # only now: it imports the store module
+
+        if settings.index_url:
+            raise IndexUnavailable("with a Chroma server (index_url) there is no watcher to answer warm")
+        if not index_exists(settings):
+            raise IndexUnavailable("there is no index yet: run `memfiles backfill`, then `memfiles watch`")
+        raise IndexUnavailable("no watcher is running here: start one with `memfiles watch`")
     from memfiles.services.index_client import connect, index_exists
 
-    payload = [{"query": query, "k": k, "filters": dict(filters)} for query, filters, k in items]
     if index_exists(settings):
         client = connect(settings)
         try:

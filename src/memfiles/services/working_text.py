@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from memfiles.errors import MemfilesError
 from memfiles.format.wrap import control_character
+from memfiles.services.hook_text import strip_injected
 
 if TYPE_CHECKING:
     from memfiles.services.working import WorkingState
@@ -29,7 +30,7 @@ def one_line_field(name: str, value: Any) -> str | None:
         return None
     if not isinstance(value, str):
         raise WorkingError(f"{name} must be text, got {type(value).__name__}")
-    value = value.strip()
+    value = strip_injected(value).strip()  # what a hook injected is memory already, not the run's state
     if "\n" in value or "\r" in value:
         raise WorkingError(f"{name} must be one line: put long output in a file and cite it in evidence_refs")
     control = control_character(value)
@@ -45,7 +46,7 @@ def list_field(name: str, value: Any) -> list[str]:
         value = [value]
     if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
         raise WorkingError(f"{name} must be a list of text")
-    items = [item.strip() for item in value if item.strip()]
+    items = [text for item in value if (text := strip_injected(item).strip())]
     for item in items:
         if "\n" in item or "\r" in item:
             raise WorkingError(f"{name}: each item must be one line")

@@ -1,0 +1,284 @@
+"""One hook call from stdin to stdout, within a hard deadline, never failing the agent.
+
+`run_hook` reads the input, finds the project, does what the event asks (hooks.py says what each
+event means) and returns the JSON to print. Whatever happens (no project, a bad setting, no watcher,
+a broken file, a timeout) the answer is a JSON object and the exit code is 0: a hook that exits 2
+would block the user's prompt, and a traceback is noise in the agent's transcript.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from memfiles.config import Settings
+from memfiles.errors import IndexUnavailable, MemfilesError
+from memfiles.services import hook_state, hooks
+from memfiles.services.hook_text import Item, one_line
+from memfiles.store.project import Project
+
+# PreCompact and SessionEnd write (and may ask a model for the episode's words); they run off the prompt's path.
+WRITING_DEADLINE = 30.0
+
+
+def run_hook(event: str | None, read_input: Callable[[], str], root: str | Path | None = None) -> dict[str, Any]:
+    """The hook's output for the input `read_input` gives; {} when there is nothing to inject or a problem."""
+    box: dict[str, Any] = {"settings": None, "call": None, "out": {}, "writing": False}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            box["out"] = _handle(event, read_input, root, box)
+        except BaseException as problem:  # never to the agent: one log line
+            hooks.guard(box["settings"] or _quiet_settings(root, box["call"]), box["call"], problem, event)
+        finally:
+            done.set()
+
+    started = time.monotonic()
+    worker = threading.Thread(target=work, name="memfiles-hook", daemon=True)
+    worker.start()
+    deadline = _deadline(event)
+    while not done.wait(0.05):
+        call, settings = box["call"], box["settings"]
+        if call is not None and settings is not None:
+            deadline = (
+                settings.hooks_timeout if call.meaning not in ("pre_compact", "session_end") else WRITING_DEADLINE
+            )
+        if box["writing"]:
+            deadline = max(deadline, WRITING_DEADLINE)  # a write begun is never cut off half-way
+        if time.monotonic() - started > deadline:
+            hooks.guard(settings, call, TimeoutError(f"gave up after {deadline:g} s (hooks_timeout); no context"))
+            return {}
+    return box["out"]
+
+
+def _quiet_settings(root: str | Path | None, call: hooks.Call | None) -> Settings | None:
+    """The project's settings for a log line about input that could not be read; None when there are none."""
+    from memfiles.config import find_root, load_settings
+
+    try:
+        return load_settings(find_root(start=hooks.project_start(call), given=root))
+    except MemfilesError:
+        try:  # a bad setting: the log still belongs in this project's .memfiles/
+            return Settings(root=find_root(start=hooks.project_start(call), given=root))
+        except MemfilesError:
+            return None
+
+
+def _deadline(event: str | None) -> float:
+    """The bound before the settings are read: the default, or the writing events' longer one."""
+    meaning = hooks.EVENTS.get(event or "", "")
+    return WRITING_DEADLINE if meaning in ("pre_compact", "session_end") else Settings.hooks_timeout
+
+
+def _handle(
+    event: str | None, read_input: Callable[[], str], root: str | Path | None, box: dict[str, Any]
+) -> dict[str, Any]:
+    from memfiles.config import find_root, load_settings
+
+    call = hooks.parse_call(event, read_input())
+    box["call"] = call
+    try:
+        found = find_root(start=hooks.project_start(call), given=root)
+    except MemfilesError:
+        return {}  # not a memfiles project: nothing to say, and nowhere to log it
+    settings = load_settings(found)
+    box["settings"] = settings
+    if not settings.hooks_enabled:
+        return {}
+    project = Project(settings)
+    state = hook_state.load(settings.state_dir, call.session)
+    handler = HANDLERS[call.meaning]
+    if call.meaning in ("pre_compact", "session_end"):
+        box["writing"] = True
+    call.writing = lambda: box.__setitem__("writing", True)
+    context = handler(call, settings, project, state)
+    if call.meaning == "session_end":
+        hook_state.forget(settings.state_dir, call.session)
+    else:
+        hook_state.save(settings.state_dir, state)
+    return hooks.output(call, context)
+
+
+def _searched(settings: Settings, call: hooks.Call, wanted: list[tuple[str, str]]) -> dict[str, list[dict[str, Any]]]:
+    """hooks.search, with no index or no watcher logged and answered by nothing."""
+    try:
+        return hooks.search(settings, wanted)
+    except IndexUnavailable as problem:
+        hooks.guard(settings, call, problem)
+        return {}
+
+
+def session_start(call: hooks.Call, settings: Settings, project: Project, state: hook_state.SessionState) -> str:
+    """The run's working memory first, whole and as saved; then procedures for its goal and next step."""
+    from memfiles.services import hook_working, working
+
+    source = call.text("source") or call.text("trigger") or "startup"
+    hook_state.sweep(settings.state_dir)
+    if settings.hooks_watch:
+        start_watcher(settings, call)
+    if source in ("clear", "compact"):
+        state.injected = []  # what was injected before is gone from the context: it may come again
+    preface = ""
+    query = ""
+    run = hook_working.find_run(project, state, adopt_active=source in ("resume", "compact"))
+    current = working.load(project, run) if run else None
+    if current is not None:
+        preface = hook_working.working_block(current)
+        query = " ".join(str(current.get(name) or "") for name in ("goal", "next_step")).strip()
+    elif state.saved and source == "compact":
+        preface = hook_working.working_block(state.saved)  # the file went away: what PreCompact saved
+    found = _searched(settings, call, [("procedure", query)]) if query else {}
+    items = hooks.pick(settings, found.get("procedure", []), set(state.injected))
+    return hooks.inject(settings, state, [(hooks.HEADERS["start"], items)], preface)
+
+
+def prompt(call: hooks.Call, settings: Settings, project: Project, state: hook_state.SessionState) -> str:
+    """Procedures, episodes and insights for the prompt, after the insights left by the last Stop."""
+    text = call.text("prompt").strip()
+    pending = [
+        Item(**item)
+        for item in state.pending
+        if isinstance(item, dict) and _item_fields(item) and item["id"] not in state.injected
+    ]
+    state.pending = []
+    if text and not state.goal and not text.startswith("/"):
+        state.goal = one_line(text, 200)
+    if not text or (text.startswith("/") and len(text.split()) == 1):
+        return hooks.inject(settings, state, [(hooks.HEADERS["pending"], pending)])  # a bare slash command
+    query = hooks.clip(text, 2000)
+    found = _searched(settings, call, [(layer, query) for layer in ("procedure", "episode", "insight")])
+    seen = set(state.injected)
+    items = hooks.layered(settings, found, seen | {item.id for item in pending})
+    return hooks.inject(settings, state, [(hooks.HEADERS["pending"], pending), (hooks.HEADERS["prompt"], items)])
+
+
+def _item_fields(item: dict[str, Any]) -> bool:
+    return set(item) == {"id", "title", "body", "path", "line"}
+
+
+def pre_tool(call: hooks.Call, settings: Settings, project: Project, state: hook_state.SessionState) -> str:
+    """Procedures before a command; a risky one (hooks_risky) brings the episodes of similar actions too."""
+    import re
+
+    text = hooks.tool_text(call)
+    if not text.strip():
+        return ""
+    tool = call.data.get("tool_name") if isinstance(call.data.get("tool_name"), str) else "tool"
+    state.last_action = one_line(f"{tool}: {text}")
+    risky = any(re.search(pattern, text, re.IGNORECASE) for pattern in settings.hooks_risky)
+    layers = ("procedure", "episode") if risky else ("procedure",)
+    query = hooks.clip(text, 2000)
+    found = _searched(settings, call, [(layer, query) for layer in layers])
+    items = hooks.layered(settings, found, set(state.injected))
+    return hooks.inject(settings, state, [(hooks.HEADERS["risky" if risky else "act"], items)])
+
+
+def post_tool(call: hooks.Call, settings: Settings, project: Project, state: hook_state.SessionState) -> str:
+    """A failure: procedures for it and episodes of its error signature, and it goes to working memory."""
+    from memfiles.services import hook_working
+    from memfiles.services.recall import error_signature
+
+    failed = hooks.failure(call)
+    if failed is None:
+        return ""
+    text = hooks.tail(failed)
+    signature = error_signature(text)
+    command = hooks.tool_text(call)
+    wanted = [("procedure", hooks.clip(f"{command}\n{text}", 2000)), ("episode", signature or hooks.clip(text, 2000))]
+    found = _searched(settings, call, wanted)
+    items = hooks.layered(settings, found, set(state.injected))
+    header = hooks.HEADERS["failure"].format(signature=f"`{signature}`" if signature else "this failure")
+    injected = hooks.inject(settings, state, [(header, items)])
+    tool = call.data.get("tool_name") if isinstance(call.data.get("tool_name"), str) else "tool"
+    observation = signature or next((line for line in reversed(text.splitlines()) if line.strip()), "failed")
+    call.writing()
+    try:
+        hook_working.record_failure(project, state, f"{tool}: {command or '(no input)'}", observation, signature)
+    except MemfilesError as problem:  # the context is still worth giving
+        hooks.guard(settings, call, problem)
+    return injected
+
+
+def pre_compact(call: hooks.Call, settings: Settings, project: Project, state: hook_state.SessionState) -> str:
+    """Bring the working memory up to date and save it, so that SessionStart `compact` gives it back."""
+    from memfiles.services import hook_working, working
+
+    run = hook_working.find_run(project, state, adopt_active=True)
+    if run is None and (state.goal or state.last_action):
+        run = hook_working.ensure_run(project, state, last_action=state.last_action)
+    if run is None:
+        return ""
+    current = working.require(project, run)
+    if state.run_started and state.last_action and current.get("last_action") != state.last_action:
+        current = working.Working(project).set(run, {"last_action": state.last_action})
+    state.saved = current.as_json()
+    return ""
+
+
+def stop(call: hooks.Call, settings: Settings, project: Project, state: hook_state.SessionState) -> str:
+    """Insights bearing on the answer just given, kept for the next prompt (Stop cannot take context)."""
+    answer = call.text("last_assistant_message") or call.text("prompt_response")
+    if not answer.strip():
+        return ""
+    found = _searched(settings, call, [("insight", hooks.clip(answer, 2000))])
+    waiting = {item["id"] for item in state.pending if isinstance(item, dict)}
+    items = hooks.pick(settings, found.get("insight", []), set(state.injected) | waiting)
+    state.pending += [
+        {"id": item.id, "title": item.title, "body": item.body[:400], "path": item.path, "line": item.line}
+        for item in items
+    ]
+    return ""
+
+
+def session_end(call: hooks.Call, settings: Settings, project: Project, state: hook_state.SessionState) -> str:
+    """End the run the hooks started (as an episode with hooks_episode); the session's state goes."""
+    from memfiles.services import hook_working
+
+    hook_working.end_run(project, settings, state, call.text("reason"))
+    return ""
+
+
+def start_watcher(settings: Settings, call: hooks.Call) -> None:
+    """Start the watcher in the background when an index exists and none runs: every later hook is warm."""
+    import subprocess
+    import sys
+
+    from memfiles.services import ipc
+    from memfiles.services.index_client import index_exists
+
+    if settings.index_url or not index_exists(settings):
+        return
+    try:
+        if ipc.request(settings, {"op": "ping"}, timeout=1) is not None:
+            return
+    except IndexUnavailable:
+        return  # one is there, busy: leave it
+    log_path = settings.index_dir / "watch.log"
+    command = [sys.executable, "-m", "memfiles.cli", "--root", str(settings.root), "watch", "--foreground"]
+    with open(log_path, "ab") as log_file:
+        subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, start_new_session=True)
+    hook_state.log(settings.state_dir, call.event, call.session, "started the watcher in the background")
+
+
+HANDLERS = {
+    "session_start": session_start,
+    "prompt": prompt,
+    "pre_tool": pre_tool,
+    "post_tool": post_tool,
+    "pre_compact": pre_compact,
+    "stop": stop,
+    "session_end": session_end,
+}
+
+
+def main(event: str | None, root: str | Path | None, stdin: TextIO, stdout: TextIO) -> int:
+    """Read, answer, print one JSON object; always 0."""
+    out = run_hook(event, stdin.read, root)
+    stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+    stdout.flush()
+    return 0

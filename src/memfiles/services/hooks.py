@@ -1,0 +1,261 @@
+"""`memfiles hook EVENT`: an agent's hook in, the context to inject out; push, not pull.
+
+The memory-manager seed's mandatory retrieval triggers, fired by the agent itself (Claude Code, Gemini
+CLI, or any agent speaking the same JSON), so recall happens whether or not the agent remembers to ask:
+
+    SessionStart        the run's working memory (whole, as saved), then procedures for its goal
+    UserPromptSubmit    procedures, episodes, insights for the prompt (BeforeAgent in Gemini CLI)
+    PreToolUse          procedures for the command; a risky one (hooks_risky) adds episodes
+    PostToolUse(Failure) a failure: procedures and episodes of its error signature; written to working memory
+    PreCompact          the working memory brought up to date and saved for SessionStart `compact`
+    Stop                insights bearing on the answer, shown with the next prompt (Stop takes no context)
+    SessionEnd          a run the hooks started is ended (an episode with hooks_episode); state removed
+
+Every search goes through the watcher (recall's seam, watcher only): a hook answers in milliseconds and
+applies one score floor, which word overlap without an index could not honour. No watcher, no index, a
+broken file or bad input: no context and one line in .memfiles/hooks.log, never an error to the agent.
+The run-facing parts are in hook_run.py; the session's memory is hook_state.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memfiles.config import Settings
+from memfiles.errors import IndexUnavailable, MemfilesError
+from memfiles.services import hook_state
+from memfiles.services.hook_text import Item, Section, render, strip_injected
+
+# The agent's event name -> what it means here. Gemini CLI's names are its own (docs/hooks.md).
+EVENTS = {
+    "SessionStart": "session_start",
+    "UserPromptSubmit": "prompt",
+    "BeforeAgent": "prompt",
+    "PreToolUse": "pre_tool",
+    "BeforeTool": "pre_tool",
+    "PostToolUse": "post_tool",
+    "PostToolUseFailure": "post_tool",
+    "AfterTool": "post_tool",
+    "PreCompact": "pre_compact",
+    "PreCompress": "pre_compact",
+    "Stop": "stop",
+    "AfterAgent": "stop",
+    "SessionEnd": "session_end",
+}
+# Events whose output may carry hookSpecificOutput.additionalContext, by the agents' own references.
+# Claude Code's validator refuses it on Stop, PreCompact and SessionEnd; Gemini CLI reads it on these three.
+CONTEXT_EVENTS = frozenset(
+    {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "BeforeAgent", "AfterTool"}
+)
+K = 3  # entries per layer at most
+_ASK = K + 4  # asked of the index, so that entries already injected or retired leave enough
+_QUERY_LIMIT = 2000  # characters of prompt or tool output a query keeps
+_SHELL_TOOLS = ("Bash", "run_shell_command", "shell", "local_shell")
+_EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code", "status_code")
+_EXIT_TEXT = re.compile(r"\bExit Code: (-?\d+)")
+_TYPED = re.compile(r"Traceback \(most recent call last\)|\b[A-Za-z_][\w.]*(?:Error|Exception): ")
+HEADERS = {
+    "prompt": "memfiles recall for this prompt (open a path for the whole entry):",
+    "pending": "memfiles: insights that bear on your last answer:",
+    "act": "memfiles: procedures for this command:",
+    "risky": "memfiles: a risky or irreversible command; procedures and episodes of similar actions:",
+    "failure": "memfiles: seen before with this error ({signature}):",
+    "start": "memfiles: procedures for this run's goal:",
+}
+
+
+class HookInputError(MemfilesError):
+    """The hook's input is not what the agent's contract says (not JSON, not an object)."""
+
+
+@dataclass
+class Call:
+    """One hook call: the agent's event name (echoed back), what it means, the input and the session."""
+
+    event: str
+    meaning: str
+    data: dict[str, Any]
+    session: str
+    writing: Callable[[], None] = field(default=lambda: None, repr=False)  # says a write begins
+
+    def text(self, key: str) -> str:
+        value = self.data.get(key)
+        return strip_injected(value) if isinstance(value, str) else ""
+
+
+def parse_call(event: str | None, raw: str) -> Call:
+    """The call for `raw` (the hook's stdin); the event named on the command line wins over the input's."""
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as error:
+        raise HookInputError(f"the hook input is not JSON (line {error.lineno}: {error.msg})") from None
+    if not isinstance(data, dict):
+        raise HookInputError(f"the hook input must be a JSON object, got {type(data).__name__}")
+    named = data.get("hook_event_name") if isinstance(data.get("hook_event_name"), str) else None
+    event = event or named
+    if not event:
+        raise HookInputError("no event: name it (memfiles hook UserPromptSubmit) or send hook_event_name")
+    canonical = next((name for name in EVENTS if name.lower() == event.lower()), None)
+    if canonical is None:
+        raise HookInputError(f"unknown hook event {event!r} (events: {', '.join(EVENTS)})")
+    # The output must name the event the agent fired; the input says which when it says (PostToolUseFailure
+    # arriving at a hook installed as PostToolUse).
+    if named in EVENTS and EVENTS[named] == EVENTS[canonical]:
+        canonical = named
+    session = data.get("session_id")
+    session = session if isinstance(session, str) and session.strip() else "no-session"
+    return Call(canonical, EVENTS[canonical], data, session)
+
+
+def project_start(call: Call | None) -> Path:
+    """Where to look for the project: the input's cwd, else the agent's project folder, else here."""
+    cwd = call.data.get("cwd") if call else None
+    for candidate in (cwd, os.environ.get("CLAUDE_PROJECT_DIR"), os.environ.get("GEMINI_PROJECT_DIR")):
+        if isinstance(candidate, str) and candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    return Path.cwd()
+
+
+def output(call: Call, context: str) -> dict[str, Any]:
+    """The hook's JSON output: the context for events that take one, else nothing ({})."""
+    if context and call.event in CONTEXT_EVENTS:
+        return {"hookSpecificOutput": {"hookEventName": call.event, "additionalContext": context}}
+    return {}
+
+
+# --- searching ------------------------------------------------------------------------------------
+
+
+def search(settings: Settings, wanted: list[tuple[str, str]]) -> dict[str, list[dict[str, Any]]]:
+    """For each (layer, query): the live entries of that kind, best first, as contract hits.
+
+    One round trip to the watcher; IndexUnavailable when none answers (the caller logs it)."""
+    from memfiles.services.recall import EntryReader, filtered_search, to_hits
+    from memfiles.store.project import Project
+
+    wanted = [(layer, query) for layer, query in wanted if query.strip()]
+    if not wanted:
+        return {}
+    raw, _source = filtered_search(
+        settings, [(query, {"kind": layer}, _ASK) for layer, query in wanted], watcher_only=True
+    )
+    reader = EntryReader(Project(settings))
+    return {
+        layer: to_hits(reader, hits, query, _ASK, drop_retired=True)
+        for (layer, query), hits in zip(wanted, raw, strict=True)
+    }
+
+
+def pick(settings: Settings, hits: list[dict[str, Any]], seen: set[str]) -> list[Item]:
+    """The hits worth injecting: at or above the floor, not injected before in this session, K at most."""
+    items = []
+    for hit in hits:
+        entry = hit["entry"]
+        if hit["score"] < settings.hooks_floor or entry["id"] in seen:
+            continue
+        items.append(Item(entry["id"], entry["title"], entry.get("body") or "", entry["path"], entry.get("line")))
+        if len(items) == K:
+            break
+    return items
+
+
+def inject(settings: Settings, state: hook_state.SessionState, sections: list[Section], preface: str = "") -> str:
+    """Render `sections` within the budget and remember the ids shown, so that none comes twice."""
+    text, shown = render([(header, items) for header, items in sections if items], settings.hooks_budget, preface)
+    state.injected = list(dict.fromkeys([*state.injected, *shown]))
+    return text
+
+
+def layered(settings: Settings, found: dict[str, list[dict[str, Any]]], seen: set[str]) -> list[Item]:
+    """The picked items of every layer found, in the seed's order (procedure, episode, insight)."""
+    items: list[Item] = []
+    for layer in ("procedure", "episode", "insight"):
+        picked = pick(settings, found.get(layer, []), seen | {item.id for item in items})
+        items.extend(picked)
+    return items
+
+
+# --- what a tool call did -------------------------------------------------------------------------
+
+
+def clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def tool_text(call: Call) -> str:
+    """What the tool is about to do, as a query: the shell command (and its description), else its input."""
+    tool_input = call.data.get("tool_input")
+    if not isinstance(tool_input, dict):
+        return ""
+    command = tool_input.get("command")
+    if isinstance(command, list):
+        command = " ".join(str(part) for part in command)
+    if isinstance(command, str) and command.strip():
+        description = tool_input.get("description")
+        extra = f" ({description})" if isinstance(description, str) and description.strip() else ""
+        return strip_injected(command + extra)
+    strings = [value for value in tool_input.values() if isinstance(value, str) and len(value) < 500]
+    return strip_injected(" ".join(strings))
+
+
+def is_shell(call: Call) -> bool:
+    name = call.data.get("tool_name")
+    return isinstance(name, str) and name in _SHELL_TOOLS
+
+
+def failure(call: Call) -> str | None:
+    """The failure's text when the tool call failed (a non-zero exit, an error, a typed error in
+    stderr), else None. An interrupt by the user is not a failure."""
+    data = call.data
+    if data.get("is_interrupt") is True:
+        return None
+    if call.event == "PostToolUseFailure":
+        return call.text("error") or "the tool failed"
+    response = data.get("tool_response")
+    if isinstance(response, str):
+        code = _EXIT_TEXT.search(response)
+        return strip_injected(response) if code and code.group(1) != "0" else None
+    if not isinstance(response, dict) or response.get("interrupted") is True:
+        return None
+    texts = [
+        strip_injected(value)
+        for key in ("error", "stderr", "llmContent", "output", "stdout")
+        if isinstance(value := response.get(key), str) and value.strip()
+    ]
+    text = "\n".join(texts)
+    error = response.get("error")
+    if (isinstance(error, str) and error.strip()) or (isinstance(error, dict) and error):
+        return text or json.dumps(error)[:_QUERY_LIMIT]
+    if response.get("is_error") is True or response.get("isError") is True or response.get("success") is False:
+        return text or "the tool reported a failure"
+    for key in _EXIT_KEYS:
+        code = response.get(key)
+        if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+            return f"{text}\n(exit {code})".strip()
+    shown = _EXIT_TEXT.search(text)
+    if shown and shown.group(1) != "0":
+        return text
+    stderr = response.get("stderr")
+    if isinstance(stderr, str) and _TYPED.search(stderr):
+        return text
+    return None
+
+
+def tail(text: str, limit: int = _QUERY_LIMIT) -> str:
+    """The end of a long output, where the error usually is."""
+    return text if len(text) <= limit else text[-limit:]
+
+
+def guard(settings: Settings | None, call: Call | None, problem: BaseException, event: str | None = None) -> None:
+    """Log what went wrong: one line, never to the agent."""
+    where = settings.state_dir if settings else None
+    kind = "" if isinstance(problem, MemfilesError | IndexUnavailable) else f"{type(problem).__name__}: "
+    name = call.event if call else (event or "-")
+    hook_state.log(where, name, call.session if call else None, f"{kind}{problem}")

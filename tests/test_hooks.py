@@ -1,0 +1,425 @@
+"""`memfiles hook EVENT`: recorded hook inputs in, the agent's JSON out; never in the agent's way."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memfiles.config import load_settings
+from memfiles.errors import ConfigError
+from memfiles.services import hook_state, hooks
+from memfiles.services.experiences import parse_record
+from memfiles.services.hook_text import CLOSE, OPEN, Item, render, strip_injected
+from memfiles.services.watch import Watcher
+from memfiles.store.project import Project
+from tests.conftest import DATA, REPO, Run
+
+HOOKS = DATA / "hooks"
+SESSION = "4b1f2a9e-7c3d-4e21-9a58-0f6e2d8c1b77"
+RUN = "session-4b1f2a9e-7c3"
+
+
+def recorded(name: str, **changes: Any) -> str:
+    """A recorded hook input (tests/data/hooks/NAME.json), with `changes` laid over it."""
+    data = json.loads((HOOKS / f"{name}.json").read_text())
+    return json.dumps({**data, **changes})
+
+
+def hook(run: Run, event: str, name: str, **changes: Any) -> dict[str, Any]:
+    result = run("hook", event, input=recorded(name, **changes))
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def context(out: dict[str, Any]) -> str:
+    return out.get("hookSpecificOutput", {}).get("additionalContext", "")
+
+
+def log_lines(root: Path) -> list[str]:
+    path = root / ".memfiles" / "hooks.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def configure(root: Path, **values: Any) -> None:
+    lines = [f"{key} = {json.dumps(value)}" for key, value in values.items()]
+    (root / "memory" / "memfiles.toml").write_text("\n".join(lines) + "\n")
+
+
+class TestInjectedText:
+    def test_the_marker_and_what_it_wraps_are_stripped_even_when_cut_short(self) -> None:
+        """strip_injected drops every injected block, and an unclosed one to the end of the text."""
+        text = f"before {OPEN}\n- P-001 x\n{CLOSE} middle {OPEN} cut off"
+        assert strip_injected(text) == "before  middle "
+        assert strip_injected("nothing injected") == "nothing injected"
+
+    def test_render_keeps_to_the_budget_and_shortens_a_sentence_before_dropping_an_entry(self) -> None:
+        """Entries come as `ID title — first sentence (path:line)`, within the budget, marker included."""
+        body = "First sentence that is rather long and keeps going for a while. Second sentence."
+        items = [Item(f"P-00{n}", f"Procedure {n}", body, "memory/procedures.md", 9 * n) for n in range(1, 6)]
+        text, shown = render([("header:", items)], 400)
+        assert text.startswith(OPEN) and text.endswith(CLOSE) and len(text) <= 400
+        assert "- P-001 Procedure 1 — First sentence that is rather long" in text
+        assert "(memory/procedures.md:9)" in text and "Second sentence" not in text
+        assert shown == [line.split()[1] for line in text.splitlines() if line.startswith("- ")]
+        assert render([("header:", [])], 400) == ("", [])
+
+    def test_working_memory_and_distilled_records_drop_injected_context(self) -> None:
+        """What a hook injected never comes back as a record's issue or note."""
+        injected = f"{OPEN}\n- E-001 Hook tests failed — pytest failed.\n{CLOSE}"
+        record = parse_record(
+            {
+                "timestamp": "2026-11-30T09:00:00Z",
+                "issues_encountered": [f"yaml missing {injected}", injected],
+                "notes": f"fixed it {injected}",
+            },
+            1,
+        )
+        assert record.issues == ["yaml missing"] and record.notes == "fixed it"
+
+
+class TestFailureDetection:
+    @pytest.mark.parametrize(
+        ("name", "failed"),
+        [
+            ("post_tool_use_ok", False),
+            ("post_tool_use_traceback", True),
+            ("post_tool_use_failure", True),
+            ("post_tool_use_failure_interrupt", False),
+            ("gemini_after_tool_failure", True),
+            ("gemini_after_tool_ok", False),
+        ],
+    )
+    def test_a_failure_is_a_non_zero_exit_an_error_or_a_typed_error(self, name: str, failed: bool) -> None:
+        """Success and a user's interrupt are not failures; an error, an exit code or a traceback are."""
+        call = hooks.parse_call(None, recorded(name))
+        assert (hooks.failure(call) is not None) is failed
+
+    def test_an_exit_code_in_the_response_counts(self) -> None:
+        """An agent that reports the exit code (exit_code, exitCode) gets a failure for a non-zero one."""
+        for response, failed in (({"stdout": "x", "exit_code": 2}, True), ({"stdout": "x", "exitCode": 0}, False)):
+            call = hooks.parse_call("PostToolUse", recorded("post_tool_use_ok", tool_response=response))
+            assert (hooks.failure(call) is not None) is failed
+
+
+class TestNeverInTheWay:
+    @pytest.mark.parametrize(
+        "stdin",
+        ["not json {", "[1, 2]", "", json.dumps({"session_id": "s", "hook_event_name": "NoSuchEvent"})],
+    )
+    def test_bad_input_gives_no_context_exit_0_and_a_log_line(self, run: Run, root: Path, stdin: str) -> None:
+        """Input that is not the contract's: {} on stdout, exit 0, and the reason in .memfiles/hooks.log."""
+        result = run("hook", input=stdin)
+        assert result.exit_code == 0 and json.loads(result.stdout) == {}
+        assert log_lines(root), "the problem is logged"
+
+    def test_no_index_gives_no_context_and_says_so_in_the_log(self, run: Run, root: Path) -> None:
+        """A project without an index: the prompt passes untouched; the log says to build one."""
+        assert hook(run, "UserPromptSubmit", "user_prompt_submit") == {}
+        assert "no index yet" in log_lines(root)[-1] and f"session={SESSION}" in log_lines(root)[-1]
+
+    def test_a_bad_setting_gives_no_context_and_names_the_key(self, run: Run, root: Path) -> None:
+        """A broken memfiles.toml never blocks the agent; the log names the file and the key."""
+        configure(root, hooks_budget="large")
+        assert hook(run, "UserPromptSubmit", "user_prompt_submit") == {}
+        assert "memory/memfiles.toml: hooks_budget" in log_lines(root)[-1]
+
+    def test_hooks_turned_off_do_nothing(self, run: Run, root: Path) -> None:
+        """hooks_enabled = false: no context, no state, no working memory, even for a failure."""
+        configure(root, hooks_enabled=False)
+        assert hook(run, "PostToolUseFailure", "post_tool_use_failure") == {}
+        assert not (root / ".memfiles" / "hooks").exists() and not (root / "memory" / "working").exists()
+
+    def test_outside_a_project_the_executable_prints_an_empty_object(self, tmp_path: Path) -> None:
+        """The real executable, in a folder with no memory/ and with garbage input: {} and exit 0."""
+        env = {k: v for k, v in os.environ.items() if k not in ("MEMFILES_ROOT", "CLAUDE_PROJECT_DIR")}
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "memfiles"), "hook", "UserPromptSubmit"],
+            input="{not json",
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+        )
+        assert done.returncode == 0 and json.loads(done.stdout) == {} and done.stderr == ""
+
+    def test_the_hook_path_imports_neither_click_nor_the_index(self, root: Path) -> None:
+        """`memfiles hook` takes the short path: no click, no other command, no numpy or chromadb."""
+        probe = (
+            "import sys\n"
+            "sys.argv = ['memfiles', '--root', sys.argv[1], 'hook', 'UserPromptSubmit']\n"
+            "from memfiles.cli.entry import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('MODULES', ' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", probe, str(root)],
+            input=recorded("user_prompt_submit"),
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            check=True,
+        )
+        modules = set(done.stderr.split("MODULES ", 1)[1].split())
+        assert json.loads(done.stdout) == {}
+        for heavy in ("click", "memfiles.cli.main", "memfiles.services.distill", "numpy", "chromadb", "torch"):
+            assert heavy not in modules
+
+    def test_a_hung_watcher_is_cut_off_by_the_hard_timeout(self, run: Run, root: Path) -> None:
+        """A watcher that accepts and never answers: the hook gives up at hooks_timeout with {} and a log line."""
+        configure(root, hooks_timeout=0.5, hooks_watch=False)
+        (root / ".memsearch" / "chroma").mkdir(parents=True)
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(str(root / ".memsearch" / "watch.sock"))
+        server.listen(8)
+        try:
+            assert hook(run, "UserPromptSubmit", "user_prompt_submit") == {}
+        finally:
+            server.close()
+        assert "gave up after 0.5 s" in log_lines(root)[-1]
+
+
+class TestWorkingMemory:
+    def test_a_failure_is_written_to_the_sessions_run(self, run: Run, root: Path) -> None:
+        """PostToolUseFailure starts the session's run (goal: its first prompt) with the failure in it."""
+        hook(run, "UserPromptSubmit", "user_prompt_submit")
+        hook(run, "PostToolUseFailure", "post_tool_use_failure")
+        state = json.loads(run("working", "show", "--run", RUN, "--json").stdout)["working"]
+        assert state["goal"].startswith("The hook tests fail with a missing yaml module")
+        assert state["last_action"] == "Bash: pytest tests/test_hooks.py (Run the hook tests)"
+        assert state["last_observation"] == "ModuleNotFoundError: No module named 'yaml'"
+        assert state["blockers"] == ["ModuleNotFoundError: No module named 'yaml'"]
+        hook(run, "PostToolUse", "post_tool_use_traceback")  # the same signature again: one blocker
+        state = json.loads(run("working", "show", "--run", RUN, "--json").stdout)["working"]
+        assert state["blockers"] == ["ModuleNotFoundError: No module named 'yaml'"]
+
+    def test_injected_context_in_a_failure_is_not_written_back(self, run: Run) -> None:
+        """An error text that carries an injected block: the working memory gets the error, not the block."""
+        error = f"ModuleNotFoundError: No module named 'yaml' {OPEN}\n- E-001 old episode\n{CLOSE}"
+        hook(run, "PostToolUseFailure", "post_tool_use_failure", error=error)
+        state = json.loads(run("working", "show", "--run", RUN, "--json").stdout)["working"]
+        assert OPEN not in json.dumps(state) and "E-001" not in json.dumps(state)
+
+    def test_compaction_gives_the_working_memory_back_first_and_exactly(self, run: Run, root: Path) -> None:
+        """PreCompact saves the run; SessionStart compact injects it first, each value as saved, with no index."""
+        run("working", "start", "--run", "fix-ci", "--goal", "Make the hook tests pass", "--next-step", "pin pyyaml")
+        run("working", "set", "--run", "fix-ci", "--hypothesis", "the dev extra lacks `pyyaml>=6`; see tests/x.py:3")
+        assert hook(run, "PreCompact", "pre_compact") == {}  # PreCompact takes no context
+        saved = hook_state.load(root / ".memfiles", SESSION).saved
+        assert saved is not None and saved["run"] == "fix-ci"
+        text = context(hook(run, "SessionStart", "session_start_compact"))
+        lines = text.splitlines()
+        assert lines[0] == OPEN and lines[1].startswith("memfiles: working memory of run fix-ci (active)")
+        assert "- goal: Make the hook tests pass" in lines
+        assert "- hypothesis: the dev extra lacks `pyyaml>=6`; see tests/x.py:3" in lines
+        assert "- next_step: pin pyyaml" in lines and lines[-1] == CLOSE
+
+    def test_session_end_ends_only_the_run_the_hooks_started_and_removes_the_state(self, run: Run, root: Path) -> None:
+        """SessionEnd ends the hooks' run (an episode with hooks_episode), never a user's; the state goes."""
+        configure(root, hooks_episode=True)
+        hook(run, "UserPromptSubmit", "user_prompt_submit")
+        hook(run, "PostToolUseFailure", "post_tool_use_failure")
+        assert hook(run, "SessionEnd", "session_end") == {}
+        state = json.loads(run("working", "show", "--run", RUN, "--json").stdout)["working"]
+        assert state["status"] == "ended" and state["promoted"] == ["E-001"]
+        episode = json.loads(run("show", "E-001", "--json").stdout)["entry"]
+        assert episode["source"] == f"run:{RUN}" and "ModuleNotFoundError" in episode["body"]
+        assert not hook_state.state_path(root / ".memfiles", SESSION).exists()
+        run("working", "start", "--run", "mine", "--goal", "A run of my own")
+        hook(run, "SessionStart", "session_start_resume", session_id="other-session")  # adopts the one active run
+        hook(run, "SessionEnd", "session_end", session_id="other-session")
+        assert json.loads(run("working", "show", "--run", "mine", "--json").stdout)["working"]["status"] == "active"
+
+    def test_the_llm_drafter_names_the_episode_and_a_failing_one_falls_back(self, run: Run, root: Path) -> None:
+        """hooks_drafter = "llm": the model at llm_url gives title and outcome; when it fails, the episode
+        is the deterministic one and the log says why."""
+        import http.server
+        import threading
+
+        answers = ['{"ops": [{"title": "Pinned pyyaml\\nin the dev extra", "outcome": "The hook tests pass again."}]}']
+
+        class Fake(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                content = answers.pop(0) if answers else "no JSON at all"
+                reply = json.dumps({"choices": [{"message": {"content": content}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = http.server.HTTPServer(("127.0.0.1", 0), Fake)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            url = f"http://127.0.0.1:{server.server_port}/v1"
+            configure(root, hooks_episode=True, hooks_drafter="llm", llm_url=url)
+            for session in ("one", "two"):
+                hook(run, "UserPromptSubmit", "user_prompt_submit", session_id=session)
+                hook(run, "PostToolUseFailure", "post_tool_use_failure", session_id=session)
+                hook(run, "SessionEnd", "session_end", session_id=session)
+        finally:
+            server.shutdown()
+        drafted = json.loads(run("show", "E-001", "--json").stdout)["entry"]
+        assert drafted["title"] == "Pinned pyyaml in the dev extra"
+        assert drafted["body"].startswith("The hook tests pass again.")
+        fallback = json.loads(run("show", "E-002", "--json").stdout)["entry"]
+        assert fallback["title"].startswith("The hook tests fail with a missing yaml module")
+        assert any("drafter" in line and "session=two" in line for line in log_lines(root))
+
+    def test_stale_session_states_are_swept_at_session_start(self, run: Run, root: Path) -> None:
+        """A session that never reached SessionEnd leaves a state that the next SessionStart sweeps after a week."""
+        hook(run, "UserPromptSubmit", "user_prompt_submit", session_id="old")
+        old = hook_state.state_path(root / ".memfiles", "old")
+        os.utime(old, (0, 0))
+        hook(run, "SessionStart", "session_start_startup")
+        assert not old.exists() and hook_state.state_path(root / ".memfiles", SESSION).exists()
+
+
+class TestSettings:
+    @pytest.mark.parametrize(
+        ("values", "message"),
+        [
+            ({"hooks_risky": ["(unclosed"]}, 'hooks_risky: "(unclosed" is not a regular expression'),
+            ({"hooks_floor": 1.5}, "hooks_floor: must be a number from 0 to 1"),
+            ({"hooks_enabled": "yes"}, "hooks_enabled: must be true or false"),
+            ({"hooks_drafter": "gpt"}, 'hooks_drafter: must be "deterministic" or "llm"'),
+            ({"hooks_budget": 50}, "hooks_budget: must be a whole number from 200 to 100000"),
+        ],
+    )
+    def test_each_hook_setting_has_a_rule(self, root: Path, values: dict[str, Any], message: str) -> None:
+        """A bad hooks_* value is refused naming the file, the key and what it takes."""
+        configure(root, **values)
+        with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+            load_settings(root)
+
+    def test_memfiles_hooks_turns_them_off_from_the_environment(self, root: Path, monkeypatch: Any) -> None:
+        """MEMFILES_HOOKS=off (or 0, false, no) turns the hooks off; another word is refused."""
+        monkeypatch.setenv("MEMFILES_HOOKS", "off")
+        assert load_settings(root).hooks_enabled is False
+        monkeypatch.setenv("MEMFILES_HOOKS", "maybe")
+        with pytest.raises(ConfigError, match="MEMFILES_HOOKS"):
+            load_settings(root)
+
+
+EPISODE = "pytest failed with ModuleNotFoundError: No module named 'yaml'; installing the dev extra fixed it."
+
+
+@pytest.fixture
+def warm(root: Path, run: Run) -> Iterator[Path]:
+    """A project with procedures, episodes and insights, indexed, and a watcher running in this process."""
+    ops = [
+        ("procedure", "Run make install before the test suite", "The dev extra brings pyyaml and pre-commit."),
+        ("procedure", "Take a database snapshot before a migration", "Staging lost columns twice: pg_dump first."),
+        ("episode", "Hook tests failed on a missing yaml module", EPISODE),
+        (
+            "episode",
+            "A force push erased commits on main",
+            "git push --force on main lost two commits; the reflog saved them.",
+        ),
+        (
+            "insight",
+            "Test dependencies belong in one extra",
+            "Every dependency a test imports is declared in the dev extra.",
+        ),
+    ]
+    batch = {"ops": [{"op": "add", "kind": k, "title": t, "area": "ci", "body": b} for k, t, b in ops]}
+    assert run("import", "-", input=json.dumps(batch)).exit_code == 0
+    configure(root, hooks_timeout=60, hooks_watch=False)  # a loaded CI machine answers slowly
+    assert run("backfill").exit_code == 0
+    watcher = Watcher(Project(load_settings(root)), debounce=0.1)
+    watcher.start()
+    try:
+        yield root
+    finally:
+        watcher.stop()
+
+
+@pytest.mark.integration
+class TestWarm:
+    def test_a_prompt_gets_its_layers_in_order_once_per_session(self, warm: Path, run: Run) -> None:
+        """The prompt's procedure, episode and insight come in the seed's order; the same prompt again gets nothing."""
+        out = hook(run, "UserPromptSubmit", "user_prompt_submit")
+        assert out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+        text = context(out)
+        ids = [line.split()[1] for line in text.splitlines() if line.startswith("- ")]
+        assert "E-001" in ids and len(text) <= 1500
+        assert ids == sorted(ids, key=lambda i: "PEI".index(i[0]))
+        assert "- E-001 Hook tests failed on a missing yaml module — pytest failed with" in text
+        assert "(memory/episodes.md:" in text
+        assert hook(run, "UserPromptSubmit", "user_prompt_submit") == {}
+        assert context(hook(run, "UserPromptSubmit", "user_prompt_submit", session_id="another"))  # a new session
+
+    def test_a_prompt_with_nothing_relevant_gets_nothing(self, warm: Path, run: Run) -> None:
+        """Below the floor nothing is injected: an off-topic prompt passes untouched."""
+        assert hook(run, "UserPromptSubmit", "user_prompt_submit_offtopic") == {}
+
+    def test_a_risky_command_brings_the_episodes_of_similar_actions(self, warm: Path, run: Run) -> None:
+        """git push --force matches hooks_risky: its episode comes before the command runs."""
+        text = context(hook(run, "PreToolUse", "pre_tool_use_risky"))
+        assert "a risky or irreversible command" in text and "E-002 A force push erased commits on main" in text
+
+    def test_a_failure_brings_the_episode_of_its_signature(self, warm: Path, run: Run) -> None:
+        """PostToolUseFailure: the episode with the same error signature, named in the header."""
+        text = context(hook(run, "PostToolUseFailure", "post_tool_use_failure"))
+        assert "`ModuleNotFoundError: No module named 'yaml'`" in text and "E-001" in text
+
+    def test_the_budget_bounds_what_is_injected(self, warm: Path, run: Run) -> None:
+        """With hooks_budget = 250 the context holds at most 250 characters, marker included."""
+        configure(warm, hooks_timeout=60, hooks_watch=False, hooks_budget=250)
+        text = context(hook(run, "UserPromptSubmit", "user_prompt_submit"))
+        assert text and len(text) <= 250
+
+    def test_an_answer_leaves_its_insights_for_the_next_prompt(self, warm: Path, run: Run) -> None:
+        """Stop takes no context: the insight on the answer comes with the next prompt, under its own header."""
+        assert hook(run, "Stop", "stop") == {}
+        text = context(hook(run, "UserPromptSubmit", "user_prompt_submit_offtopic"))
+        assert "insights that bear on your last answer" in text and "I-001" in text
+
+    def test_gemini_cli_events_answer_in_its_names(self, warm: Path, run: Run) -> None:
+        """BeforeAgent and AfterTool get the same recall, with hookEventName as Gemini CLI sent it."""
+        out = hook(run, "BeforeAgent", "gemini_before_agent")
+        assert out["hookSpecificOutput"]["hookEventName"] == "BeforeAgent" and "E-001" in context(out)
+        assert hook(run, "AfterTool", "gemini_after_tool_ok") == {}
+
+    def test_session_start_starts_a_watcher_when_an_index_has_none(self, root: Path, run: Run) -> None:
+        """With an index and no watcher, SessionStart starts one in the background; later hooks are warm."""
+        from memfiles.services import ipc
+
+        run("add", "-k", "procedure", "-t", "Run make install first", "-a", "ci", "--body", "The dev extra.")
+        assert run("backfill").exit_code == 0
+        settings = load_settings(root)
+        assert hook(run, "SessionStart", "session_start_startup") == {}
+        assert "started the watcher" in log_lines(root)[-1]
+        try:
+            answer = None
+            for _ in range(3000):  # the model loads in the new process; a loaded machine is slow
+                answer = ipc.request(settings, {"op": "ping"}, timeout=60)
+                if answer is not None:
+                    break
+                time.sleep(0.1)
+            assert answer is not None, (root / ".memsearch" / "watch.log").read_text()
+        finally:
+            pid_file = root / ".memsearch" / "watch.pid"
+            for _ in range(600):  # the pid file is written once the watcher holds its lock
+                if pid_file.exists() and pid_file.read_text().strip():
+                    os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
+                    break
+                time.sleep(0.1)
+
+    def test_session_start_restores_then_adds_procedures_for_the_goal(self, warm: Path, run: Run) -> None:
+        """After a resume: the run's working memory first, then procedures for its goal and next step."""
+        run("working", "start", "--run", "fix-ci", "--goal", "Make the test suite pass", "--next-step", "make install")
+        text = context(hook(run, "SessionStart", "session_start_resume"))
+        assert text.index("working memory of run fix-ci") < text.index("P-001 Run make install before the test suite")
