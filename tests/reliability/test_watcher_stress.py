@@ -37,7 +37,8 @@ def converge(root: Path, timeout: float = 600) -> dict:
 def equals_rebuild(root: Path, tmp: Path) -> bool:
     cli(root, "watch", "--stop", check=False)
     state = index_state(root)
-    rebuilt = copy_project(root, tmp / "rebuilt")
+    # beside the project, not inside it: a root nested in another project is refused (--root rule)
+    rebuilt = copy_project(root, tmp.parent / f"{tmp.name}-rebuilt")
     cli(rebuilt, "backfill", "--rebuild")
     wanted = index_state(rebuilt)
     return state["in_step"] and state["store"] == wanted["store"] and state["catalog"] == wanted["catalog"]
@@ -126,9 +127,11 @@ def test_branch_switch_replaces_every_file(root: Path, tmp_path: Path) -> None:
     cli(root, "import", str(ops_file(tmp_path / "main.json", 40)))
     subprocess.run([*git, "-C", str(root), "add", "-A"], check=True)
     subprocess.run([*git, "-C", str(root), "commit", "-qm", "main"], check=True)
-    subprocess.run([*git, "-C", str(root), "checkout", "-qb", "other"], check=True)
-    for path in (root / "memory").glob("*.md"):
-        path.unlink()
+    # An unrelated history (ids.txt included): deleting main's files on a branch of main would be entries
+    # deleted by hand, which `check` rightly reports.
+    subprocess.run([*git, "-C", str(root), "checkout", "-q", "--orphan", "other"], check=True)
+    subprocess.run([*git, "-C", str(root), "rm", "-rqf", "."], check=True)
+    (root / "memory").mkdir(exist_ok=True)
     cli(root, "import", str(ops_file(tmp_path / "other.json", 40, start=500, kinds=("fact", "todo"))))
     subprocess.run([*git, "-C", str(root), "add", "-A"], check=True)
     subprocess.run([*git, "-C", str(root), "commit", "-qm", "other"], check=True)
