@@ -49,7 +49,7 @@ def test_notebook_fails_loudly_when_an_output_is_missing(tmp_path: Path, monkeyp
     (data / "dedupe.json").unlink()
     from nbclient.exceptions import CellExecutionError
 
-    with pytest.raises(CellExecutionError, match="dedupe.json"):
+    with pytest.raises(CellExecutionError, match=r"dedupe\.json"):
         _execute(data, tmp_path / "img", monkeypatch)
 
 
