@@ -155,9 +155,9 @@ def main() -> None:
     for size in sizes:
         for row in bench(size):
             print(row, flush=True)
-    if args.json_out:
-        document = {"script": "bench_index", "command": " ".join(sys.argv), "sizes": RESULTS}
-        args.json_out.write_text(json.dumps(document, indent=1) + "\n")
+        if args.json_out:  # after each size: a run cut short keeps what it measured
+            document = {"script": "bench_index", "command": " ".join(sys.argv), "sizes": RESULTS}
+            args.json_out.write_text(json.dumps(document, indent=1) + "\n")
 
 
 if __name__ == "__main__":
