@@ -331,6 +331,8 @@ def main() -> None:
                 except PeerFailed as error:
                     rows[system] = {"error": str(error)}
                     print(f"  {system} failed: {error}", file=sys.stderr, flush=True)
+                if args.json_out:  # after each system: a run cut short keeps what it measured
+                    args.json_out.write_text(json.dumps(document, indent=1) + "\n")
     document["machine"]["load_average_end"] = os.getloadavg()
     print(table(document))
     if args.json_out:
