@@ -236,6 +236,7 @@ def bench_memsearch(bin_: Path, work: Path, names: dict, queries: dict, qrels: d
 
 
 def bench_llm(bin_: Path, work: Path, names: dict, queries: dict, qrels: dict, cli: int, env: dict) -> dict:
+    (work / "llm").mkdir()
     model, db = env["BENCH_MODEL"], str(work / "llm" / "embeddings.db")
     llm = str(bin_ / "llm")
     run([llm, "sentence-transformers", "register", model, "--alias", "minilm"], env)
