@@ -1,6 +1,6 @@
 """Benchmark of the semantic index: backfill throughput, query latency, memory.
 
-  python scripts/bench_index.py [--sizes 1000,10000]
+  python scripts/bench_index.py [--sizes 1000,10000] [--json-out PATH]
 
 Every figure comes with a baseline measured in the same run: raw `model.encode` throughput (the
 limit for a cold backfill), `grep -ril` over the memory folder (the floor for a lexical lookup), and
@@ -24,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from eval_retrieval import CONFIG, DATA, as_body, read_jsonl
 
 BIN = Path(sys.executable).parent
+# Figures by corpus size, written by --json-out for notebooks/benchmarks.ipynb.
+RESULTS: dict[int, dict[str, float]] = {}
 
 
 def measured(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
@@ -90,6 +92,7 @@ def bench(size: int) -> list[str]:
         cold, cold_rss, _ = measured([str(BIN / "memfiles"), "backfill"], env)
         again, _, _ = measured([str(BIN / "memfiles"), "backfill"], env)
         limit = encode_baseline(items)
+        RESULTS[size] = {"backfill_s": cold, "backfill_rate": size / cold, "encode_rate": limit}
         rows.append(
             f"| backfill {size:,}, cold | {cold:.1f} s | {size / cold:,.0f} entries/s | "
             f"bare model.encode: {limit:,.0f} texts/s | {size / cold / limit:.2f}x | {cold_rss:,.0f} MB |"
@@ -110,6 +113,7 @@ def bench(size: int) -> list[str]:
                 timings.append((time.perf_counter() - start) * 1000)
             p50, p95 = percentiles(timings)
             rows.append(f"| query {size:,}, in-process (warm) | p50 {p50:.1f} ms | p95 {p95:.1f} ms | | | |")
+            RESULTS[size].update(warm_p50_ms=p50, warm_p95_ms=p95)
             timings = []
             for query in queries[:20]:
                 start = time.perf_counter()
@@ -132,6 +136,7 @@ def bench(size: int) -> list[str]:
         c50, c95 = percentiles(cli)
         g50, _ = percentiles(grep)
         b50, _ = percentiles(bare)
+        RESULTS[size].update(cold_p50_ms=c50 * 1000, cold_p95_ms=c95 * 1000, grep_ms=g50 * 1000, bare_ms=b50 * 1000)
         rows.append(
             f"| memsearch {size:,}, cold CLI | p50 {c50:.2f} s | p95 {c95:.2f} s | grep -ril: {g50 * 1000:.0f} ms,"
             f" python -c pass: {b50 * 1000:.0f} ms | {c50 / g50:.0f}x grep | {rss:,.0f} MB |"
@@ -142,12 +147,17 @@ def bench(size: int) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1000,10000")
-    sizes = [int(s) for s in parser.parse_args().sizes.split(",")]
+    parser.add_argument("--json-out", type=Path, help="also write the figures by size as JSON here")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
     print("| what | time | rate | baseline (same run) | ratio | peak RSS |")
     print("|---|---|---|---|---|---|")
     for size in sizes:
         for row in bench(size):
             print(row, flush=True)
+        if args.json_out:  # after each size: a run cut short keeps what it measured
+            document = {"script": "bench_index", "command": " ".join(sys.argv), "sizes": RESULTS}
+            args.json_out.write_text(json.dumps(document, indent=1) + "\n")
 
 
 if __name__ == "__main__":

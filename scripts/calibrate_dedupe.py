@@ -1,6 +1,6 @@
 """Measure near-duplicate detection on SeaMonkey's duplicate bug reports instead of guessing it.
 
-  python scripts/calibrate_dedupe.py [--notebook notebooks/dedupe_threshold.ipynb]
+  python scripts/calibrate_dedupe.py [--notebook notebooks/dedupe_threshold.ipynb] [--json-out PATH]
 
 SeaMonkey (1,076 bug reports; 46 pairs marked duplicate by the project's triagers) is split by time:
 the TUNE part is the 400 reports filed before 2021-08-11 (24 labelled pairs), the REPORT part the 676
@@ -31,6 +31,7 @@ from eval_retrieval import DATA, _cli, make_project, read_jsonl
 
 from memfiles.config import load_settings
 from memfiles.index.text import tokenize
+from memfiles.mdlint.rules import known_rules
 from memfiles.services import dupes
 from memfiles.services.dedupe import LEXICAL_PAIR_THRESHOLD, LEXICAL_TITLE, lexical_pairs, sparse_similarities
 from memfiles.store.project import Project
@@ -39,6 +40,8 @@ SPLIT = "2021-08-11"
 BUDGET = 500 / 2500  # pairs flagged per entry
 TITLE_WEIGHTS = (0.0, 0.1, 0.2, 0.3)
 RARE_WEIGHTS = (0.0, 0.1, 0.2)
+# Precision-recall curves by part and scoring, written by --json-out for notebooks/benchmarks.ipynb.
+CURVES: dict[str, dict] = {}
 
 
 def load() -> tuple[dict[str, list[dict]], dict[str, set[tuple[str, str]]]]:
@@ -64,6 +67,10 @@ class Part:
 
     def __init__(self, folder: Path, docs: list[dict], labelled: set[tuple[str, str]]) -> None:
         self.folder = folder
+        # Bug reports are not memory notes: bare URLs in titles, setext headings, loose lists... which the
+        # write path's lint refuses. The eval keeps the reporters' words as they are, so lint is off here.
+        rules = "".join(f"plugins.{rule}.enabled = false\n" for rule in sorted(known_rules()))
+        (folder / "pyproject.toml").write_text("[tool.pymarkdown]\n" + rules)
         to_corpus = make_project(folder, docs)
         start = time.perf_counter()
         _cli(["memfiles", "--root", str(folder), "backfill"])
@@ -110,6 +117,20 @@ class Part:
         order = np.argsort(-flat, kind="stable")[: self.budget]
         found = self.truth[self.upper][order].sum()
         return found / len(self.labelled), float(flat[order[-1]])
+
+    def curve(self, scores: np.ndarray, points: int = 60) -> dict[str, list[float]]:
+        """Precision and recall of flagging every pair scoring at least t, for t across the top scores."""
+        flat = scores[self.upper]
+        truth = self.truth[self.upper]
+        top = np.sort(flat)[::-1][: max(4 * self.budget, 10)]
+        out: dict[str, list[float]] = {"threshold": [], "precision": [], "recall": []}
+        for threshold in np.linspace(float(top[-1]), float(top[0]), points):
+            flagged = flat >= threshold
+            found = float((flagged & truth).sum())
+            out["threshold"].append(round(float(threshold), 4))
+            out["precision"].append(found / max(int(flagged.sum()), 1))
+            out["recall"].append(found / len(self.labelled))
+        return out
 
     def at_threshold(self, scores: np.ndarray, threshold: float) -> tuple[int, float]:
         flagged = scores[self.upper] >= threshold
@@ -197,6 +218,19 @@ def report() -> list[tuple[str, str]]:
         for name, p in (("TUNE", tune), ("REPORT", part)):
             scores = p.score(dupes.TITLE_WEIGHT, dupes.RARE_WEIGHT)
             count, recall = p.at_threshold(scores, dupes.THRESHOLD)
+            flagged = scores[p.upper] >= dupes.THRESHOLD
+            CURVES[name] = {
+                "reports": p.n,
+                "labelled_pairs": len(p.labelled),
+                "threshold": dupes.THRESHOLD,
+                "at_threshold": {
+                    "flagged": count,
+                    "recall": recall,
+                    "precision": float((flagged & p.truth[p.upper]).sum()) / max(count, 1),
+                },
+                "memfiles": p.curve(scores),
+                "plain_cosine": p.curve(p.dense),
+            }
             table.append(_row(f"the defaults, computed in-process on {name}", count, p.n, recall, len(p.labelled)))
         out.append(
             (
@@ -254,8 +288,12 @@ def notebook(sections: list[tuple[str, str]], path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--notebook", type=Path)
+    parser.add_argument("--json-out", type=Path, help="also write the precision-recall curves as JSON here")
     args = parser.parse_args()
     sections = report()
+    if args.json_out:
+        document = {"script": "calibrate_dedupe", "command": " ".join(sys.argv), "parts": CURVES}
+        args.json_out.write_text(json.dumps(document, indent=1) + "\n")
     for title, table in sections:
         print(f"**{title}**\n\n{table}\n")
     if args.notebook:
