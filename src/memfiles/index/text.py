@@ -18,13 +18,12 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 # English question framing: words that say a question is being asked, not what it is about ("what did
 # we learn about X?", "can you show me X"). Generic on purpose (wh-words, auxiliaries, pronouns, request
 # verbs), not the vocabulary of any one collection's queries (see docs/retrieval.md for its effect).
-FRAMING = frozenset(
-    """
+_FRAMING_TEXT = """
 what which who whom whose where when why how is are was were am be been do does did can could would should
 will shall i we me us my our you your please tell show find list give want need looking know learn learned
 learnt any there about regarding concerning
-""".split()
-)
+"""
+FRAMING = frozenset(_FRAMING_TEXT.split())
 # Only a whole word, optionally followed by sentence punctuation, is framing: `how-to`, `on-call`,
 # `--what`, `what.py`, `"what"` and `What()` are never touched.
 _PLAIN_WORD = re.compile(r"([A-Za-z]+)[?.,;:!]*")
