@@ -18,6 +18,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,37 +38,43 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def as_body(text: str) -> str:
-    """Public text made fit for an entry body: headings escaped, a fence left open closed."""
+def as_body(text: str, fence: bool = False) -> str:
+    """Public text made fit for an entry body: headings escaped, a fence left open closed, bare URLs
+    bracketed. `fence`: the whole text inside a code fence (bug reports quote logs, stack traces and
+    setext-looking lines that the lint rule set would refuse as Markdown)."""
     from memfiles.format.grammar import Fence
 
+    if fence:
+        lines = [line.replace("\t", "    ").rstrip() for line in text.strip().split("\n")]
+        marker = "~" * max(3, 1 + max((len(m) for m in re.findall(r"~+", text)), default=0))
+        return "\n".join([marker, *lines, marker]) if any(lines) else ""
     lines = ["\\" + line if line.startswith("#") else line for line in unbare(text).strip().split("\n")]
-    fence = Fence()
+    fence_state = Fence()
     for number, line in enumerate(lines, start=1):
-        fence.feed(line, number)
-    if fence.marker is not None:
-        lines.append(fence.marker)
+        fence_state.feed(line, number)
+    if fence_state.marker is not None:
+        lines.append(fence_state.marker)
     return "\n".join(lines)
 
 
 def unbare(text: str) -> str:
     """Bare URLs put in angle brackets: the lint rule set refuses a bare URL in an entry (md034)."""
-    import re
-
     return re.sub(r"(?<![<(])\bhttps?://[^\s<>()]+", lambda m: f"<{m.group(0)}>", text)
 
 
-def make_project(folder: Path, corpus: list[dict]) -> dict[str, str]:
+def make_project(folder: Path, corpus: list[dict], fence: bool = False) -> dict[str, str]:
     """A memfiles project holding `corpus` as fact entries; returns entry id -> corpus id."""
     (folder / "memory").mkdir()
     (folder / "memory" / "memfiles.toml").write_text(CONFIG)
+    # Bug reports quote shell sessions as `$ command` without output; that is not this text's fault.
+    (folder / "pyproject.toml").write_text("[tool.pymarkdown]\nplugins.md014.enabled = false\n")
     ops = [
         {
             "op": "add",
             "kind": "fact",
             "area": "corpus",
             "title": unbare(" ".join(doc["title"].split())) or doc["_id"],
-            "body": as_body(doc.get("text", "")) or doc["title"],
+            "body": as_body(doc.get("text", ""), fence) or doc["title"],
             "file": "memory/corpus.md",
         }
         for doc in corpus
@@ -145,7 +152,7 @@ def project(name: str, corpus: list[dict], small: bool) -> tuple[Path, dict[str,
         return folder, json.loads(marker.read_text())["to_corpus"]
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    to_corpus = make_project(folder, corpus)
+    to_corpus = make_project(folder, corpus, fence=name == "seamonkey")
     _cli(["memfiles", "--root", str(folder), "backfill"])
     marker.write_text(json.dumps({"key": key, "to_corpus": to_corpus}))
     return folder, to_corpus
@@ -287,6 +294,7 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="a subset of each collection (a smoke run)")
     parser.add_argument("--only", action="append", choices=NAMES, help="these collections only")
     parser.add_argument("--no-sweep", action="store_true", help="the table only: no grid, no LOCO folds")
+    parser.add_argument("--all-modes", action="store_true", help="also memsearch --mode lexical and dense")
     parser.add_argument("--passages", action="store_true", help="also try scoring an entry by its best passage")
     args = parser.parse_args()
     from retrieval_sweep import Setting, grid, loco, prepare, sweep
@@ -298,7 +306,7 @@ def main() -> None:
         corpus, queries, qrels, exclude = load(name, args.small)
         folder, to_corpus = project(name, corpus, args.small)
         table[name] = {}
-        for mode in ("hybrid",) if args.small else ("hybrid", "lexical", "dense"):
+        for mode in ("hybrid", "lexical", "dense") if args.all_modes else ("hybrid",):
             ranked, scored = run_cli(folder, to_corpus, queries, exclude, mode)
             table[name][f"memfiles {mode} (CLI)"] = figures(ranked, qrels)
             if mode == "hybrid":

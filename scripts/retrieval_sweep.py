@@ -70,8 +70,8 @@ def prepare(name: str, folder: Path, to_corpus, queries, qrels, exclude, passage
     """Read one backfilled project's vectors and compute every raw signal the grid needs."""
     from memfiles.config import load_settings
     from memfiles.index.catalog import Catalog
-    from memfiles.index.lexical import LexicalIndex, document_tokens
-    from memfiles.index.text import strip_framing
+    from memfiles.index.lexical import LexicalIndex
+    from memfiles.index.text import strip_framing, tokenize
     from memfiles.services.index_session import open_index
 
     qids = list(qrels)
@@ -93,26 +93,27 @@ def prepare(name: str, folder: Path, to_corpus, queries, qrels, exclude, passage
                     scores[:, row] = np.maximum(scores[:, row], (v @ pieces.T).max(axis=1))
                 passage_dense[framing] = scores
     lexical = {}
+    title_tokens = [tokenize(d.title) for d in docs]
+    body_tokens = [tokenize(d.body()) for d in docs]
     for k1, b, tw in {(s.k1, s.b, s.title_weight) for s in grid(False, small)}:
-        index = LexicalIndex.build([document_tokens(d.title, d.body(), tw) for d in docs], k1=k1, b=b)
+        tokens = [title * tw + body for title, body in zip(title_tokens, body_tokens, strict=True)]
+        index = LexicalIndex.build(tokens, k1=k1, b=b)
         for framing in (True, False):
             lexical[(framing, k1, b, tw)] = np.stack([index.scores(t) for t in texts[int(framing)]])
     return Collection(name, qrels, queries, exclude, [to_corpus[i] for i in order], dense, passage_dense, lexical)
 
 
-def passage_vectors(embedder, docs, limit: int = 200) -> dict[int, np.ndarray]:
-    """Vectors of ~`limit`-word-piece passages (title prepended) of every entry longer than the model reads."""
-    words_per_passage = int(limit * 0.6)  # a word is about 1.3-1.7 word pieces in these collections
+def passage_vectors(embedder, docs, words: int = 150, most: int = 6) -> dict[int, np.ndarray]:
+    """Vectors of the first `most` passages of `words` words (title prepended) of every entry longer than
+    the model reads (256 word pieces, about 190 words here); the whole-entry vector covers the start."""
     pieces, owner = [], []
     for row, doc in enumerate(docs):
-        words = doc.body().split()
-        if len(doc.text.split()) * 1.3 <= 256:
+        body = doc.body().split()
+        if len(doc.text.split()) <= 190:
             continue
-        for start in range(0, len(words), words_per_passage // 2):  # half-overlapping windows
-            pieces.append(doc.title + "\n\n" + " ".join(words[start : start + words_per_passage]))
+        for start in range(0, min(len(body), words * most), words):
+            pieces.append(doc.title + "\n\n" + " ".join(body[start : start + words]))
             owner.append(row)
-            if start + words_per_passage >= len(words):
-                break
     if not pieces:
         return {}
     encoded = embedder.encode(pieces)
