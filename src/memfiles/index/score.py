@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 DENSE_ZERO = 0.2
 DENSE_ONE = 0.8
 LEXICAL_SCALE = 1.0
-LEXICAL_WEIGHT = 0.6  # the best MRR on SeaMonkey duplicate retrieval (scripts/eval_retrieval.py calibrate)
+LEXICAL_WEIGHT = 0.6  # chosen on SeaMonkey first; its held-out standing: docs/retrieval.md (eval_retrieval.py loco)
 FUSION = "minmax"  # how the ranking puts the two signals on one scale (see relative)
 EXACT_FLOOR = 0.9
 ID_SCORE = 1.0
