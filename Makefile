@@ -44,8 +44,7 @@ lint: install deps
 bench: install
 	$(PY) scripts/bench_write.py
 	$(PY) scripts/bench_index.py
-	$(PY) scripts/eval_retrieval.py calibrate
-	$(PY) scripts/eval_retrieval.py cacm
+	$(PY) scripts/eval_retrieval.py loco --passages --all-modes
 	$(PY) scripts/calibrate_dedupe.py --notebook notebooks/dedupe_threshold.ipynb
 	$(PY) scripts/eval_distil.py
 	$(PY) scripts/bench_dupes.py

@@ -1,55 +1,80 @@
-"""Retrieval quality on public labelled data, measured through memfiles itself.
+"""Retrieval quality on public labelled data, measured through memfiles itself (docs/retrieval.md).
 
-  python scripts/eval_retrieval.py cacm        # CACM through the CLI: import, backfill, memsearch --batch
-  python scripts/eval_retrieval.py calibrate   # the fusion weight, chosen on SeaMonkey duplicate retrieval
-                                               # (both also print what score bands mean there)
+  python scripts/eval_retrieval.py loco            # CACM, CISI and SeaMonkey: one table, LOCO folds, experiments
+  python scripts/eval_retrieval.py loco --small    # the same on a small subset of each (a smoke run)
+  python scripts/eval_retrieval.py loco --only cacm --no-sweep   # one collection's table and score bands
 
+Each collection becomes a memfiles project (`memfiles import`, `memfiles backfill`) queried with
+`memsearch --batch`; the baselines (bm25s alone, MiniLM alone, plain RRF k=60 of the two) run in the same
+process on the same texts and the same stored vectors. Backfilled projects are cached under
+~/.cache/memfiles-eval (or $MEMFILES_EVAL_CACHE; by corpus and model), so a second run re-embeds
+nothing; the BM25 sidecar is dropped on reuse, so the lexical index always comes from the code measured.
 The data is read from ../shared/data (or $MEMFILES_EVAL_DATA); nothing of it is copied into the repo.
 """
 
 from __future__ import annotations
 
+import argparse
+import hashlib
 import json
-import math
 import os
+import re
+import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 DATA = Path(os.environ.get("MEMFILES_EVAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+# Outside any project: a project inside another one is refused (the root rule).
+CACHE = Path(os.environ.get("MEMFILES_EVAL_CACHE", Path.home() / ".cache" / "memfiles-eval"))
 CONFIG = "title_limit = 300\nbody_limit = 10000\nwrap = 0\n"
+NAMES = ["cacm", "cisi", "seamonkey"]
+SMALL_QUERIES, SMALL_OTHERS = 12, 150
 
 
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def as_body(text: str) -> str:
-    """Public text made fit for an entry body: headings escaped, a fence left open closed."""
+def as_body(text: str, fence: bool = False) -> str:
+    """Public text made fit for an entry body: headings escaped, a fence left open closed, bare URLs
+    bracketed. `fence`: the whole text inside a code fence (bug reports quote logs, stack traces and
+    setext-looking lines that the lint rule set would refuse as Markdown)."""
     from memfiles.format.grammar import Fence
 
-    lines = ["\\" + line if line.startswith("#") else line for line in text.strip().split("\n")]
-    fence = Fence()
+    if fence:
+        lines = [line.replace("\t", "    ").rstrip() for line in text.strip().split("\n")]
+        marker = "~" * max(3, 1 + max((len(m) for m in re.findall(r"~+", text)), default=0))
+        return "\n".join([marker, *lines, marker]) if any(lines) else ""
+    lines = ["\\" + line if line.startswith("#") else line for line in unbare(text).strip().split("\n")]
+    fence_state = Fence()
     for number, line in enumerate(lines, start=1):
-        fence.feed(line, number)
-    if fence.marker is not None:
-        lines.append(fence.marker)
+        fence_state.feed(line, number)
+    if fence_state.marker is not None:
+        lines.append(fence_state.marker)
     return "\n".join(lines)
 
 
-def make_project(folder: Path, corpus: list[dict]) -> dict[str, str]:
+def unbare(text: str) -> str:
+    """Bare URLs put in angle brackets: the lint rule set refuses a bare URL in an entry (md034)."""
+    return re.sub(r"(?<![<(])\bhttps?://[^\s<>()]+", lambda m: f"<{m.group(0)}>", text)
+
+
+def make_project(folder: Path, corpus: list[dict], fence: bool = False) -> dict[str, str]:
     """A memfiles project holding `corpus` as fact entries; returns entry id -> corpus id."""
     (folder / "memory").mkdir()
     (folder / "memory" / "memfiles.toml").write_text(CONFIG)
+    # Bug reports quote shell sessions as `$ command` without output; that is not this text's fault.
+    (folder / "pyproject.toml").write_text("[tool.pymarkdown]\nplugins.md014.enabled = false\n")
     ops = [
         {
             "op": "add",
             "kind": "fact",
             "area": "corpus",
-            "title": " ".join(doc["title"].split()) or doc["_id"],
-            "body": as_body(doc.get("text", "")) or doc["title"],
+            "title": unbare(" ".join(doc["title"].split())) or doc["_id"],
+            "body": as_body(doc.get("text", ""), fence) or doc["title"],
             "file": "memory/corpus.md",
         }
         for doc in corpus
@@ -68,60 +93,128 @@ def _cli(command: list[str]) -> str:
     return result.stdout
 
 
-def metrics(ranked: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> tuple[float, float, float]:
-    ndcg = recall = mrr = 0.0
-    for query, relevant in qrels.items():
-        top = ranked.get(query, [])[:10]
-        dcg = sum(1 / math.log2(i + 2) for i, doc in enumerate(top) if relevant.get(doc, 0) > 0)
-        ideal = sum(1 / math.log2(i + 2) for i in range(min(10, len(relevant))))
-        ndcg += dcg / ideal
-        recall += len([d for d in top if d in relevant]) / len(relevant)
-        mrr += next((1 / (i + 1) for i, doc in enumerate(top) if doc in relevant), 0.0)
-    n = len(qrels)
-    return ndcg / n, recall / n, mrr / n
-
-
-def cacm() -> None:
-    corpus = read_jsonl(DATA / "cacm" / "corpus.jsonl")
-    queries = {q["_id"]: q["text"] for q in read_jsonl(DATA / "cacm" / "queries.jsonl")}
+def _qrels(path: Path) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
-    for line in (DATA / "cacm" / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+    for line in path.read_text().splitlines()[1:]:
         query, doc, score = line.split("\t")
-        qrels.setdefault(query, {})[doc] = int(score)
-    with tempfile.TemporaryDirectory() as name:
-        folder = Path(name)
-        start = time.perf_counter()
-        to_corpus = make_project(folder, corpus)
-        imported = time.perf_counter() - start
-        start = time.perf_counter()
-        _cli(["memfiles", "--root", str(folder), "backfill"])
-        indexed = time.perf_counter() - start
-        batch = folder / "queries.jsonl"
-        batch.write_text("".join(json.dumps({"id": q, "query": queries[q], "k": 10}) + "\n" for q in qrels))
-        print(
-            f"CACM: {len(corpus):,} entries, {len(qrels)} judged queries; import {imported:.1f} s, "
-            f"backfill {indexed:.1f} s\n"
-        )
-        print("| ranking (memsearch --batch --mode) | nDCG@10 | recall@10 | MRR@10 | batch time |")
-        print("|---|---|---|---|---|")
-        for mode in ("lexical", "dense", "hybrid"):
-            start = time.perf_counter()
-            out = _cli(["memsearch", "--root", str(folder), "--batch", str(batch), "--mode", mode])
-            seconds = time.perf_counter() - start
-            ranked, scored = {}, []
-            for line in out.splitlines():
-                item = json.loads(line)
-                ranked[str(item["id"])] = [to_corpus[hit["entry"]["id"]] for hit in item["hits"]]
-                relevant = qrels.get(str(item["id"]), {})
-                scored += [(hit["score"], to_corpus[hit["entry"]["id"]] in relevant) for hit in item["hits"]]
-            ndcg, recall, mrr = metrics(ranked, qrels)
-            print(f"| {mode} | {ndcg:.3f} | {recall:.3f} | {mrr:.3f} | {seconds:.1f} s |")
-            if mode == "hybrid":
-                bands = score_bands(scored)
-        print("\n| hybrid score (top 10 of each query) | hits | judged relevant |")
-        print("|---|---|---|")
-        for label, total, relevant in bands:
-            print(f"| {label} | {total} | {relevant / total:.0%} |" if total else f"| {label} | 0 | - |")
+        if int(score) > 0:
+            qrels.setdefault(query, {})[doc] = int(score)
+    return qrels
+
+
+def load(name: str, small: bool) -> tuple[list[dict], dict[str, str], dict[str, dict[str, int]], dict[str, str]]:
+    """A collection's corpus, queries, judgements and excluded hits (SeaMonkey: the report asked from).
+
+    SeaMonkey is duplicate retrieval: each report of a duplicate pair is a query by its title, and the
+    other report of the pair is the one relevant entry. `small`: the first judged queries, their
+    relevant documents and the first other documents.
+    """
+    corpus = read_jsonl(DATA / name / "corpus.jsonl")
+    exclude: dict[str, str] = {}
+    if name == "seamonkey":
+        by_id = {doc["_id"]: doc for doc in corpus}
+        qrels = {}
+        for line in (DATA / name / "dup_pairs.tsv").read_text().splitlines()[1:]:
+            a, b = line.split("\t")
+            if a in by_id and b in by_id:
+                qrels.setdefault(a, {})[b] = 1
+                qrels.setdefault(b, {})[a] = 1
+        queries = {q: " ".join(by_id[q]["title"].split()) for q in qrels}
+        exclude = {q: q for q in qrels}
+    else:
+        queries = {q["_id"]: q["text"] for q in read_jsonl(DATA / name / "queries.jsonl")}
+        qrels = _qrels(DATA / name / "qrels" / "test.tsv")
+    if small:
+        qrels = {q: qrels[q] for q in sorted(qrels, key=_natural)[:SMALL_QUERIES]}
+        keep = {d for rel in qrels.values() for d in rel} | set(qrels if name == "seamonkey" else ())
+        others = [doc["_id"] for doc in corpus if doc["_id"] not in keep][:SMALL_OTHERS]
+        keep |= set(others)
+        corpus = [doc for doc in corpus if doc["_id"] in keep]
+        exclude = {q: d for q, d in exclude.items() if q in qrels}
+    return corpus, {q: queries[q] for q in qrels}, qrels, exclude
+
+
+def _natural(key: str) -> tuple[int, str]:
+    return (int(key), "") if key.isdigit() else (1 << 30, key)
+
+
+def project(name: str, corpus: list[dict], small: bool) -> tuple[Path, dict[str, str]]:
+    """A backfilled project holding `corpus`, reused from the cache when it holds the same corpus and model."""
+    from memfiles.index.embedder import resolve_model
+
+    model, _ = resolve_model(None)
+    key = hashlib.sha256(json.dumps([corpus, model, CONFIG]).encode()).hexdigest()[:16]
+    folder = CACHE / f"{name}{'-small' if small else ''}"
+    marker = folder / "ready.json"
+    if marker.exists() and json.loads(marker.read_text()).get("key") == key:
+        for stale in folder.glob(".memsearch/**/bm25*"):  # the lexical index comes from the code measured
+            stale.unlink()
+        return folder, json.loads(marker.read_text())["to_corpus"]
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    to_corpus = make_project(folder, corpus, fence=name == "seamonkey")
+    _cli(["memfiles", "--root", str(folder), "backfill"])
+    marker.write_text(json.dumps({"key": key, "to_corpus": to_corpus}))
+    return folder, to_corpus
+
+
+def run_cli(folder: Path, to_corpus, queries, exclude, mode: str) -> tuple[dict[str, list[str]], list]:
+    """`memsearch --batch` over every query: the top 10 corpus ids (the excluded one dropped), and
+    (score, id) of each hit for the score bands."""
+    batch = folder / "queries.jsonl"
+    batch.write_text("".join(json.dumps({"id": q, "query": text, "k": 11}) + "\n" for q, text in queries.items()))
+    out = _cli(["memsearch", "--root", str(folder), "--batch", str(batch), "--mode", mode])
+    ranked, scored = {}, {}
+    for line in out.splitlines():
+        item = json.loads(line)
+        qid = str(item["id"])
+        hits = [(to_corpus[h["entry"]["id"]], h["score"]) for h in item["hits"]]
+        hits = [(doc, score) for doc, score in hits if doc != exclude.get(qid)][:10]
+        ranked[qid], scored[qid] = [doc for doc, _ in hits], hits
+    return ranked, scored
+
+
+def figures(ranked: dict[str, list[str]], qrels) -> tuple[float, float, float]:
+    from retrieval_sweep import per_query
+
+    totals = [per_query(ranked.get(q, []), rel) for q, rel in qrels.items()]
+    return tuple(sum(t[i] for t in totals) / len(totals) for i in range(3))  # type: ignore[return-value]
+
+
+def baselines(folder: Path, to_corpus, corpus, queries, exclude) -> dict[str, dict[str, list[str]]]:
+    """bm25s alone (its defaults, English stop words and stemmer), MiniLM alone (the raw query against the
+    stored vectors memfiles searches), and plain RRF (k=60) of their top 100: same texts, same run."""
+    import bm25s
+    import numpy as np
+    import Stemmer
+
+    from memfiles.config import load_settings
+    from memfiles.services.index_session import open_index
+
+    ids = [doc["_id"] for doc in corpus]
+    stemmer = Stemmer.Stemmer("english")
+    texts = [f"{doc['title']}\n\n{doc.get('text', '')}" for doc in corpus]
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
+    qids = list(queries)
+    tokens = bm25s.tokenize([queries[q] for q in qids], stopwords="en", stemmer=stemmer, show_progress=False)
+    found, _ = retriever.retrieve(tokens, k=min(101, len(ids)), show_progress=False)
+    with open_index(load_settings(folder)) as session:
+        stored = session.store.vectors(list(to_corpus))
+        by_corpus = {to_corpus[i]: v for i, v in stored.items()}
+        matrix = np.asarray([by_corpus[i] for i in ids], dtype=np.float32)
+        cosine = session.embedder.encode([queries[q] for q in qids]) @ matrix.T
+    out: dict[str, dict[str, list[str]]] = {"bm25s": {}, "MiniLM": {}, "RRF k=60": {}}
+    for n, qid in enumerate(qids):
+        lexical = [ids[r] for r in found[n] if ids[r] != exclude.get(qid)][:100]
+        dense = [ids[r] for r in np.argsort(-cosine[n])[:101] if ids[r] != exclude.get(qid)][:100]
+        fused: dict[str, float] = {}
+        for ranking in (lexical, dense):
+            for rank, doc in enumerate(ranking):
+                fused[doc] = fused.get(doc, 0.0) + 1 / (60 + rank + 1)
+        out["bm25s"][qid], out["MiniLM"][qid] = lexical[:10], dense[:10]
+        out["RRF k=60"][qid] = sorted(fused, key=lambda d: -fused[d])[:10]
+    return out
 
 
 def score_bands(
@@ -137,44 +230,126 @@ def score_bands(
     return rows
 
 
-def calibrate() -> None:
-    """MRR@10 of finding a report's duplicate from its title, for several lexical weights."""
-    from memfiles.config import load_settings
-    from memfiles.index.score import LEXICAL_WEIGHT
-    from memfiles.index.search import Searcher
-    from memfiles.services.index_session import open_index
+def defaults():
+    """The ranking memfiles ships, as a point of the grid."""
+    from retrieval_sweep import Setting
 
-    corpus = read_jsonl(DATA / "seamonkey" / "corpus.jsonl")
-    by_id = {doc["_id"]: doc for doc in corpus}
-    pairs = [line.split("\t") for line in (DATA / "seamonkey" / "dup_pairs.tsv").read_text().splitlines()[1:]]
-    pairs = [(a, b) for a, b in pairs if a in by_id and b in by_id]
-    with tempfile.TemporaryDirectory() as name:
-        folder = Path(name)
-        to_corpus = make_project(folder, corpus)
-        _cli(["memfiles", "--root", str(folder), "backfill"])
-        settings = load_settings(folder)
-        print(f"SeaMonkey: {len(corpus):,} reports, {len(pairs)} duplicate pairs (query: one report's title)\n")
-        print("| lexical weight | MRR@10 | recall@10 |")
+    from memfiles.index import lexical, score, search
+
+    return Setting(True, lexical.K1, lexical.B, lexical.TITLE_WEIGHT, score.LEXICAL_WEIGHT, search.DEPTH, "minmax")
+
+
+def experiments(results, names, rrf: dict[str, float], passages: bool) -> None:
+    """Held-out nDCG@10 of each idea: parameters chosen by LOCO among the settings it allows."""
+    from retrieval_sweep import best, loco
+
+    old = dict(framing=True, k1=1.2, b=0.75, title_weight=2, depth=100, method="minmax", passages=False)
+
+    def fixed(**free):
+        return lambda s: all(getattr(s, k) == v for k, v in old.items() if k not in free)
+
+    rows = [
+        ("old ranking (w 0.6 k1 1.2 b 0.75 title×2 depth 100 min-max), nothing chosen", None),
+        ("LOCO: lexical weight only", fixed(weight=1)),
+        ("LOCO: weight + BM25 k1, b, title weight", fixed(weight=1, k1=1, b=1, title_weight=1)),
+        ("LOCO: weight + BM25 + depth", fixed(weight=1, k1=1, b=1, title_weight=1, depth=1)),
+        (
+            "LOCO: weight + BM25 + depth + framing on/off",
+            fixed(weight=1, k1=1, b=1, title_weight=1, depth=1, framing=1),
+        ),
+        (
+            "LOCO: all, z-score fusion",
+            lambda s: (
+                fixed(weight=1, k1=1, b=1, title_weight=1, depth=1, framing=1, method=1)(s) and s.method == "zscore"
+            ),
+        ),
+        ("LOCO: everything (fusion min-max / z-score / weighted RRF)", lambda s: not s.passages),
+        ("LOCO: everything, framing forced off", lambda s: not s.passages and not s.framing),
+    ]
+    if passages:
+        rows.append(("LOCO: everything min-max, dense = best passage", lambda s: s.passages))
+    print("\n| experiment (held-out nDCG@10, ÷ same-run RRF) | " + " | ".join(names) + " | mean ratio |")
+    print("|---|" + "---|" * (len(names) + 1))
+    for label, allowed in rows:
+        if allowed is None:
+            setting = next((s for s in results if fixed()(s) and s.weight == 0.6), None)
+            if setting is None:
+                continue
+            held = [results[setting][n][0] for n in names]
+        elif not any(allowed(s) for s in results):
+            continue
+        else:
+            held = [figures[0] for _, _, figures in loco(results, names, allowed)]
+        ratios = [h / rrf[n] for h, n in zip(held, names, strict=True)]
+        cells = " | ".join(f"{h:.3f} ({r:.2f}×)" for h, r in zip(held, ratios, strict=True))
+        print(f"| {label} | {cells} | {sum(ratios) / len(ratios):.3f}× |")
+    chosen = best(results, names, lambda s: not s.passages)
+    print(f"\nThe rule's choice (best mean nDCG@10 over all folds' training sets): {chosen.label()}")
+    print(f"Shipped now: {defaults().label()}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["loco"])
+    parser.add_argument("--small", action="store_true", help="a subset of each collection (a smoke run)")
+    parser.add_argument("--only", action="append", choices=NAMES, help="these collections only")
+    parser.add_argument("--no-sweep", action="store_true", help="the table only: no grid, no LOCO folds")
+    parser.add_argument("--all-modes", action="store_true", help="also memsearch --mode lexical and dense")
+    parser.add_argument("--passages", action="store_true", help="also try scoring an entry by its best passage")
+    args = parser.parse_args()
+    from retrieval_sweep import Setting, grid, loco, prepare, sweep
+
+    names = args.only or NAMES
+    table: dict[str, dict[str, tuple]] = {}
+    bands, prepared = {}, []
+    for name in names:
+        corpus, queries, qrels, exclude = load(name, args.small)
+        folder, to_corpus = project(name, corpus, args.small)
+        table[name] = {}
+        for mode in ("hybrid", "lexical", "dense") if args.all_modes else ("hybrid",):
+            ranked, scored = run_cli(folder, to_corpus, queries, exclude, mode)
+            table[name][f"memfiles {mode} (CLI)"] = figures(ranked, qrels)
+            if mode == "hybrid":
+                bands[name] = [(s, doc in qrels[q]) for q, hits in scored.items() for doc, s in hits]
+        for label, ranked in baselines(folder, to_corpus, corpus, queries, exclude).items():
+            table[name][label] = figures(ranked, qrels)
+        print(f"{name}: {len(corpus):,} entries, {len(qrels)} judged queries", file=sys.stderr)
+        if not args.no_sweep:
+            prepared.append(prepare(name, folder, to_corpus, queries, qrels, exclude, args.passages, args.small))
+    results = folds = None
+    if prepared:
+        from tqdm import tqdm
+
+        settings = grid(args.passages, small=args.small)
+        results = sweep(prepared, settings, lambda items: tqdm(items, disable=not sys.stderr.isatty()))
+        shipped = defaults()
+        for name in names:
+            table[name]["memfiles hybrid, shipped defaults (sweep)"] = results[shipped][name]
+        if len(names) > 1:
+            folds = loco(results, names, lambda s: not s.passages)
+            for held, _, held_figures in folds:
+                table[held]["memfiles hybrid, parameters from the other two (LOCO)"] = held_figures
+    print("| collection | ranking | nDCG@10 | recall@10 | MRR@10 | nDCG@10 ÷ RRF |")
+    print("|---|---|---|---|---|---|")
+    for name in names:
+        rrf = table[name]["RRF k=60"][0]
+        for label, (ndcg, recall, mrr) in table[name].items():
+            print(f"| {name} | {label} | {ndcg:.3f} | {recall:.3f} | {mrr:.3f} | {ndcg / rrf:.2f}× |")
+    if folds:
+        print("\n| held out | parameters chosen on the other two | held-out nDCG@10 | ÷ RRF |")
+        print("|---|---|---|---|")
+        for held, chosen, held_figures in folds:
+            ratio = held_figures[0] / table[held]["RRF k=60"][0]
+            print(f"| {held} | {chosen.label()} | {held_figures[0]:.3f} | {ratio:.2f}× |")
+        if not args.small:
+            experiments(results, names, {n: table[n]["RRF k=60"][0] for n in names}, args.passages)
+    for name in names:
+        print(f"\n| {name}: hybrid score (CLI, top 10 of each query) | hits | judged relevant |")
         print("|---|---|---|")
-        scored: list[tuple[float, bool]] = []
-        with open_index(settings) as session:
-            for weight in (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0):
-                searcher = Searcher(session.store, session.catalog, session.embedder, lexical_weight=weight)
-                mrr = recall = 0.0
-                for a, b in pairs:
-                    found = [(to_corpus[h.id], h.score) for h in searcher.search(by_id[a]["title"], k=11)]
-                    found = [(h, score) for h, score in found if h != a][:10]
-                    hits = [h for h, _ in found]
-                    recall += b in hits
-                    mrr += next((1 / (i + 1) for i, h in enumerate(hits) if h == b), 0.0)
-                    if weight == LEXICAL_WEIGHT:
-                        scored += [(score, h == b) for h, score in found]
-                print(f"| {weight:.1f} | {mrr / len(pairs):.3f} | {recall / len(pairs):.3f} |")
-        print("\n| score (top 10 of each title query) | hits | the duplicate |")
-        print("|---|---|---|")
-        for label, total, relevant in score_bands(scored, [(0.0, 0.5), (0.5, 0.7), (0.7, 1.01)]):
+        for label, total, relevant in score_bands(bands[name]):
             print(f"| {label} | {total} | {relevant / total:.0%} |" if total else f"| {label} | 0 | - |")
+    del Setting
 
 
 if __name__ == "__main__":
-    {"cacm": cacm, "calibrate": calibrate}[sys.argv[1] if len(sys.argv) > 1 else "cacm"]()
+    main()

@@ -18,6 +18,26 @@ class TestTokens:
         assert strip_framing("What did we learn about coverage aggregation?") == "coverage aggregation"
         assert strip_framing("what is it") == "what is it"
 
+    def test_framing_never_eats_part_of_a_compound(self) -> None:
+        """Framing words inside hyphenated compounds stay: `on-call rota` and `how-to` keep every character."""
+        assert strip_framing("on-call rota") == "on-call rota"
+        assert strip_framing("how-to") == "how-to"
+        assert strip_framing("what is our on-call rota?") == "on-call rota"
+        assert strip_framing("how-to for the release") == "how-to for the release"
+
+    def test_framing_never_touches_code_like_tokens(self) -> None:
+        """Dotted, underscored, flagged, quoted or called tokens are kept whole even when they spell a framing word."""
+        assert strip_framing("what.py crashes") == "what.py crashes"
+        assert strip_framing("where_clause timeout") == "where_clause timeout"
+        assert strip_framing("--show flag") == "--show flag"
+        assert strip_framing('"which" keyword') == '"which" keyword'
+        assert strip_framing("find() is slow") == "find() slow"
+        assert strip_framing("How do I use `find` here") == "use `find` here"
+
+    def test_framing_is_generic_english_not_collection_words(self) -> None:
+        """Content words a library request uses (articles, papers, information) are not framing."""
+        assert strip_framing("articles about information retrieval") == "articles information retrieval"
+
 
 class TestBM25:
     def test_rare_term_ranks_its_document_first(self) -> None:

@@ -19,12 +19,12 @@ if TYPE_CHECKING:
 
 K1 = 1.2
 B = 0.75
+TITLE_WEIGHT = 2  # how many times the title's tokens count
 
 
-def document_tokens(title: str, body: str) -> list[str]:
-    """The title counts twice: a title is a summary someone chose, the body says more besides."""
-    title_tokens = tokenize(title)
-    return title_tokens + title_tokens + tokenize(body)
+def document_tokens(title: str, body: str, title_weight: int = TITLE_WEIGHT) -> list[str]:
+    """The title counts more than once: a title is a summary someone chose, the body says more besides."""
+    return tokenize(title) * title_weight + tokenize(body)
 
 
 class LexicalIndex:

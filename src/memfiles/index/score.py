@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 DENSE_ZERO = 0.2
 DENSE_ONE = 0.8
 LEXICAL_SCALE = 1.0
-LEXICAL_WEIGHT = 0.6  # the best MRR on SeaMonkey duplicate retrieval (scripts/eval_retrieval.py calibrate)
+LEXICAL_WEIGHT = 0.6  # chosen on SeaMonkey first; its held-out standing: docs/retrieval.md (eval_retrieval.py loco)
+FUSION = "minmax"  # how the ranking puts the two signals on one scale (see relative)
 EXACT_FLOOR = 0.9
 ID_SCORE = 1.0
 
@@ -53,11 +54,20 @@ def exact_score(score: float) -> float:
     return EXACT_FLOOR + (1.0 - EXACT_FLOOR) * score
 
 
-def relative(scores: dict[str, float]) -> dict[str, float]:
-    """Min-max over the query's candidates: the ranking's view of a signal (never shown as a score)."""
+def relative(scores: dict[str, float], method: str = "minmax") -> dict[str, float]:
+    """The ranking's view of a signal, relative to the query's candidates (never shown as a score):
+    min-max, z-score (mean and spread of the candidates' values) or reciprocal rank (k=60)."""
     if not scores:
         return {}
-    low, high = min(scores.values()), max(scores.values())
+    values = list(scores.values())
+    if method == "rrf":
+        order = sorted(scores, key=lambda key: (-scores[key], key))
+        return {key: 1.0 / (60 + rank) for rank, key in enumerate(order)}
+    if method == "zscore":
+        mean = sum(values) / len(values)
+        spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+        return {key: (value - mean) / spread if spread > 0 else 0.0 for key, value in scores.items()}
+    low, high = min(values), max(values)
     span = high - low
     return {key: (value - low) / span if span > 0 else 1.0 for key, value in scores.items()}
 

@@ -209,7 +209,7 @@ class Searcher:
         dense = found.dense or {}
         both = found.lexical is not None and found.dense is not None
         weight = self.lexical_weight if both else (1.0 if found.lexical is not None else 0.0)
-        lexical_rank, dense_rank = scoring.relative(lexical), scoring.relative(dense)
+        lexical_rank, dense_rank = scoring.relative(lexical, scoring.FUSION), scoring.relative(dense, scoring.FUSION)
         candidates = []
         for doc_id in {*found.ids, *lexical, *dense, *found.exact}:
             doc = self.catalog.docs.get(doc_id)

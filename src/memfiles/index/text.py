@@ -15,21 +15,30 @@ we were what when where which while who whom why will with would you your yours 
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
-# Words that frame a question rather than say what it is about ("what did we learn about X?",
-# "articles dealing with X"). Dropped from queries before both rankings; never from documents.
-_FRAMING = re.compile(
-    r"\b(what|which|who|where|when|how|is|are|there|any|some|i|am|we|me|my|our|please|find|show|list|give|"
-    r"want|would|like|need|looking|interested|information|about|on|regarding|concerning|articles?|papers?|"
-    r"documents?|reports?|notes?|entries|describing|describes?|discuss(?:es|ing)?|deal(?:s|ing)?\s+with|"
-    r"did|do|does|learn(?:ed|t)?|know|exist|written|related|relevant|to)\b",
-    re.IGNORECASE,
-)
+# English question framing: words that say a question is being asked, not what it is about ("what did
+# we learn about X?", "can you show me X"). Generic on purpose (wh-words, auxiliaries, pronouns, request
+# verbs), not the vocabulary of any one collection's queries (see docs/retrieval.md for its effect).
+_FRAMING_TEXT = """
+what which who whom whose where when why how is are was were am be been do does did can could would should
+will shall i we me us my our you your please tell show find list give want need looking know learn learned
+learnt any there about regarding concerning
+"""
+FRAMING = frozenset(_FRAMING_TEXT.split())
+# Only a whole word, optionally followed by sentence punctuation, is framing: `how-to`, `on-call`,
+# `--what`, `what.py`, `"what"` and `What()` are never touched.
+_PLAIN_WORD = re.compile(r"([A-Za-z]+)[?.,;:!]*")
 _TOKEN = re.compile(r"[0-9a-z]+(?:[-_.][0-9a-z]+)*")
 
 
 def strip_framing(query: str) -> str:
-    """The query without its question framing; the query itself when little would be left."""
-    stripped = re.sub(r"\s+", " ", _FRAMING.sub(" ", query)).strip(" ?.,;:!")
+    """The query without its question framing words (whole words only); the query itself when little
+    would be left."""
+    kept = []
+    for word in query.split():
+        plain = _PLAIN_WORD.fullmatch(word)
+        if plain is None or plain.group(1).lower() not in FRAMING:
+            kept.append(word)
+    stripped = " ".join(kept).strip(" ?.,;:!")
     return stripped if len(stripped) >= 3 else query
 
 

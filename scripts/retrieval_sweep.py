@@ -1,0 +1,227 @@
+"""The ranking's parameters, chosen by leave-one-collection-out (used by eval_retrieval.py loco).
+
+Each collection's backfilled index is read once: its stored vectors, the query vectors (with and without
+question framing) and BM25 of every query over every entry for each BM25 setting. Every ranking setting
+is then a cheap fusion of those arrays, the same fusion index/search.py does (min-max over the query's
+candidates, each ranking `depth` deep, every candidate scored by both), so a grid of thousands of
+settings costs seconds per collection, not a re-embedding each.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+K1S = (0.9, 1.2, 1.6, 2.0)
+BS = (0.3, 0.5, 0.75, 0.9)
+TITLE_WEIGHTS = (1, 2, 3)
+WEIGHTS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+DEPTHS = (50, 100, 200)
+METHODS = ("minmax", "zscore", "rrf")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One point of the grid: every parameter the ranking has."""
+
+    framing: bool
+    k1: float
+    b: float
+    title_weight: int
+    weight: float
+    depth: int
+    method: str
+    passages: bool = False
+
+    def label(self) -> str:
+        extra = " passages" if self.passages else ""
+        return (
+            f"w={self.weight:.1f} k1={self.k1} b={self.b} title×{self.title_weight} depth={self.depth} "
+            f"{self.method} framing={'on' if self.framing else 'off'}{extra}"
+        )
+
+
+@dataclass
+class Collection:
+    """One collection's judged queries, its entries in catalog order and the raw signals."""
+
+    name: str
+    qrels: dict[str, dict[str, int]]
+    queries: dict[str, str]
+    exclude: dict[str, str]  # query id -> corpus id never counted (SeaMonkey: the report asked from)
+    corpus_ids: list[str]  # corpus id of each catalog row
+    dense: dict[bool, np.ndarray]  # framing -> (queries, rows) cosine
+    passage_dense: dict[bool, np.ndarray]  # the same, an entry scored by its best passage
+    lexical: dict[tuple[bool, float, float, int], np.ndarray]  # (framing, k1, b, title weight) -> BM25
+
+    @property
+    def qids(self) -> list[str]:
+        return list(self.qrels)
+
+
+def prepare(name: str, folder: Path, to_corpus, queries, qrels, exclude, passages: bool, small: bool) -> Collection:
+    """Read one backfilled project's vectors and compute every raw signal the grid needs."""
+    from memfiles.config import load_settings
+    from memfiles.index.catalog import Catalog
+    from memfiles.index.lexical import LexicalIndex
+    from memfiles.index.text import strip_framing, tokenize
+    from memfiles.services.index_session import open_index
+
+    qids = list(qrels)
+    with open_index(load_settings(folder)) as session:
+        catalog: Catalog = session.catalog
+        order = list(catalog.order)
+        stored = session.store.vectors(order)
+        matrix = np.asarray([stored[i] for i in order], dtype=np.float32)
+        docs = [catalog.docs[i] for i in order]
+        texts = {framing: [strip_framing(queries[q]) if framing else queries[q] for q in qids] for framing in (1, 0)}
+        vectors = {bool(f): session.embedder.encode(t) for f, t in texts.items()}
+        dense = {f: v @ matrix.T for f, v in vectors.items()}
+        passage_dense = {}
+        if passages:
+            best = passage_vectors(session.embedder, docs)
+            for framing, v in vectors.items():
+                scores = dense[framing].copy()
+                for row, pieces in best.items():
+                    scores[:, row] = np.maximum(scores[:, row], (v @ pieces.T).max(axis=1))
+                passage_dense[framing] = scores
+    lexical = {}
+    title_tokens = [tokenize(d.title) for d in docs]
+    body_tokens = [tokenize(d.body()) for d in docs]
+    for k1, b, tw in {(s.k1, s.b, s.title_weight) for s in grid(False, small)}:
+        tokens = [title * tw + body for title, body in zip(title_tokens, body_tokens, strict=True)]
+        index = LexicalIndex.build(tokens, k1=k1, b=b)
+        for framing in (True, False):
+            lexical[(framing, k1, b, tw)] = np.stack([index.scores(t) for t in texts[int(framing)]])
+    return Collection(name, qrels, queries, exclude, [to_corpus[i] for i in order], dense, passage_dense, lexical)
+
+
+def passage_vectors(embedder, docs, words: int = 150, most: int = 6) -> dict[int, np.ndarray]:
+    """Vectors of the first `most` passages of `words` words (title prepended) of every entry longer than
+    the model reads (256 word pieces, about 190 words here); the whole-entry vector covers the start."""
+    pieces, owner = [], []
+    for row, doc in enumerate(docs):
+        body = doc.body().split()
+        if len(doc.text.split()) <= 190:
+            continue
+        for start in range(0, min(len(body), words * most), words):
+            pieces.append(doc.title + "\n\n" + " ".join(body[start : start + words]))
+            owner.append(row)
+    if not pieces:
+        return {}
+    encoded = embedder.encode(pieces)
+    out: dict[int, list[np.ndarray]] = {}
+    for row, vector in zip(owner, encoded, strict=True):
+        out.setdefault(row, []).append(vector)
+    return {row: np.stack(v) for row, v in out.items()}
+
+
+def _normalise(values: np.ndarray, method: str) -> np.ndarray:
+    if method == "zscore":
+        spread = values.std()
+        return (values - values.mean()) / spread if spread > 0 else np.zeros_like(values)
+    low, high = values.min(), values.max()
+    return (values - low) / (high - low) if high > low else np.ones_like(values)
+
+
+def candidates(lexical: np.ndarray, dense: np.ndarray, depth: int, skip: int | None) -> np.ndarray:
+    """Rows either ranking puts in its top `depth` (BM25 only where positive), never `skip`."""
+    if skip is not None:
+        lexical, dense = lexical.copy(), dense.copy()
+        lexical[skip], dense[skip] = 0.0, -2.0
+    lex_top = np.argpartition(-lexical, depth)[:depth]
+    rows = np.union1d(lex_top[lexical[lex_top] > 0], np.argpartition(-dense, depth)[:depth])
+    return rows[rows != skip] if skip is not None else rows
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    ranks = np.empty(len(values))
+    ranks[np.argsort(-values, kind="stable")] = np.arange(len(values))
+    return ranks
+
+
+def fused(lexical: np.ndarray, dense: np.ndarray, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """The two signals of the candidates on the scale `method` fuses them on (weight applied later)."""
+    if method == "rrf":
+        return 1 / (60 + _ranks(lexical)), 1 / (60 + _ranks(dense))
+    return _normalise(lexical, method), _normalise(dense, method)
+
+
+def per_query(top: list[str], relevant: dict[str, int]) -> tuple[float, float, float]:
+    dcg = sum(1 / math.log2(i + 2) for i, doc in enumerate(top[:10]) if relevant.get(doc, 0) > 0)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(10, len(relevant))))
+    recall = len([d for d in top[:10] if d in relevant]) / len(relevant)
+    mrr = next((1 / (i + 1) for i, doc in enumerate(top[:10]) if doc in relevant), 0.0)
+    return dcg / ideal, recall, mrr
+
+
+def evaluate(collection: Collection, base: Setting) -> dict[Setting, tuple[float, float, float]]:
+    """Mean nDCG@10, recall@10 and MRR@10 on `collection` of `base` under every weight and method."""
+    lexical = collection.lexical[(base.framing, base.k1, base.b, base.title_weight)]
+    dense = (collection.passage_dense if base.passages else collection.dense)[base.framing]
+    row_of = {c: n for n, c in enumerate(collection.corpus_ids)}
+    ids = np.asarray(collection.corpus_ids)
+    variants = [
+        Setting(**{**asdict(base), "weight": w, "method": m}) for m in METHODS for w in WEIGHTS if base.method == "*"
+    ] or [base]
+    totals = {v: np.zeros(3) for v in variants}
+    for n, qid in enumerate(collection.qids):
+        skip = row_of.get(collection.exclude.get(qid, ""))
+        rows = candidates(lexical[n], dense[n], base.depth, skip)
+        scaled = {m: fused(lexical[n][rows], dense[n][rows], m) for m in {v.method for v in variants}}
+        for v in variants:
+            lex, den = scaled[v.method]
+            top = ids[rows[np.argsort(-(v.weight * lex + (1 - v.weight) * den), kind="stable")[:10]]]
+            totals[v] += per_query(list(top), collection.qrels[qid])
+    return {v: tuple(t / len(collection.qids)) for v, t in totals.items()}  # type: ignore[misc]
+
+
+def grid(passages: bool, small: bool = False) -> list[Setting]:
+    """Every BM25 setting, depth and framing choice; weight and method ("*") are expanded by evaluate.
+    `small`: the shipped BM25 setting and depth only (a smoke run)."""
+    from memfiles.index import lexical, search
+
+    k1s, bs, tws, depths = (
+        ([lexical.K1], [lexical.B], [lexical.TITLE_WEIGHT], [search.DEPTH])
+        if small
+        else (K1S, BS, TITLE_WEIGHTS, DEPTHS)
+    )
+    settings = [
+        Setting(framing, k1, b, tw, 0.0, depth, "*")
+        for framing, k1, b, tw, depth in itertools.product((True, False), k1s, bs, tws, depths)
+    ]
+    if passages:
+        settings += [Setting(**{**asdict(s), "passages": True}) for s in settings if s.framing]
+    return settings
+
+
+def sweep(collections: list[Collection], settings: list[Setting], progress) -> dict[Setting, dict[str, tuple]]:
+    """Every setting's figures on every collection."""
+    results: dict[Setting, dict[str, tuple]] = {}
+    for base in progress(settings):
+        for collection in collections:
+            for setting, figures in evaluate(collection, base).items():
+                results.setdefault(setting, {})[collection.name] = figures
+    return results
+
+
+def best(results: dict[Setting, dict[str, tuple]], names: list[str], allowed=lambda s: True) -> Setting:
+    """The allowed setting with the highest mean nDCG@10 over `names` (ties: the first in grid order)."""
+    candidates = [s for s in results if allowed(s)]
+    return max(candidates, key=lambda s: sum(results[s][n][0] for n in names) / len(names))
+
+
+def loco(results, names: list[str], allowed=lambda s: True) -> list[tuple[str, Setting, tuple]]:
+    """For each collection: the setting chosen on the other two, and its figures on the one held out."""
+    folds = []
+    for held in names:
+        chosen = best(results, [n for n in names if n != held], allowed)
+        folds.append((held, chosen, results[chosen][held]))
+    return folds
