@@ -36,7 +36,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from eval_retrieval import DATA, make_project, metrics, read_jsonl
+from eval_retrieval import DATA, make_project, read_jsonl
+from eval_retrieval import figures as metrics  # (nDCG@10, recall@10, MRR@10), as the retrieval eval counts them
 
 BIN = Path(sys.executable).parent
 TORCH = "torch==2.13.0"  # CPU torch first, as the Makefile does: an unpinned torch pulls CUDA
