@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 from memfiles.errors import ConfigError
 from memfiles.format.ids import DEFAULT_KINDS, RETIRED, Kind, Schema, is_id
+from memfiles.root import INDEX_DIR as INDEX_DIR  # re-exported, as MEMORY_DIR
 from memfiles.root import MEMORY_DIR as MEMORY_DIR  # re-exported: callers import it from here
 from memfiles.root import find_root
 
@@ -35,7 +36,6 @@ HOOKS_RISKY = (
     r"\b(npm|twine|cargo|poetry)\s+publish\b",
 )
 STATE_DIR = ".memfiles"
-INDEX_DIR = ".memsearch"
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 from memfiles.errors import ConfigError
 
 MEMORY_DIR = "memory"
+INDEX_DIR = ".memsearch"  # the derived index, beside memory/ (config.Settings.index_dir)
 
 
 def _is_root(folder: Path) -> bool:
