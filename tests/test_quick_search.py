@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -138,3 +139,55 @@ class TestHandsOver:
         assert thin(capsys, "anything") == (False, "", "")
         monkeypatch.setenv("MEMFILES_CHROMA_URL", "http://localhost:1")
         assert thin(capsys, "anything") == (False, "", "")
+
+
+class TestWatcherLeftBehind:
+    def test_a_search_without_watcher_leaves_one_and_the_next_is_thin(
+        self, run: Run, root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With search_watch on (the default), a memsearch that found no watcher starts one, says so on
+        stderr with how to stop it and turn it off, prints its hits as usual; the next query is thin."""
+        for kind, title, area, body in ENTRIES:
+            assert run("add", "-k", kind, "-t", title, "-a", area, "--body", body).exit_code == 0
+        assert run("backfill").exit_code == 0
+        env = {**os.environ, "MEMFILES_ROOT": str(root), "MEMFILES_SEARCH_WATCH": "1"}
+        monkeypatch.setenv("MEMFILES_ROOT", str(root))
+        bin_dir = Path(sys.executable).parent
+        try:
+            first = subprocess.run(
+                [str(bin_dir / "memsearch"), "signing keys", "--json"],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=600,
+            )
+            assert first.returncode == 0, first.stderr
+            assert json.loads(first.stdout)["hits"][0]["entry"]["id"] == "D-001"
+            assert "started a watcher in the background" in first.stderr
+            assert "memfiles watch --stop" in first.stderr and "MEMFILES_SEARCH_WATCH=0" in first.stderr
+            answered = False
+            for _ in range(600):  # the watcher loads and catches up; the thin path answers once it is ready
+                answered, out, _err = thin(capsys, "signing keys", "--json")
+                if answered:
+                    break
+                threading.Event().wait(0.5)
+            assert answered
+            assert json.loads(out)["hits"][0]["entry"]["id"] == "D-001"
+        finally:
+            subprocess.run([str(bin_dir / "memfiles"), "watch", "--stop"], env=env, capture_output=True, timeout=120)
+
+    @pytest.mark.parametrize("setting", ["MEMFILES_SEARCH_WATCH=0", "MEMFILES_CHROMA_URL"])
+    def test_opted_out_or_a_server_starts_nothing(self, run: Run, root: Path, setting: str) -> None:
+        """search_watch off, or an index on a Chroma server: the search starts no watcher and says nothing."""
+        from memfiles.cli.search import memsearch as command
+
+        for kind, title, area, body in ENTRIES[:2]:
+            assert run("add", "-k", kind, "-t", title, "-a", area, "--body", body).exit_code == 0
+        assert run("backfill").exit_code == 0
+        env = {"MEMFILES_SEARCH_WATCH": "0"} if setting.endswith("=0") else {"MEMFILES_SEARCH_WATCH": "1"}
+        args = ["--root", str(root), "signing keys"]
+        if setting == "MEMFILES_CHROMA_URL":
+            args += ["--chroma-url", "http://127.0.0.1:9"]  # nothing listens: the search fails, no watcher
+        result = CliRunner(env=env).invoke(command, args, catch_exceptions=False)
+        assert "started a watcher" not in result.stderr
+        assert not (root / ".memsearch" / "watch.out").exists()
