@@ -85,12 +85,14 @@ class TestSameOutput:
             check_command("memsearch", json.loads(out))
 
     def test_thin_client_imports_neither_click_nor_numpy(self, watched: Path) -> None:
-        """A query answered through the watcher loads none of click, numpy, chromadb or the format."""
+        """A query answered through the watcher loads none of click, numpy, chromadb or the format, nor even
+        json, socket, pathlib or re."""
         code = (
             "import sys\nfrom memfiles.cli.quick_search import quick\n"
             "assert quick(['signing keys', '--json'])\n"
-            "heavy = ('click', 'numpy', 'chromadb', 'torch', 'memfiles.format', 'memfiles.config', 'typing')\n"
-            "print(sorted(m for m in sys.modules if m.startswith(heavy)), file=sys.stderr)\n"
+            "heavy = ('click', 'numpy', 'chromadb', 'torch', 'memfiles.format', 'memfiles.config')\n"
+            "stdlib = {'typing', 'json', 'socket', 'pathlib', 're'}\n"
+            "print(sorted(m for m in sys.modules if m.startswith(heavy) or m in stdlib), file=sys.stderr)\n"
         )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=300)
         assert out.returncode == 0, out.stderr

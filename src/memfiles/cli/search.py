@@ -10,8 +10,9 @@ from typing import Any
 import click
 
 from memfiles.cli.app import CommandError, JsonErrorsCommand, errors_to_exit, print_json, root_option, warn
-from memfiles.cli.hits_text import NO_HITS, hit_lines, split_values
+from memfiles.cli.quick_search import split_values
 from memfiles.errors import ParseError
+from memfiles.services.search_text import NO_HITS, hit_lines
 
 
 def _batch(path: Path) -> list[tuple[Any, str, int]]:

@@ -74,12 +74,13 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _memsearch(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
-    """memsearch's hits for the options the thin client read (cli/quick_search.py): kinds by name or
-    prefix, as the full command takes them. A refusal sends the client to the full command, which prints
-    the error as it always does."""
+    """What memsearch prints (stdout, stderr) for the options the thin client read (cli/quick_search.py):
+    kinds by name or prefix, as the full command takes them, rendered as the full command renders them.
+    A refusal sends the client to the full command, which prints the error as it always does."""
     from memfiles.format.validate import is_date
     from memfiles.index.filters import Filters
     from memfiles.services.index_client import unreadable_warnings
+    from memfiles.services.search_text import rendered
 
     schema = watcher.project.settings.schema
     kinds = []
@@ -103,7 +104,8 @@ def _memsearch(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
         found = keeper.searcher.search(str(request["query"]), int(request["k"]), filters, request.get("mode", "hybrid"))
         hits = [hit.as_json(rank) for rank, hit in enumerate(found, start=1)]
         warnings = unreadable_warnings(dict(keeper.catalog.broken))
-    return {"ok": True, "hits": hits, "warnings": warnings}
+    out, err = rendered(str(request["query"]), hits, bool(request.get("json")), warnings)
+    return {"ok": True, "out": out, "err": err}
 
 
 def _wait_ready(watcher: Watcher, timeout: float = 600.0) -> str | None:

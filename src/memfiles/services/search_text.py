@@ -1,14 +1,12 @@
-"""memsearch's output, in the standard library alone: the full command (cli/search.py) and the thin
-client (cli/quick_search.py) print through these, so both print the same bytes for the same hits."""
+"""memsearch's output, in the standard library alone: the full command (cli/search.py) prints through
+these, and so does the watcher when it answers the thin client (cli/quick_search.py) with the text to
+print, so both paths print the same bytes for the same hits."""
 
 from __future__ import annotations
 
 import json
 import re
-
-TYPE_CHECKING = False  # not typing's: importing typing would cost the thin client time
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 
 def snippet(body: str, query: str, width: int = 160) -> str:
@@ -41,7 +39,11 @@ def hit_lines(hits: list[dict[str, Any]], query: str) -> list[str]:
 NO_HITS = "no entries match"  # on stderr: nothing matched is an answer, not output
 
 
-def split_values(values: tuple[str, ...] | list[str]) -> tuple[str, ...] | None:
-    """Repeated options, each of which may also be a comma-separated list."""
-    found = tuple(part.strip() for value in values for part in value.split(",") if part.strip())
-    return found or None
+def rendered(query: str, hits: list[dict[str, Any]], as_json: bool, warnings: list[str]) -> tuple[str, str]:
+    """(stdout, stderr) of a single memsearch query, as the full command prints them."""
+    err = "".join(f"memfiles: warning: {message}\n" for message in warnings)
+    if as_json:
+        return json_text({"query": query, "hits": hits}), err
+    if not hits:
+        err += NO_HITS + "\n"
+    return "".join(line + "\n" for line in hit_lines(hits, query)), err
