@@ -16,6 +16,13 @@ DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True)
+def no_watcher_left_by_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A memsearch with no watcher starts one (search_watch); tests start theirs explicitly, so that none
+    outlives its test. tests/test_quick_search.py turns it back on where that is the behaviour tested."""
+    monkeypatch.setenv("MEMFILES_SEARCH_WATCH", "0")
+
+
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     (tmp_path / "memory").mkdir()

@@ -1,11 +1,20 @@
-"""The numpy query encoder gives the vectors sentence-transformers gives, with the same bundled model."""
+"""The numpy query encoder and the torch bulk encoder give the vectors sentence-transformers gives, with the
+same bundled model."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from memfiles.index.embedder import NumpyBertEmbedder, collection_name, load_embedder, resolve_model
+from memfiles.index.bert_torch import TorchBertEmbedder
+from memfiles.index.embedder import (
+    NumpyBertEmbedder,
+    SentenceTransformerEmbedder,
+    collection_name,
+    load_embedder,
+    read_safetensors,
+    resolve_model,
+)
 
 TEXTS = [
     "coverage aggregation",
@@ -24,10 +33,19 @@ class TestNumpyEncoder:
         """Every vector within 1e-5 of sentence-transformers' (batched, unsorted input)."""
         light = load_embedder(None, light=True)
         assert isinstance(light, NumpyBertEmbedder)
-        heavy = load_embedder(None, light=False)
+        heavy = SentenceTransformerEmbedder(*resolve_model(None))
         difference = np.abs(light.encode(TEXTS) - heavy.encode(TEXTS)).max()
         assert difference < 1e-5
         assert light.dimension == heavy.dimension == 384
+
+    def test_bulk_encoder_gives_the_same_vectors_without_sentence_transformers(self) -> None:
+        """The torch bulk encoder matches sentence-transformers within 1e-5, in any batch size."""
+        bulk = load_embedder(None, light=False)
+        assert isinstance(bulk, TorchBertEmbedder)
+        heavy = SentenceTransformerEmbedder(*resolve_model(None))
+        expected = heavy.encode(TEXTS)
+        for batch_size in (1, 4, 64):
+            assert np.abs(bulk.encode(TEXTS, batch_size=batch_size) - expected).max() < 1e-5
 
     def test_vectors_are_unit_length(self) -> None:
         """Normalised like the model's Normalize module."""
@@ -47,3 +65,28 @@ class TestModels:
         assert collection_name("all-MiniLM-L6-v2", 384) == "memfiles-all-minilm-l6-v2-384"
         assert collection_name("all-MiniLM-L6-v2", 384) != collection_name("bge-small-en", 384)
         assert collection_name("x/y", 768).endswith("-768")
+
+
+class TestWeights:
+    def test_weights_are_a_read_only_memory_map_of_the_model_file(self) -> None:
+        """Loading the query encoder's weights maps the file instead of reading 90 MB into memory."""
+        _, path = resolve_model(None)
+        assert path is not None
+        tensors = read_safetensors(path / "model.safetensors")
+        table = tensors["embeddings.word_embeddings.weight"]
+        assert table.shape == (30522, 384) and table.dtype == np.float32
+        assert not table.flags.writeable
+        assert isinstance(table.base, np.memmap) or isinstance(getattr(table.base, "base", None), np.memmap)
+
+    def test_bulk_loading_does_not_import_sentence_transformers(self) -> None:
+        """The bulk encoder of the bundled model never imports sentence-transformers or transformers."""
+        import subprocess
+        import sys
+
+        code = (
+            "import sys\nfrom memfiles.index.embedder import load_embedder\n"
+            "load_embedder(None, light=False).encode(['x'])\n"
+            "print(sorted(m for m in ('sentence_transformers', 'transformers') if m in sys.modules))"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        assert out.stdout.strip().splitlines()[-1] == "[]"

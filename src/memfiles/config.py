@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 from memfiles.errors import ConfigError
 from memfiles.format.ids import DEFAULT_KINDS, RETIRED, Kind, Schema, is_id
+from memfiles.root import INDEX_DIR as INDEX_DIR  # re-exported, as MEMORY_DIR
 from memfiles.root import MEMORY_DIR as MEMORY_DIR  # re-exported: callers import it from here
 from memfiles.root import find_root
 
@@ -35,7 +36,6 @@ HOOKS_RISKY = (
     r"\b(npm|twine|cargo|poetry)\s+publish\b",
 )
 STATE_DIR = ".memfiles"
-INDEX_DIR = ".memsearch"
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,9 @@ class Settings:
     # How long a search waits for the index while writers (backfill, the write path) hold it: a reader
     # must not fail because writers are busy; see docs/reliability.md.
     search_timeout: float = 120.0
+    # A memsearch that found no watcher starts one in the background, so that the next query is warm
+    # (never with a Chroma server); false, or MEMFILES_SEARCH_WATCH=0, turns that off.
+    search_watch: bool = True
     llm_url: str | None = None
     llm_model: str | None = None
     # Agent hooks (services/hooks.py, docs/hooks.md).
@@ -92,6 +95,7 @@ _ENV = {
     "MEMFILES_SEARCH_TIMEOUT": "search_timeout",
     "MEMFILES_LOCK_TIMEOUT": "lock_timeout",
     "MEMFILES_HOOKS": "hooks_enabled",
+    "MEMFILES_SEARCH_WATCH": "search_watch",
 }
 
 
@@ -262,6 +266,7 @@ _RULES: dict[str, Rule] = {
     "id_width": _whole(1, 9),
     "title_limit": _whole(10, 1000),
     "body_limit": _whole(100, 1_000_000),
+    "search_watch": _flag,
     "hooks_enabled": _flag,
     "hooks_budget": _whole(200, 100_000),
     "hooks_floor": _fraction,

@@ -4,22 +4,46 @@ folder holding memory/ from the current one up to the repository top. Stdlib onl
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-from memfiles.errors import ConfigError
+TYPE_CHECKING = False  # not typing's: the thin memsearch client imports this module and nothing heavier
+if TYPE_CHECKING:
+    from pathlib import Path
 
 MEMORY_DIR = "memory"
+INDEX_DIR = ".memsearch"  # the derived index, beside memory/ (config.Settings.index_dir)
+
+# The rule works on plain strings with os.path, so that the thin memsearch client (cli/quick_search.py)
+# finds the same root without importing pathlib; find_root wraps the answer in a Path.
 
 
-def _is_root(folder: Path) -> bool:
+def _is_root(folder: str) -> bool:
     """A folder that holds memory/ (memory/memfiles.toml included) or a pyproject.toml with [tool.memfiles]."""
-    if (folder / MEMORY_DIR).is_dir():
+    if os.path.isdir(os.path.join(folder, MEMORY_DIR)):
         return True
-    pyproject = folder / "pyproject.toml"
+    pyproject = os.path.join(folder, "pyproject.toml")
     try:
-        return pyproject.is_file() and "[tool.memfiles" in pyproject.read_text(encoding="utf-8", errors="replace")
+        if not os.path.isfile(pyproject):
+            return False
+        with open(pyproject, encoding="utf-8", errors="replace") as handle:
+            return "[tool.memfiles" in handle.read()
     except OSError:
         return False
+
+
+def root_folder(start: str | None = None, given: str | None = None) -> str:
+    """find_root's answer as a string (ConfigError the same way)."""
+    given = given or os.environ.get("MEMFILES_ROOT") or None
+    if given is not None:
+        return _given_root(given)
+    here = os.path.realpath(start or os.getcwd())
+    found = _topmost_root(here)
+    if found is None:
+        from memfiles.errors import ConfigError
+
+        raise ConfigError(
+            f"no memory/ folder at or above {here}: run memfiles in a project that has one, or pass --root DIR"
+        )
+    return found
 
 
 def find_root(start: Path | None = None, given: str | Path | None = None) -> Path:
@@ -30,52 +54,59 @@ def find_root(start: Path | None = None, given: str | Path | None = None) -> Pat
     Topmost, so that `pkg/memory/` is never a root of its own while an ancestor is one: every folder of a
     project resolves to the same root, and ids are allocated from the whole project.
     """
-    given = given or os.environ.get("MEMFILES_ROOT") or None
-    if given is not None:
-        return _given_root(given)
-    here = (start or Path.cwd()).resolve()
-    found = _topmost_root(here)
-    if found is None:
-        raise ConfigError(
-            f"no memory/ folder at or above {here}: run memfiles in a project that has one, or pass --root DIR"
-        )
-    return found
+    from pathlib import Path
+
+    return Path(root_folder(str(start) if start is not None else None, str(given) if given is not None else None))
 
 
-def _topmost_root(here: Path) -> Path | None:
+def _topmost_root(here: str) -> str | None:
     """The topmost folder from `here` up to the repository top (the nearest with .git) that is a root."""
-    found: Path | None = None
-    for folder in (here, *here.parents):
+    found: str | None = None
+    folder = here
+    while True:
         if _is_root(folder):
             found = folder
-        if (folder / ".git").exists():  # the repository top bounds the walk
+        if os.path.exists(os.path.join(folder, ".git")):  # the repository top bounds the walk
             break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
     return found
 
 
-def _given_root(given: str | Path) -> Path:
+def _given_root(given: str) -> str:
     """The root named by --root or MEMFILES_ROOT, which must be a project's root: an existing folder that
     holds memory/ (or a marker), not inside another project's tree. Otherwise a write there would start a
     second id space beside the project's, handing out ids the project already uses."""
+    folder = os.path.expanduser(given)
+    problem = None
+    if not os.path.exists(folder):
+        problem = "no such folder (it must name the project root)"
+    elif not os.path.isdir(folder):
+        problem = "not a folder (it must name the project root)"
+    else:
+        folder = os.path.realpath(folder)
+        if not _is_root(folder):
+            from pathlib import Path
+
+            problem = (
+                f"no {MEMORY_DIR}/ folder in {given}; run `mkdir {Path(given) / MEMORY_DIR}` to start a project there"
+            )
+        else:
+            parent = os.path.dirname(folder)
+            above = (
+                _topmost_root(parent) if parent != folder and not os.path.exists(os.path.join(folder, ".git")) else None
+            )
+            if above is not None:
+                problem = (
+                    f"{given} is inside the project rooted at {above} (it holds {MEMORY_DIR}/); use --root"
+                    f" {above}, so that ids are handed out from the whole project"
+                )
+    if problem is None:
+        return folder
+    from memfiles.errors import ConfigError
+
     from_env = os.environ.get("MEMFILES_ROOT") == str(given)
     label = f"MEMFILES_ROOT={given}" if from_env else f"--root {given}"
-    folder = Path(given).expanduser()
-    if not folder.exists():
-        raise ConfigError(f"{label}: no such folder (it must name the project root)", key="root")
-    if not folder.is_dir():
-        raise ConfigError(f"{label}: not a folder (it must name the project root)", key="root")
-    folder = folder.resolve()
-    if not _is_root(folder):
-        raise ConfigError(
-            f"{label}: no {MEMORY_DIR}/ folder in {given}; run `mkdir {Path(given) / MEMORY_DIR}` to start a project"
-            " there",
-            key="root",
-        )
-    above = _topmost_root(folder.parent) if not (folder / ".git").exists() else None
-    if above is not None:
-        raise ConfigError(
-            f"{label}: {given} is inside the project rooted at {above} (it holds {MEMORY_DIR}/); use --root"
-            f" {above}, so that ids are handed out from the whole project",
-            key="root",
-        )
-    return folder
+    raise ConfigError(f"{label}: {problem}", key="root")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,9 @@ from typing import Any
 import click
 
 from memfiles.cli.app import CommandError, JsonErrorsCommand, errors_to_exit, print_json, root_option, warn
+from memfiles.cli.quick_search import split_values
 from memfiles.errors import ParseError
+from memfiles.services.search_text import NO_HITS, hit_lines
 
 
 def _batch(path: Path) -> list[tuple[Any, str, int]]:
@@ -39,22 +40,6 @@ def _batch(path: Path) -> list[tuple[Any, str, int]]:
             raise ParseError(where, number, "k must be a positive whole number")
         queries.append((item.get("id", number), item["query"], k))
     return queries
-
-
-def snippet(body: str, query: str, width: int = 160) -> str:
-    """The part of `body` around the first query word it holds, on one line."""
-    flat = " ".join(body.split())
-    words = [w for w in re.findall(r"\w[\w-]+", query.lower()) if len(w) > 2]
-    at = min((flat.lower().find(w) for w in words if w in flat.lower()), default=0)
-    start = max(0, at - width // 3)
-    piece = flat[start : start + width]
-    return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
-
-
-def _many(values: tuple[str, ...]) -> tuple[str, ...] | None:
-    """Repeated options, each of which may also be a comma-separated list."""
-    found = tuple(part.strip() for value in values for part in value.split(",") if part.strip())
-    return found or None
 
 
 @click.command(
@@ -124,7 +109,7 @@ def memsearch(
         raise click.BadParameter(f"{since!r} is not a date (YYYY-MM-DD)", param_hint="--since")
     with errors_to_exit():
         settings = load_settings(root, index_url=chroma_url)
-        kinds = _many(kind)
+        kinds = split_values(kind)
         if kinds is not None:
             named = []
             for name in kinds:
@@ -133,12 +118,14 @@ def memsearch(
                     raise CommandError(f"unknown kind {name!r}")
                 named.append(found.name)
             kinds = tuple(named)
-        filters = Filters(kind=kinds, area=_many(area), status=_many(status), path=path_glob, since=since)
+        filters = Filters(kind=kinds, area=split_values(area), status=split_values(status), path=path_glob, since=since)
         items = _batch(batch_file) if batch_file is not None else [(None, query or "", k)]
         client = connect(settings)
         results = client.search([(q, n) for _, q, n in items], filters, mode)
         for message in client.warnings:
             warn(message)
+        if client.where == "local" and settings.search_watch and not settings.index_url:
+            _leave_watcher(settings)
         if batch_file is not None:
             for (item_id, text, _), hits in zip(items, results, strict=True):
                 line = json.dumps({"id": item_id, "query": text, "hits": hits}, ensure_ascii=False)
@@ -150,10 +137,20 @@ def memsearch(
         print_json({"query": query, "hits": hits})
         return
     if not hits:
-        click.echo("no entries match", err=True)
-    for hit in hits:
-        entry = hit["entry"]
-        click.echo(f"{entry['id']}  {entry['title']}")
-        where = f"{entry['path']}:{entry['line']}"
-        click.echo(f"    {entry['kind']}/{entry['area']}/{entry['status']}  {where}  score {hit['score']:.2f}")
-        click.echo(f"    {snippet(entry['body'], query)}")
+        click.echo(NO_HITS, err=True)
+    for line in hit_lines(hits, query):
+        click.echo(line)
+
+
+def _leave_watcher(settings: Any) -> None:
+    """Start a watcher in the background after a search that found none, and say so on stderr: the next
+    memsearch answers warm through the thin client (cli/quick_search.py). Opt out: search_watch = false."""
+    from memfiles.services.watch.daemon import spawn_background
+
+    pid = spawn_background(settings)
+    if pid is not None:
+        click.echo(
+            f"memfiles: started a watcher in the background (pid {pid}) so that the next search is fast;"
+            " `memfiles watch --stop` stops it, search_watch = false (or MEMFILES_SEARCH_WATCH=0) turns this off",
+            err=True,
+        )

@@ -2,7 +2,7 @@
 
 The catalog is the index's own list of those documents, saved beside the store as JSON with the
 lexical index built from it. It is derived like everything in .memsearch/: lost, it is rebuilt.
-Both carry the store's generation (see index/stamp.py): a catalog whose generation is not the
+Both carry the store's generation (see index/chroma.py): a catalog whose generation is not the
 store's is a copy of an older store and is rebuilt from the store before anyone reads it.
 """
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from memfiles.index.lexical import LexicalIndex
+    from memfiles.index.vector_cache import VectorCache
 
 CATALOG_VERSION = 2  # 2: entries carry their other metadata (refs, tags, ...) and the store's generation
 # The entry's metadata besides what the index filters on; kept as one JSON string (Chroma holds no lists).
@@ -162,16 +163,22 @@ class Catalog:
 
     `generation` is the store generation the documents mirror (None: not known to mirror any, so the
     next reader rebuilds it); `broken` names the files that did not parse at the last sync, whose
-    entries the index keeps as they were.
+    entries the index keeps as they were. `vectors`, when known, is the store's vectors as of the same
+    generation (index/vector_cache.py), saved with the catalog under the same token.
     """
 
     def __init__(
-        self, docs: dict[str, IndexDoc], generation: str | None = None, broken: dict[str, str] | None = None
+        self,
+        docs: dict[str, IndexDoc],
+        generation: str | None = None,
+        broken: dict[str, str] | None = None,
+        vectors: VectorCache | None = None,
     ) -> None:
         self.docs = docs
         self.order = list(docs)
         self.generation = generation
         self.broken = dict(broken or {})
+        self.vectors = vectors
         self.saved_as: str | None = None  # the token the lexical index saved with this catalog carries
 
     def add(self, docs: list[IndexDoc]) -> None:
@@ -217,16 +224,30 @@ class Catalog:
         catalog.saved_as = data.get("saved_as")
         return catalog
 
-    def save(self, folder: Path, index: LexicalIndex | None = None) -> LexicalIndex:
-        """Write the lexical index (built here unless given), then the catalog; returns that index.
+    def load_vectors(self, folder: Path) -> VectorCache | None:
+        """The vectors saved with this catalog (memory-mapped), attached to it; None when there are none
+        of this save (an older memfiles, or a crash between the writes)."""
+        from memfiles.index.vector_cache import VectorCache
 
-        Both carry one fresh token, so a reader can tell a lexical index from another save (a crash
-        between the two writes) and rebuild it.
+        try:
+            self.vectors = VectorCache.load(folder, self.saved_as)
+        except (OSError, ValueError, TypeError, KeyError):
+            self.vectors = None
+        return self.vectors
+
+    def save(self, folder: Path, index: LexicalIndex | None = None) -> LexicalIndex:
+        """Write the vectors (when known) and the lexical index (built here unless given), then the
+        catalog; returns that index.
+
+        All carry one fresh token, so a reader can tell a lexical index or vectors from another save (a
+        crash between the writes) and rebuild them.
         """
         folder.mkdir(parents=True, exist_ok=True)
         docs = [self.docs[doc_id] for doc_id in self.order]
         index = index or lexical_index(docs)
         token = uuid.uuid4().hex
+        if self.vectors is not None:
+            self.vectors.save(folder, token)
         index.save(folder, token)
         data = {
             "version": CATALOG_VERSION,

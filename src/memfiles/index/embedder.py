@@ -1,6 +1,7 @@
-"""Embedding models. Bulk work uses sentence-transformers; queries and small updates use a numpy
-forward pass of the same BERT weights, which gives the same vectors (tested to 1e-5) without the
-~5 s import of sentence-transformers and torch. see @@D-011
+"""Embedding models. For the bundled model (any BERT folder with the MiniLM recipe), queries and small
+updates use a numpy forward pass of its weights, which gives the same vectors as sentence-transformers
+(tested to 1e-5) without importing torch (see @@D-011); bulk work runs the same recipe in torch
+(index/bert_torch.py), without importing sentence-transformers. Other models go to sentence-transformers.
 """
 
 from __future__ import annotations
@@ -8,9 +9,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memfiles.errors import ConfigError, IndexUnavailable
 
@@ -123,19 +126,79 @@ class SentenceTransformerEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    """Error function, Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7); numpy has none."""
+_SAFETENSORS_DTYPES = {"F32": "<f4", "F16": "<f2", "BF16": None, "I64": "<i8", "I32": "<i4"}
+
+
+def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """The tensors of a .safetensors file as read-only views of one memory map: loading costs nothing,
+    and a query touches only the pages it reads (a few rows of the 47 MB word-embedding table)."""
     import numpy as np
 
-    sign = np.sign(x)
-    a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return sign * (1.0 - poly * np.exp(-a * a))
+    with path.open("rb") as handle:
+        size = int.from_bytes(handle.read(8), "little")
+        header = json.loads(handle.read(size))
+    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + size)
+    tensors = {}
+    for name, spec in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = _SAFETENSORS_DTYPES.get(spec["dtype"])
+        if dtype is None:
+            raise ValueError(f"{path.name}: tensor {name} has dtype {spec['dtype']}, which this reader does not take")
+        start, end = spec["data_offsets"]
+        array = data[start:end].view(dtype).reshape(spec["shape"])
+        if array.dtype.kind == "f" and array.dtype != np.float32:
+            array = array.astype(np.float32)
+        tensors[name] = array
+    return tensors
+
+
+# Up to this many texts, an encode runs BLAS on one thread (see _blas_threads).
+SMALL_ENCODE = 32
+# Rows of the feed-forward step done at a time: its 1,536-wide intermediate stays in the CPU cache.
+_FFN_ROWS = 512
+# Attention scores computed for this many (sequence x head) matrices of length^2 floats at a time, ~4 MB.
+_ATTENTION_FLOATS = 1 << 20
+_SQRT_HALF = math.sqrt(0.5)
+
+
+def _gelu_(x: np.ndarray) -> None:
+    """GELU with the exact (erf) form, in place: erf by Abramowitz & Stegun 7.1.26 (absolute error below
+    1.5e-7; numpy has no erf). With h = x/2 * poly(t) * exp(-z^2), z = |x|/sqrt(2): gelu = x - h for
+    x >= 0 and h below, so no sign array and few temporaries."""
+    import numpy as np
+
+    z = np.abs(x)
+    z *= _SQRT_HALF
+    t = z * 0.3275911
+    t += 1.0
+    np.reciprocal(t, out=t)
+    poly = t * 1.061405429
+    poly -= 1.453152027
+    poly *= t
+    poly += 1.421413741
+    poly *= t
+    poly -= 0.284496736
+    poly *= t
+    poly += 0.254829592
+    poly *= t
+    np.square(z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    poly *= z
+    poly *= x
+    poly *= 0.5  # h
+    positive = x >= 0
+    np.subtract(x, poly, out=x, where=positive)
+    np.copyto(x, poly, where=~positive)
 
 
 class NumpyBertEmbedder:
-    """A BERT encoder with mean pooling and L2 normalisation, in numpy: the all-MiniLM-L6-v2 recipe."""
+    """A BERT encoder with mean pooling and L2 normalisation, in numpy: the all-MiniLM-L6-v2 recipe.
+
+    The weights are a memory map of the model file (read once by the OS, shared between processes);
+    batches are sorted by length; the feed-forward step and the attention run in cache-sized pieces.
+    """
 
     def __init__(self, name: str, path: Path) -> None:
         self.name = name
@@ -188,31 +251,68 @@ class NumpyBertEmbedder:
 
     @cached_property
     def weights(self) -> dict[str, np.ndarray]:
+        """The model's tensors (memory-mapped), with each layer's query, key and value weights fused into
+        one matrix so that they cost one matrix product."""
         import numpy as np
-        from safetensors.numpy import load_file
 
         try:
-            weights = load_file(str(self.path / "model.safetensors"))
-        except Exception as error:  # deleted or truncated since `supports` looked
+            weights = read_safetensors(self.path / "model.safetensors")
+        except (OSError, ValueError, KeyError, TypeError) as error:  # deleted or truncated since `supports` looked
             raise _model_failed(self.path, error, self.name == DEFAULT_MODEL) from error
-        # Linear layers stored transposed and contiguous once: `x @ w.T` on a view copied the matrix on
-        # every call and made a one-query encode take ~30 ms.
-        for name, value in list(weights.items()):
-            if name.startswith("encoder.") and name.endswith(".weight") and value.ndim == 2:
-                weights[name] = np.ascontiguousarray(value.T)
+        try:
+            for n in range(self.layers):
+                p = f"encoder.layer.{n}.attention.self"
+                for part in ("weight", "bias"):
+                    weights[f"{p}.qkv.{part}"] = np.concatenate(
+                        [weights[f"{p}.{m}.{part}"] for m in ("query", "key", "value")]
+                    )
+        except KeyError as error:
+            raise _model_failed(self.path, error, self.name == DEFAULT_MODEL) from error
         return weights
 
     def _layer_norm(self, x: np.ndarray, prefix: str) -> np.ndarray:
+        """LayerNorm of the rows of `x`, overwriting it."""
         import numpy as np
 
-        mean = x.mean(-1, keepdims=True)
-        var = ((x - mean) ** 2).mean(-1, keepdims=True)
-        return (x - mean) / np.sqrt(var + self.eps) * self.weights[f"{prefix}.weight"] + self.weights[f"{prefix}.bias"]
+        x -= x.mean(-1, keepdims=True)
+        var = np.square(x).mean(-1, keepdims=True)
+        var += self.eps
+        np.sqrt(var, out=var)
+        x /= var
+        x *= self.weights[f"{prefix}.weight"]
+        x += self.weights[f"{prefix}.bias"]
+        return x
 
     def _dense(self, x: np.ndarray, prefix: str) -> np.ndarray:
-        weight = self.weights[f"{prefix}.weight"]  # stored transposed
-        flat = x.reshape(-1, x.shape[-1]) @ weight  # 2-D: one BLAS call, not a loop over the batch
-        return (flat + self.weights[f"{prefix}.bias"]).reshape(*x.shape[:-1], weight.shape[1])
+        """x @ W.T + b for 2-D `x`: the stored (out, in) matrix, transposed by BLAS, not copied."""
+        out = x @ self.weights[f"{prefix}.weight"].T
+        out += self.weights[f"{prefix}.bias"]
+        return out
+
+    def _attention(self, x: np.ndarray, mask: np.ndarray, batch: int, length: int, prefix: str) -> np.ndarray:
+        """Multi-head self-attention of (batch x length, hidden) rows; returns the context rows."""
+        import numpy as np
+
+        heads, head = self.heads, self.hidden // self.heads
+        qkv = self._dense(x, f"{prefix}.attention.self.qkv").reshape(batch, length, 3, heads, head)
+        qkv = qkv.transpose(2, 0, 3, 1, 4)  # (3, batch, heads, length, head)
+        q = np.multiply(qkv[0], 1.0 / math.sqrt(head), dtype=np.float32)  # scaled once, on the small side
+        k = np.ascontiguousarray(qkv[1])
+        v = np.ascontiguousarray(qkv[2])
+        padded = bool((mask == 0).any())
+        bias = ((1.0 - mask) * np.finfo(np.float32).min)[:, None, None, :] if padded else None
+        context = np.empty((batch, length, heads, head), dtype=np.float32)
+        step = max(1, _ATTENTION_FLOATS // (heads * length * length))
+        for start in range(0, batch, step):
+            end = min(batch, start + step)
+            scores = q[start:end] @ k[start:end].transpose(0, 1, 3, 2)
+            if bias is not None:
+                scores += bias[start:end]
+            scores -= scores.max(-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(-1, keepdims=True)
+            context[start:end] = (scores @ v[start:end]).transpose(0, 2, 1, 3)
+        return context.reshape(batch * length, self.hidden)
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         import numpy as np
@@ -223,33 +323,25 @@ class NumpyBertEmbedder:
         types = np.array([e.type_ids for e in encodings], dtype=np.int64)
         w = self.weights
         batch, length = ids.shape
-        x = (
-            w["embeddings.word_embeddings.weight"][ids]
-            + w["embeddings.position_embeddings.weight"][np.arange(length)][None, :, :]
-            + w["embeddings.token_type_embeddings.weight"][types]
-        )
-        x = self._layer_norm(x, "embeddings.LayerNorm")
-        head = self.hidden // self.heads
-        bias = ((1.0 - mask) * np.finfo(np.float32).min)[:, None, None, :]
+        x = w["embeddings.word_embeddings.weight"][ids]
+        x += w["embeddings.position_embeddings.weight"][:length][None, :, :]
+        x += w["embeddings.token_type_embeddings.weight"][types]
+        x = self._layer_norm(x.reshape(batch * length, self.hidden), "embeddings.LayerNorm")
         for n in range(self.layers):
             p = f"encoder.layer.{n}"
-
-            def split(t: np.ndarray) -> np.ndarray:
-                return t.reshape(batch, length, self.heads, head).transpose(0, 2, 1, 3)
-
-            q = split(self._dense(x, f"{p}.attention.self.query"))
-            k = split(self._dense(x, f"{p}.attention.self.key"))
-            v = split(self._dense(x, f"{p}.attention.self.value"))
-            scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(head) + bias  # a Python float keeps float32
-            scores = np.exp(scores - scores.max(-1, keepdims=True))
-            scores /= scores.sum(-1, keepdims=True)
-            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, self.hidden)
-            x = self._layer_norm(
-                self._dense(context, f"{p}.attention.output.dense") + x, f"{p}.attention.output.LayerNorm"
-            )
-            inner = self._dense(x, f"{p}.intermediate.dense")
-            inner = 0.5 * inner * (1.0 + _erf(inner / math.sqrt(2.0)))
-            x = self._layer_norm(self._dense(inner, f"{p}.output.dense") + x, f"{p}.output.LayerNorm")
+            attended = self._dense(self._attention(x, mask, batch, length, p), f"{p}.attention.output.dense")
+            attended += x
+            x = self._layer_norm(attended, f"{p}.attention.output.LayerNorm")
+            out = np.empty_like(x)
+            for start in range(0, len(x), _FFN_ROWS):
+                rows = x[start : start + _FFN_ROWS]
+                inner = self._dense(rows, f"{p}.intermediate.dense")
+                _gelu_(inner)
+                piece = self._dense(inner, f"{p}.output.dense")
+                piece += rows
+                out[start : start + _FFN_ROWS] = self._layer_norm(piece, f"{p}.output.LayerNorm")
+            x = out
+        x = x.reshape(batch, length, self.hidden)
         pooled = (x * mask[:, :, None]).sum(1) / np.clip(mask.sum(1, keepdims=True), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
@@ -262,19 +354,41 @@ class NumpyBertEmbedder:
         # Sort by length so padding stays small, then restore the order.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.zeros((len(texts), self.hidden), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            out[chunk] = self._encode_batch([texts[i] for i in chunk])
+        with self._blas_threads(1 if len(texts) <= SMALL_ENCODE else None):
+            for start in range(0, len(order), batch_size):
+                chunk = order[start : start + batch_size]
+                out[chunk] = self._encode_batch([texts[i] for i in chunk])
         return out
+
+    @cached_property
+    def _threadpools(self) -> Any:
+        from threadpoolctl import ThreadpoolController
+
+        return ThreadpoolController()
+
+    @contextmanager
+    def _blas_threads(self, limit: int | None) -> Iterator[None]:
+        """BLAS held to `limit` threads (None: as it is). A query's products are a few rows wide: spread
+        over threads, they waited for the other cores, 5-10x slower with the machine busy (median one
+        query 110 ms on one thread, 540-1350 ms on the default two, at load 11 on 2 cores)."""
+        if limit is None:
+            yield
+            return
+        with self._threadpools.limit(limits=limit, user_api="blas"):
+            yield
 
 
 def load_embedder(model: str | None, light: bool) -> Embedder:
-    """The embedder for `model`: the numpy one when `light` and the model allows it, else sentence-transformers."""
+    """The embedder for `model`: for a supported BERT folder (the bundled model), numpy when `light`
+    (queries and small syncs: no torch) and torch otherwise (bulk); any other model goes to
+    sentence-transformers."""
     name, path = resolve_model(model)
-    if light and NumpyBertEmbedder.supports(path):
+    if NumpyBertEmbedder.supports(path):
         assert path is not None
+        from memfiles.index.bert_torch import TorchBertEmbedder
+
         try:
-            return NumpyBertEmbedder(name, path)
+            return NumpyBertEmbedder(name, path) if light else TorchBertEmbedder(name, path)
         except (OSError, ValueError, KeyError) as error:
             raise _model_failed(path, error, name == DEFAULT_MODEL) from error
     return SentenceTransformerEmbedder(name, path)

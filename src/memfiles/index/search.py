@@ -19,7 +19,11 @@ from memfiles.index.score import Hit
 from memfiles.index.text import strip_framing
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
+
+    from memfiles.index.vector_cache import VectorCache
 
 __all__ = ["Filters", "Hit", "Searcher"]
 
@@ -49,11 +53,17 @@ class Searcher:
         catalog: Catalog,
         embedder: Embedder | None,
         lexical_weight: float = scoring.LEXICAL_WEIGHT,
+        vectors: VectorCache | None = None,
+        sidecar: Path | None = None,
     ) -> None:
         self.lexical_weight = lexical_weight
         self.store = store
         self.catalog = catalog
         self.embedder = embedder
+        # The store's vectors as of the catalog's generation: when given, dense search is an exact
+        # product over them (index/vector_cache.py) and Chroma is not asked at all.
+        self.vectors = vectors
+        self.sidecar = sidecar if sidecar is not None else (store.sidecar if store is not None else None)
         self._lexical: LexicalIndex | None = None
         self._texts: tuple[list[str], list[str]] | None = None
 
@@ -62,7 +72,7 @@ class Searcher:
         """The saved lexical index when it belongs to this catalog's save; else one built from the catalog."""
         if self._lexical is None:
             try:
-                self._lexical = LexicalIndex.load(self.store.sidecar) if self.store else None
+                self._lexical = LexicalIndex.load(self.sidecar) if self.sidecar else None
             except (OSError, ValueError, KeyError):
                 self._lexical = None
             if (
@@ -123,6 +133,9 @@ class Searcher:
         """
         import numpy as np
 
+        if self.vectors is not None:
+            allowed = filters.mask(self.catalog) if filters.active else None
+            return self.vectors.search(vector, self.catalog.order, depth, allowed)
         if self.store is None or not self.catalog.docs:
             return {}
         total = len(self.catalog.order)
@@ -153,6 +166,17 @@ class Searcher:
         self._adopt(list(found))
         return {i: s for i, s in found.items() if i in self.catalog.docs and filters.accepts(self.catalog.docs[i])}
 
+    def stored_scores(self, vector: np.ndarray, ids: list[str]) -> dict[str, float]:
+        """The cosine of each of `ids` to `vector`, from the stored vectors (those the index has)."""
+        import numpy as np
+
+        if self.vectors is not None:
+            return self.vectors.scores_of(vector, ids)
+        if self.store is None:
+            return {}
+        stored = self.store.vectors(ids)
+        return {i: float(np.dot(np.asarray(v, dtype=np.float32), vector)) for i, v in stored.items()}
+
     def exact_matches(self, query: str, filters: Filters) -> set[str]:
         """Documents that hold a code-like query (a flag, an error string, a path) verbatim."""
         phrase = query.strip().strip("`\"'").lower()
@@ -170,7 +194,6 @@ class Searcher:
     def signals(self, query: str, filters: Filters | None = None, mode: str = "hybrid") -> Signals:
         """The raw evidence for `query`. Each ranking goes DEPTH deep; in hybrid mode every candidate of
         either ranking is then scored by both (no missing values)."""
-        import numpy as np
 
         filters = filters or Filters()
         found = Signals()
@@ -189,10 +212,9 @@ class Searcher:
         if mode in ("hybrid", "dense") and self.embedder is not None:
             vector = self.embedder.encode([cleaned])[0]
             found.dense = self.dense_scores(vector, filters)
-            if mode == "hybrid" and self.store is not None and found.lexical is not None:
+            if mode == "hybrid" and (self.store is not None or self.vectors is not None) and found.lexical is not None:
                 missing = [doc_id for doc_id in found.lexical if doc_id not in found.dense]
-                for doc_id, stored in self.store.vectors(missing).items():
-                    found.dense[doc_id] = float(np.dot(np.asarray(stored, dtype=np.float32), vector))
+                found.dense.update(self.stored_scores(vector, missing))
                 if lexical_all is not None:
                     row = self.catalog.row
                     for doc_id in found.dense:

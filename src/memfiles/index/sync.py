@@ -13,8 +13,10 @@ from typing import Any
 from memfiles.index.catalog import Catalog, IndexDoc, same_tags
 from memfiles.index.chroma import VectorStore
 from memfiles.index.embedder import Embedder
+from memfiles.index.vector_cache import VectorCache, entry_of
 
 EMBED_BATCH = 64
+PROGRESS_STEP = EMBED_BATCH * 4  # texts encoded between two updates of the progress bar
 
 
 @dataclass
@@ -91,22 +93,12 @@ def apply_plan(
     saved unstamped and the next reader rebuilds it from the store.
     With a `deadline` (time.monotonic()), gives up before writing anything once it has passed.
     """
-    import numpy as np
-
     start = time.perf_counter()
     model = embedder.name
-    vectors = np.zeros((0, 0), dtype=np.float32)
-    if plan.embed:
-        bar = _progress(len(plan.embed), "embedding")
-        chunks = []
-        for offset in range(0, len(plan.embed), EMBED_BATCH * 4):
-            batch = plan.embed[offset : offset + EMBED_BATCH * 4]
-            chunks.append(embedder.encode([d.text for d in batch], batch_size=EMBED_BATCH))
-            if bar is not None:
-                bar.update(len(batch))
-        if bar is not None:
-            bar.close()
-        vectors = np.concatenate(chunks)
+    ids = [d.id for d in plan.embed]
+    documents = [d.text for d in plan.embed]
+    metadatas = [d.metadata(model) for d in plan.embed]
+    vectors = encode_texts(embedder, documents)
     if deadline is not None and time.monotonic() > deadline:
         raise TimeoutError("the index update ran out of time before writing")
     if writing is not None:
@@ -115,20 +107,19 @@ def apply_plan(
     if plan.drift or (complete and not store.stamp().steady):  # a backfill also settles a write that died
         before, generation = store.begin_write()
         if plan.embed:
-            store.upsert(
-                [d.id for d in plan.embed],
-                vectors,
-                [d.text for d in plan.embed],
-                [d.metadata(model) for d in plan.embed],
-            )
+            store.upsert(ids, vectors, documents, metadatas)
         if plan.retag:
             store.update_metadata([d.id for d in plan.retag], [d.metadata(model) for d in plan.retag])
         if plan.orphans:
             store.delete(plan.orphans)
         settled = store.finish_write(generation)
+        if catalog is not None:
+            _mirror_vectors(catalog, plan, ids, vectors, metadatas)
         mirrored = complete or (before.steady and before.generation == (catalog.generation if catalog else None))
         stamped = generation if settled and mirrored else None
     if catalog is not None:
+        if complete and catalog.vectors is None:
+            catalog.vectors = store_vectors(store)  # a backfill given no vectors to start from
         if not complete:
             for doc in (*plan.embed, *plan.retag):
                 catalog.docs[doc.id] = doc
@@ -144,15 +135,72 @@ def apply_plan(
     return SyncReport(len(plan.embed), len(plan.retag), plan.unchanged, len(plan.orphans), time.perf_counter() - start)
 
 
+def encode_texts(embedder: Embedder, texts: list[str]) -> Any:
+    """The unit vectors of `texts`, in their order. Sorted by length across the whole list first (not
+    only within each call), so that every batch pads to nearly its own length; encoded in steps, so
+    that a progress bar can follow."""
+    import numpy as np
+
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    order = sorted(range(len(texts)), key=lambda n: len(texts[n]))
+    bar = _progress(len(texts), "embedding")
+    out: Any = None
+    for offset in range(0, len(order), PROGRESS_STEP):
+        rows = order[offset : offset + PROGRESS_STEP]
+        chunk = embedder.encode([texts[n] for n in rows], batch_size=EMBED_BATCH)
+        if out is None:
+            out = np.zeros((len(texts), chunk.shape[1]), dtype=np.float32)
+        out[rows] = chunk
+        if bar is not None:
+            bar.update(len(rows))
+    if bar is not None:
+        bar.close()
+    return out
+
+
+def _mirror_vectors(
+    catalog: Catalog, plan: Plan, ids: list[str], vectors: Any, metadatas: list[dict[str, Any]]
+) -> None:
+    """Carry the store writes just made over to the catalog's vectors, so that both stay one generation.
+    A catalog without vectors is left so: whoever needs them next reads them from the store."""
+    cache = catalog.vectors
+    if cache is not None:
+        entries = [entry_of(i, m) for i, m in zip(ids, metadatas, strict=True)]
+        cache.replace_entries([d.id for d in plan.embed], ids, entries, vectors)
+        cache.drop_entries(plan.orphans)
+
+
+def store_vectors(store: VectorStore, ids: list[str] | None = None) -> VectorCache:
+    """Every vector the store holds (or those of `ids`), as a cache."""
+    if ids is not None and not ids:
+        return VectorCache.empty(0)
+    result = store.collection.get(ids=ids, include=["embeddings", "metadatas"])
+    return VectorCache.from_rows(result["ids"], result["embeddings"], result["metadatas"])
+
+
 def store_docs(store: VectorStore, ids: list[str] | None = None) -> dict[str, IndexDoc]:
     """The documents the store holds (all, or those of `ids` that it has), as the catalog keeps them."""
+    return store_rows(store, ids)[0]
+
+
+def store_rows(
+    store: VectorStore, ids: list[str] | None = None, vectors: bool = False
+) -> tuple[dict[str, IndexDoc], VectorCache | None]:
+    """The documents the store holds (all, or those of `ids`), and with `vectors` its vectors, in one read.
+
+    Each entry's document is its first passage's (the row stored under the entry's own id)."""
     if ids is not None and not ids:
-        return {}
-    result = store.collection.get(ids=ids, include=["documents", "metadatas"])
-    return {
+        return {}, None
+    include = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
+    result = store.collection.get(ids=ids, include=include)
+    docs = {
         doc_id: IndexDoc.from_store(doc_id, text, meta)
         for doc_id, text, meta in zip(result["ids"], result["documents"], result["metadatas"], strict=True)
+        if entry_of(doc_id, meta) == doc_id
     }
+    cache = VectorCache.from_rows(result["ids"], result["embeddings"], result["metadatas"]) if vectors else None
+    return docs, cache
 
 
 def mirrored_catalog(store: VectorStore) -> Catalog | None:
@@ -179,7 +227,8 @@ def open_catalog(store: VectorStore) -> Catalog:
     except (OSError, ValueError, TypeError, KeyError):
         broken = {}
     before = store.stamp()
-    catalog = Catalog(store_docs(store) if store.exists() else {}, broken=broken)
+    docs, vectors = store_rows(store, vectors=True) if store.exists() else ({}, None)
+    catalog = Catalog(docs, broken=broken, vectors=vectors)
     if before.steady and store.stamp() == before:
         catalog.generation = before.generation
         catalog.save(store.sidecar)

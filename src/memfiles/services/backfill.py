@@ -28,6 +28,7 @@ def backfill_session(
     """
     from memfiles.index.catalog import Catalog
     from memfiles.index.sync import apply_plan, make_plan, mirrored_catalog, store_docs
+    from memfiles.index.vector_cache import VectorCache
     from memfiles.services.index_session import embedder_for, entry_docs
 
     found = entry_docs(project)
@@ -47,16 +48,19 @@ def backfill_session(
     docs.update(store_docs(store, [i for i in kept if i not in known]))
     target = Catalog(docs, broken=found.broken)
     stamp = store.stamp()
-    in_step = (
-        held is not None
-        and stamp.steady
-        and held.generation == stamp.generation
-        and held.docs == target.docs
-        and held.broken == target.broken
-    )
-    if not plan.drift and not rebuild and in_step:
+    mirrors = held is not None and stamp.steady and held.generation == stamp.generation
+    in_step = mirrors and held.docs == target.docs and held.broken == target.broken
+    if in_step and held.vectors is None:
+        held.load_vectors(store.sidecar)
+    if not plan.drift and not rebuild and in_step and held.vectors is not None:
         report = apply_plan(store, session.embedder, plan)  # nothing to do: an empty report
         return {"drift": drift, "summary": report.summary(), "report": report_json(report)}, None
+    # The vectors the new catalog starts from, updated by the plan: none yet in an empty store; the
+    # held catalog's when it mirrors the store; else apply_plan reads them from the store.
+    if not stored:
+        target.vectors = VectorCache.empty(0)
+    elif mirrors and (held.vectors is not None or held.load_vectors(store.sidecar) is not None):
+        target.vectors = held.vectors.copy()
     report = apply_plan(store, embedder_for(session, plan), plan, target, complete=True)
     return {"drift": drift, "summary": report.summary(), "report": report_json(report)}, target
 

@@ -91,9 +91,15 @@ class LocalIndex:
 
         return open_index(self.settings, timeout=timeout, create=create)
 
+    def _read(self, timeout: float) -> Any:
+        """For queries: the saved catalog and vectors when in step with the store (numpy only), else the store."""
+        from memfiles.services.index_session import open_reader
+
+        return open_reader(self.settings, timeout=timeout)
+
     def search(self, queries: list[tuple[str, int]], filters: Filters, mode: str = "hybrid") -> list[Hits]:
-        with self._open(timeout=self.settings.search_timeout) as session:
-            if not session.store.exists():
+        with self._read(timeout=self.settings.search_timeout) as session:
+            if not session.exists():
                 raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
             searcher = session.searcher()
             self.warnings = unreadable_warnings(session.catalog.broken)
@@ -105,8 +111,8 @@ class LocalIndex:
     def search_many(self, items: list[dict[str, Any]]) -> list[Hits]:
         from memfiles.services.recall import search_many
 
-        with self._open(timeout=self.settings.search_timeout) as session:
-            if not session.store.exists():
+        with self._read(timeout=self.settings.search_timeout) as session:
+            if not session.exists():
                 raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
             self.warnings = unreadable_warnings(session.catalog.broken)
             return search_many(session.searcher(), items)
@@ -114,8 +120,8 @@ class LocalIndex:
     def similar(self, texts: list[str], filters: Filters, k: int = 5) -> list[Neighbours]:
         from memfiles.services.index_session import nearest
 
-        with self._open(timeout=max(self.settings.index_timeout, 5.0)) as session:
-            if not session.store.exists():
+        with self._read(timeout=max(self.settings.index_timeout, 5.0)) as session:
+            if not session.exists():
                 raise IndexUnavailable("there is no index yet")
             return nearest(session.searcher(), texts, filters, k)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memfiles.config import Settings
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from memfiles.index.filters import Filters
     from memfiles.index.search import Searcher
     from memfiles.index.sync import Plan
+    from memfiles.index.vector_cache import VectorCache
 
 # Below this many entries to embed, the numpy encoder (0.2 s to load) beats sentence-transformers (~5 s).
 LIGHT_LIMIT = 64
@@ -37,17 +39,62 @@ class IndexSession:
 
     @property
     def catalog(self) -> Catalog:
-        """The catalog, rebuilt from the store first when the saved one does not mirror it."""
+        """The catalog, rebuilt from the store first when the saved one does not mirror it; with the
+        vectors saved with it, when there are some."""
         from memfiles.index.sync import open_catalog
 
         if self._catalog is None:
             self._catalog = open_catalog(self.store)
+            if self._catalog.vectors is None:
+                self._catalog.load_vectors(self.store.sidecar)
         return self._catalog
+
+    def exists(self) -> bool:
+        return self.store.exists()
+
+    def vectors(self) -> VectorCache | None:
+        """The catalog's vectors. A catalog that mirrors the store but has none saved with it (written
+        by an older memfiles) gets them from the store, saved with it: the next query needs no chromadb."""
+        from memfiles.index.lexical import LexicalIndex
+        from memfiles.index.sync import store_vectors
+
+        catalog = self.catalog
+        if catalog.vectors is None and self.store.exists():
+            stamp = self.store.stamp()
+            if stamp.steady and catalog.generation is not None and catalog.generation == stamp.generation:
+                catalog.vectors = store_vectors(self.store)
+                try:
+                    lexical = LexicalIndex.load(self.store.sidecar)
+                    if lexical.token != catalog.saved_as:
+                        lexical = None
+                except (OSError, ValueError, KeyError):
+                    lexical = None
+                catalog.save(self.store.sidecar, lexical)
+        return catalog.vectors
 
     def searcher(self) -> Searcher:
         from memfiles.index.search import Searcher
 
-        return Searcher(self.store, self.catalog, self.embedder)
+        return Searcher(self.store, self.catalog, self.embedder, vectors=self.vectors())
+
+
+@dataclass
+class SavedIndex:
+    """The index as its last save left it beside the store: catalog, lexical index and vectors, all of
+    the store's current generation. Answers queries with numpy alone (no chromadb, no store open)."""
+
+    catalog: Catalog
+    embedder: Embedder
+    settings: Settings
+    sidecar: Path
+
+    def exists(self) -> bool:
+        return True
+
+    def searcher(self) -> Searcher:
+        from memfiles.index.search import Searcher
+
+        return Searcher(None, self.catalog, self.embedder, vectors=self.catalog.vectors, sidecar=self.sidecar)
 
 
 def _embedder(settings: Settings, light: bool) -> Embedder:
@@ -68,6 +115,53 @@ def open_index(
     embedder = _embedder(settings, light)
     with open_store(settings, collection_name(embedder.name, embedder.dimension), timeout, create) as store:
         yield IndexSession(store, embedder, settings)
+
+
+def saved_index(settings: Settings, embedder: Embedder) -> SavedIndex | None:
+    """The saved catalog and vectors when the store's stamp says they mirror it (read without chromadb);
+    None when they do not, or when that cannot be told. Call under the store lock."""
+    from memfiles.index.catalog import Catalog
+    from memfiles.index.chroma import read_stamp
+    from memfiles.index.embedder import collection_name
+
+    name = collection_name(embedder.name, embedder.dimension)
+    stamp = read_stamp(settings, name)
+    if stamp is None or not stamp.steady or stamp.generation is None:
+        return None
+    folder = settings.index_dir / name
+    try:
+        catalog = Catalog.load(folder)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    if catalog.generation != stamp.generation or catalog.load_vectors(folder) is None:
+        return None
+    return SavedIndex(catalog, embedder, settings, folder)
+
+
+@contextmanager
+def open_reader(settings: Settings, timeout: float = 10.0) -> Iterator[IndexSession | SavedIndex]:
+    """The index for queries: its saved catalog and vectors when they are in step with the store (no
+    chromadb), else the store opened as open_index does. Both answer exists(), searcher(), catalog."""
+    from memfiles.errors import IndexUnavailable, LockTimeout
+    from memfiles.index.chroma import store_exists, store_lock
+
+    embedder = _embedder(settings, light=True)
+    saved = None
+    if not settings.index_url and store_exists(settings):
+        lock = store_lock(settings, timeout)
+        try:
+            lock.acquire()
+        except LockTimeout as error:
+            raise IndexUnavailable(f"index busy: {error}") from error
+        try:
+            saved = saved_index(settings, embedder)
+            if saved is not None:
+                yield saved
+        finally:
+            lock.release()
+    if saved is None:
+        with open_index(settings, timeout=timeout, create=False) as session:
+            yield session
 
 
 @dataclass

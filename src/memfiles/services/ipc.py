@@ -6,14 +6,12 @@ never loads numpy, torch or chromadb.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 import socket
 import socketserver
 import struct
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -21,34 +19,14 @@ from typing import Any
 
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable
-
-# sockaddr_un holds 108 bytes on Linux (104 on macOS), the final NUL included.
-SOCKET_PATH_LIMIT = 104
+from memfiles.services.sockpath import SOCKET_PATH_LIMIT as SOCKET_PATH_LIMIT
+from memfiles.services.sockpath import runtime_dir as runtime_dir
+from memfiles.services.sockpath import socket_file
 
 
 def socket_path(settings: Settings) -> Path:
-    """.memsearch/watch.sock; in a project so deep that this path would not fit in a socket address, a
-    short one in the user's own runtime folder, named by a hash of the index folder (same for every client)."""
-    path = settings.index_dir / "watch.sock"
-    if len(os.fsencode(path)) < SOCKET_PATH_LIMIT:
-        return path
-    key = hashlib.sha256(os.fsencode(settings.index_dir.resolve())).hexdigest()[:24]
-    return runtime_dir() / f"{key}.sock"
-
-
-def runtime_dir() -> Path:
-    """$XDG_RUNTIME_DIR/memfiles when it is set, else /tmp/memfiles-<uid>; owner-only, refused when another user
-    owns it (someone could otherwise plant a socket there)."""
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    folder = Path(base) / "memfiles" if base else Path(tempfile.gettempdir()) / f"memfiles-{os.getuid()}"
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = folder.lstat()
-    if info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise IndexUnavailable(
-            f"{folder} (where the watcher's socket goes, the project path being too long for one) is not"
-            " yours alone: remove it, or set XDG_RUNTIME_DIR to a private folder"
-        )
-    return folder
+    """.memsearch/watch.sock, or a short path when that one would not fit (services/sockpath.py)."""
+    return socket_file(settings.index_dir)
 
 
 def peer_uid(connection: socket.socket) -> int | None:

@@ -112,6 +112,30 @@ def start_background(settings: Settings, debounce: float, reconcile_every: float
     raise StartFailed(f"the watcher did not answer within {START_WAIT:g} s; see {log_path(settings)}")
 
 
+def spawn_background(settings: Settings) -> int | None:
+    """Start the watcher detached without waiting for it (memsearch leaves one behind this way), with the
+    defaults of `memfiles watch`; its pid, or None when it could not be started. A second one started at
+    the same moment exits on its own: one watcher per project (WatcherRunning)."""
+    try:
+        folder = ensure_private_dir(settings.index_dir)
+        command = [
+            sys.executable,
+            "-m",
+            "memfiles.cli",
+            "--root",
+            str(settings.root),
+            "watch",
+            "--foreground",
+            "--log-file",
+            str(log_path(settings)),
+        ]
+        with open(folder / "watch.out", "wb") as out:
+            child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
+    except OSError:
+        return None
+    return child.pid
+
+
 def _gone(pid: int) -> bool:
     """True once `pid` no longer runs (a zombie waiting for its parent counts as gone)."""
     try:

@@ -1,6 +1,7 @@
 """The watcher's side of the socket: one request object in, one answer object out (services/ipc.py).
 
-Ops: ping, search, search_many, similar, vectors, sync (the write path's update), backfill, status.
+Ops: ping, search, search_many, similar, vectors, sync (the write path's update), backfill, status, and
+memsearch (the thin client's one call: memsearch's options as typed, resolved here).
 The answers are the same objects the local index client returns (services/index_client.py), plus "ok".
 """
 
@@ -38,6 +39,8 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
                 for q, k in request["queries"]
             ]
         return {"ok": True, "results": results, "unreadable": dict(keeper.catalog.broken)}
+    if op == "memsearch":
+        return _memsearch(watcher, request)
     if op == "search_many":  # several filtered searches in one round trip (recall's layers)
         from memfiles.services.recall import search_many
 
@@ -68,6 +71,41 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     if op == "status":
         return {"ok": True, **status(watcher)}
     return {"ok": False, "error": f"unknown op {op!r}"}
+
+
+def _memsearch(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
+    """What memsearch prints (stdout, stderr) for the options the thin client read (cli/quick_search.py):
+    kinds by name or prefix, as the full command takes them, rendered as the full command renders them.
+    A refusal sends the client to the full command, which prints the error as it always does."""
+    from memfiles.format.validate import is_date
+    from memfiles.index.filters import Filters
+    from memfiles.services.index_client import unreadable_warnings
+    from memfiles.services.search_text import rendered
+
+    schema = watcher.project.settings.schema
+    kinds = []
+    for name in request.get("kind") or ():
+        found = schema.kind(name)
+        if found is None:
+            return {"ok": False, "error": f"unknown kind {name!r}"}
+        kinds.append(found.name)
+    since = request.get("since")
+    if since is not None and not is_date(since):
+        return {"ok": False, "error": f"{since!r} is not a date (YYYY-MM-DD)"}
+    filters = Filters(
+        kind=tuple(kinds) or None,
+        area=tuple(request.get("area") or ()) or None,
+        status=tuple(request.get("status") or ()) or None,
+        path=request.get("path"),
+        since=since,
+    )
+    keeper = watcher.keeper
+    with keeper.mutex:
+        found = keeper.searcher.search(str(request["query"]), int(request["k"]), filters, request.get("mode", "hybrid"))
+        hits = [hit.as_json(rank) for rank, hit in enumerate(found, start=1)]
+        warnings = unreadable_warnings(dict(keeper.catalog.broken))
+    out, err = rendered(str(request["query"]), hits, bool(request.get("json")), warnings)
+    return {"ok": True, "out": out, "err": err}
 
 
 def _wait_ready(watcher: Watcher, timeout: float = 600.0) -> str | None:

@@ -43,7 +43,7 @@ class IndexKeeper:
         self.mutex = threading.RLock()
         self.lexical_dirty = threading.Event()  # the catalog changed since the last save
         self.catalog = session.catalog
-        self.searcher = Searcher(session.store, self.catalog, session.embedder)
+        self.searcher = Searcher(session.store, self.catalog, session.embedder, vectors=session.vectors())
 
     def sync_paths(self, paths: set[str], pruned: set[str] | frozenset[str] = frozenset()) -> None:
         """Bring the entries of `paths` (relative) in line; a file that does not parse keeps its old entries."""
@@ -120,6 +120,8 @@ class IndexKeeper:
                 self.catalog.docs, self.catalog.order = saved.docs, saved.order
                 self.catalog.generation, self.catalog.broken = saved.generation, saved.broken
                 self.catalog.saved_as = saved.saved_as
+                self.catalog.vectors = saved.vectors
+                self.searcher.vectors = saved.vectors
                 self.searcher.set_lexical(self.searcher_lexical_from_disk())
                 self.lexical_dirty.clear()
             if not check:
@@ -155,7 +157,8 @@ class IndexKeeper:
 
         with self.mutex:
             docs = {i: self.catalog.docs[i] for i in self.catalog.order}
-            return Catalog(docs, self.catalog.generation, self.catalog.broken)
+            vectors = self.catalog.vectors.copy() if self.catalog.vectors is not None else None
+            return Catalog(docs, self.catalog.generation, self.catalog.broken, vectors)
 
     def persist(self, snapshot: Any = None, index: Any = None) -> None:
         """The catalog and lexical index on disk, for the commands that run while no watcher does."""

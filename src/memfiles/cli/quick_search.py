@@ -1,0 +1,196 @@
+"""The `memsearch` entry point: when a watcher runs, a thin client that sends the query over the socket
+and prints the text the watcher rendered; in every other case the full command (cli/search.py), unchanged.
+
+Thin means a query costs little more than starting Python: this module imports only os, sys and the C
+modules _socket and _json (json, socket and pathlib would each cost about as much as starting Python
+again), and from memfiles only root.py and services/sockpath.py, which work on plain strings. The
+watcher renders stdout and stderr with services/search_text.py, as the full command does, so the same
+hits give the same bytes (tests/test_quick_search.py).
+
+The thin path takes only the plain form: one QUERY with -k, --kind, --area, --status, --path, --since,
+--mode, --json and --root. Anything else (--batch, --help, --chroma-url, a Chroma server configured, an
+option it does not know, a value it cannot read) goes to the full command, and so does every refusal
+of the watcher: errors are always worded and coded by the full command.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from memfiles.root import INDEX_DIR, MEMORY_DIR, root_folder
+from memfiles.services.sockpath import socket_address
+
+VALUED = {"-k", "--kind", "--area", "--status", "--path", "--since", "--mode", "--root"}
+MODES = ("hybrid", "lexical", "dense")
+TIMEOUT = 60.0  # as the full command waits for the watcher (services/index_client.py)
+
+
+def split_values(values: tuple[str, ...] | list[str]) -> tuple[str, ...] | None:
+    """Repeated options, each of which may also be a comma-separated list (the full command's rule too)."""
+    found = tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+    return found or None
+
+
+def read_args(argv: list[str]) -> dict[str, object] | None:
+    """The options of a plain memsearch call, or None when the full command must read them."""
+    got: dict[str, list[str]] = {name: [] for name in VALUED}
+    query = None
+    as_json = False
+    at = 0
+    while at < len(argv):
+        token = argv[at]
+        at += 1
+        if token == "--json":
+            as_json = True
+            continue
+        name, value = token, None
+        if token.startswith("--") and "=" in token:
+            name, value = token.split("=", 1)
+        elif token.startswith("-k") and len(token) > 2 and not token.startswith("--"):
+            name, value = "-k", token[2:]
+        if name in VALUED:
+            if value is None:
+                if at >= len(argv):
+                    return None
+                value = argv[at]
+                at += 1
+            got[name].append(value)
+            continue
+        if token.startswith("-") or query is not None:
+            return None  # an option the thin path does not take, `--`, or a second QUERY
+        query = token
+    single = {name: values[-1] if values else None for name, values in got.items()}  # click: the last one wins
+    k = single["-k"] or "10"
+    mode = single["--mode"] or "hybrid"
+    if query is None or not query.strip() or not k.isdigit() or int(k) < 1 or mode not in MODES:
+        return None
+    return {
+        "query": query,
+        "k": int(k),
+        "kind": list(split_values(got["--kind"]) or ()),
+        "area": list(split_values(got["--area"]) or ()),
+        "status": list(split_values(got["--status"]) or ()),
+        "path": single["--path"],
+        "since": single["--since"],
+        "mode": mode,
+        "json": as_json,
+        "root": single["--root"],
+    }
+
+
+def _server_configured(root: str) -> bool:
+    """Whether this project's index is a Chroma server (the environment or a config file names one): the
+    watcher does not serve those; the full command reads the setting properly."""
+    if os.environ.get("MEMFILES_CHROMA_URL"):
+        return True
+    for name in (os.path.join(MEMORY_DIR, "memfiles.toml"), "pyproject.toml"):
+        try:
+            with open(os.path.join(root, name), encoding="utf-8", errors="replace") as handle:
+                if "index_url" in handle.read():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def _encoded(value: object) -> str:
+    """JSON of the request's values (strings, whole numbers, booleans, None, lists of strings)."""
+    from _json import encode_basestring_ascii
+
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ",".join(_encoded(item) for item in value) + "]"
+    return encode_basestring_ascii(str(value))
+
+
+class _Decoding:
+    """What _json's C scanner reads its settings from (the attributes json.JSONDecoder gives it)."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+
+    @staticmethod
+    def parse_constant(name: str) -> float:
+        return float(name.lower().replace("infinity", "inf"))
+
+
+def _decoded(text: str) -> object:
+    from _json import make_scanner
+
+    value, _end = make_scanner(_Decoding())(text, 0)
+    return value
+
+
+def ask_watcher(args: dict[str, object]) -> tuple[str, str] | None:
+    """The (stdout, stderr) the watcher rendered, or None when the full command must answer."""
+    import _socket
+
+    try:
+        root = root_folder(given=args["root"])  # type: ignore[arg-type]
+        if _server_configured(root):
+            return None
+        path = socket_address(os.path.join(root, INDEX_DIR))
+        if not os.path.exists(path):
+            return None
+        keys = ("query", "k", "kind", "area", "status", "path", "since", "mode", "json")
+        request = '{"op":"memsearch",' + ",".join(f'"{key}":{_encoded(args[key])}' for key in keys) + "}\n"
+        client = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            client.settimeout(TIMEOUT)
+            client.connect(path)
+            client.sendall(request.encode("utf-8"))
+            chunks = []
+            while True:
+                chunk = client.recv(1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                if chunk.endswith(b"\n"):
+                    break
+        finally:
+            client.close()
+        answer = _decoded(b"".join(chunks).decode("utf-8"))
+    except Exception:
+        return None
+    if not isinstance(answer, dict) or answer.get("ok") is not True:
+        return None
+    out, err = answer.get("out"), answer.get("err")
+    if not isinstance(out, str) or not isinstance(err, str):
+        return None
+    return out, err
+
+
+def quick(argv: list[str]) -> bool:
+    """Answer through a running watcher and print; False (nothing printed) when the full command must."""
+    args = read_args(argv)
+    answer = ask_watcher(args) if args is not None else None
+    if answer is None:
+        return False
+    out, err = answer
+    if err:
+        sys.stderr.write(err)
+        sys.stderr.flush()
+    sys.stdout.write(out)
+    sys.stdout.flush()
+    return True
+
+
+def main() -> None:
+    try:
+        answered = quick(sys.argv[1:])
+    except BrokenPipeError:  # `memsearch ... | head -1`: the reader left; exit 1 as the full command does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None
+    if not answered:
+        from memfiles.cli.search import memsearch
+
+        memsearch()

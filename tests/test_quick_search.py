@@ -1,0 +1,195 @@
+"""The thin memsearch client prints exactly what the full command prints, and hands everything else to it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memfiles.cli.quick_search import quick, read_args
+from memfiles.cli.search import memsearch
+from memfiles.config import load_settings
+from memfiles.services.watch import Watcher
+from memfiles.store.project import Project
+from tests.conftest import Run
+from tests.contract_shapes import check_command
+
+pytestmark = pytest.mark.integration
+
+ENTRIES = [
+    ("decision", "Release builds are signed on the build host only", "release", "Keys never leave the host."),
+    ("fact", "The staging database is restored every night", "ops", "A job copies the backup at 02:00 UTC."),
+    ("friction", "Chroma hangs when two processes open one folder", "index", "One process must own the store."),
+    ("lesson", "Timing closes with --max-fanout 16", "synthesis", "Hold violations went away at sixteen sinks."),
+]
+
+
+@pytest.fixture(autouse=True)
+def patient_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMFILES_INDEX_TIMEOUT", "300")
+
+
+@pytest.fixture
+def watched(run: Run, root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    for kind, title, area, body in ENTRIES:
+        assert run("add", "-k", kind, "-t", title, "-a", area, "--body", body).exit_code == 0
+    assert run("backfill").exit_code == 0
+    watcher = Watcher(Project(load_settings(root)), debounce=0.1, reconcile_every=30.0)
+    watcher.start()
+    monkeypatch.setenv("MEMFILES_ROOT", str(root))
+    yield root
+    watcher.stop()
+
+
+def full(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(memsearch, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def thin(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[bool, str, str]:
+    capsys.readouterr()
+    answered = quick(list(args))
+    out = capsys.readouterr()
+    return answered, out.out, out.err
+
+
+CASES = [
+    ("signing keys on the build host",),
+    ("signing keys on the build host", "--json"),
+    ("why does the store hang", "-k", "2", "--kind", "F,D", "--json"),
+    ("why does the store hang", "-k2", "--kind=friction", "--kind", "lesson"),
+    ("max-fanout 16", "--mode", "lexical", "--json"),
+    ("backups", "--mode=dense", "--area", "ops", "--status", "open", "--since", "2020-01-01"),
+    ("anything", "--path", "memory/nothing-*.md"),  # no hits: "no entries match" on stderr
+    ("anything", "--area", "none", "--json"),  # no hits, as JSON
+]
+
+
+class TestSameOutput:
+    @pytest.mark.parametrize("args", CASES, ids=[" ".join(c) for c in CASES])
+    def test_thin_client_prints_what_the_full_command_prints(
+        self, watched: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...]
+    ) -> None:
+        """Through a running watcher, stdout and stderr equal the full command's byte for byte (exit 0)."""
+        answered, out, err = thin(capsys, *args)
+        assert answered, "the thin client handed a plain query to the full command"
+        assert (0, out, err) == full(*args)
+        if "--json" in args:
+            check_command("memsearch", json.loads(out))
+
+    def test_thin_client_imports_neither_click_nor_numpy(self, watched: Path) -> None:
+        """A query answered through the watcher loads none of click, numpy, chromadb or the format, nor even
+        json, socket, pathlib or re."""
+        code = (
+            "import sys\nfrom memfiles.cli.quick_search import quick\n"
+            "assert quick(['signing keys', '--json'])\n"
+            "heavy = ('click', 'numpy', 'chromadb', 'torch', 'memfiles.format', 'memfiles.config')\n"
+            "stdlib = {'typing', 'json', 'socket', 'pathlib', 're'}\n"
+            "print(sorted(m for m in sys.modules if m.startswith(heavy) or m in stdlib), file=sys.stderr)\n"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=300)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["hits"][0]["entry"]["id"] == "D-001"
+        assert out.stderr.strip().splitlines()[-1] == "[]"
+
+
+class TestHandsOver:
+    @pytest.mark.parametrize(
+        "args",
+        [
+            ("q", "--batch", "-"),
+            ("-h",),
+            ("q", "--chroma-url", "http://localhost:1"),
+            ("q", "extra"),
+            ("q", "-k", "0"),
+            ("q", "-k"),
+            ("  ",),
+            ("q", "--mode", "fuzzy"),
+            ("--", "-q"),
+            ("q", "--unknown"),
+        ],
+    )
+    def test_forms_it_does_not_take_go_to_the_full_command(self, args: tuple[str, ...]) -> None:
+        """Batch, help, a server, bad values and unknown options are read by the full command, never here."""
+        assert read_args(list(args)) is None
+
+    def test_refusals_and_no_watcher_print_nothing(
+        self, watched: Path, run: Run, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """An unknown kind or a bad date is refused by the watcher: the thin client prints nothing and the
+        full command words the error (exit 2)."""
+        for args in (("q", "--kind", "nosuchkind"), ("q", "--since", "2026-13-01")):
+            answered, out, err = thin(capsys, *args)
+            assert (answered, out, err) == (False, "", "")
+            assert full(*args)[0] == 2
+
+    def test_no_watcher_means_the_full_command(
+        self, run: Run, root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Without a watcher (or with a server configured) the thin client prints nothing and says so."""
+        monkeypatch.setenv("MEMFILES_ROOT", str(root))
+        assert thin(capsys, "anything") == (False, "", "")
+        (root / ".memsearch").mkdir()
+        (root / ".memsearch" / "watch.sock").write_text("")  # a stale socket file: nobody listens
+        assert thin(capsys, "anything") == (False, "", "")
+        monkeypatch.setenv("MEMFILES_CHROMA_URL", "http://localhost:1")
+        assert thin(capsys, "anything") == (False, "", "")
+
+
+class TestWatcherLeftBehind:
+    def test_a_search_without_watcher_leaves_one_and_the_next_is_thin(
+        self, run: Run, root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With search_watch on (the default), a memsearch that found no watcher starts one, says so on
+        stderr with how to stop it and turn it off, prints its hits as usual; the next query is thin."""
+        for kind, title, area, body in ENTRIES:
+            assert run("add", "-k", kind, "-t", title, "-a", area, "--body", body).exit_code == 0
+        assert run("backfill").exit_code == 0
+        env = {**os.environ, "MEMFILES_ROOT": str(root), "MEMFILES_SEARCH_WATCH": "1"}
+        monkeypatch.setenv("MEMFILES_ROOT", str(root))
+        bin_dir = Path(sys.executable).parent
+        try:
+            first = subprocess.run(
+                [str(bin_dir / "memsearch"), "signing keys", "--json"],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=600,
+            )
+            assert first.returncode == 0, first.stderr
+            assert json.loads(first.stdout)["hits"][0]["entry"]["id"] == "D-001"
+            assert "started a watcher in the background" in first.stderr
+            assert "memfiles watch --stop" in first.stderr and "MEMFILES_SEARCH_WATCH=0" in first.stderr
+            answered = False
+            for _ in range(600):  # the watcher loads and catches up; the thin path answers once it is ready
+                answered, out, _err = thin(capsys, "signing keys", "--json")
+                if answered:
+                    break
+                threading.Event().wait(0.5)
+            assert answered
+            assert json.loads(out)["hits"][0]["entry"]["id"] == "D-001"
+        finally:
+            subprocess.run([str(bin_dir / "memfiles"), "watch", "--stop"], env=env, capture_output=True, timeout=120)
+
+    @pytest.mark.parametrize("setting", ["MEMFILES_SEARCH_WATCH=0", "MEMFILES_CHROMA_URL"])
+    def test_opted_out_or_a_server_starts_nothing(self, run: Run, root: Path, setting: str) -> None:
+        """search_watch off, or an index on a Chroma server: the search starts no watcher and says nothing."""
+        from memfiles.cli.search import memsearch as command
+
+        for kind, title, area, body in ENTRIES[:2]:
+            assert run("add", "-k", kind, "-t", title, "-a", area, "--body", body).exit_code == 0
+        assert run("backfill").exit_code == 0
+        env = {"MEMFILES_SEARCH_WATCH": "0"} if setting.endswith("=0") else {"MEMFILES_SEARCH_WATCH": "1"}
+        args = ["--root", str(root), "signing keys"]
+        if setting == "MEMFILES_CHROMA_URL":
+            args += ["--chroma-url", "http://127.0.0.1:9"]  # nothing listens: the search fails, no watcher
+        result = CliRunner(env=env).invoke(command, args, catch_exceptions=False)
+        assert "started a watcher" not in result.stderr
+        assert not (root / ".memsearch" / "watch.out").exists()
