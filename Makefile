@@ -25,9 +25,9 @@ demo: install
 	$(BIN)/memfiles list
 	$(BIN)/memfiles backfill
 	$(BIN)/memfiles distil --all
-	$(BIN)/memsearch "what did we learn about crashes in the middle of a write?" -k 3
-	$(BIN)/memsearch "why does hold fail after placement?" -k 2
-	$(BIN)/memsearch -k 1 -- --request-id
+	MEMFILES_SEARCH_WATCH=0 $(BIN)/memsearch "what did we learn about crashes in the middle of a write?" -k 3
+	MEMFILES_SEARCH_WATCH=0 $(BIN)/memsearch "why does hold fail after placement?" -k 2
+	MEMFILES_SEARCH_WATCH=0 $(BIN)/memsearch -k 1 -- --request-id
 	$(BIN)/memfiles status
 
 # Every package the code imports must be declared in pyproject.toml (CI runs this through `make test`).

@@ -23,6 +23,9 @@ from bench_index import BIN, build, percentiles, texts
 from memfiles.config import load_settings
 from memfiles.services.ipc import request
 
+# Cold searches stay cold: a memsearch that finds no watcher would otherwise leave one behind.
+os.environ.setdefault("MEMFILES_SEARCH_WATCH", "0")
+
 
 def run(*args: str, env: dict[str, str], check: bool = True) -> str:
     command = [str(BIN / args[0]), *args[1:]]

@@ -24,6 +24,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+# Cold searches stay cold: a memsearch that finds no watcher would otherwise leave one behind.
+os.environ.setdefault("MEMFILES_SEARCH_WATCH", "0")
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 DATA = Path(os.environ.get("MEMFILES_EVAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
