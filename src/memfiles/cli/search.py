@@ -10,18 +10,14 @@ from typing import Any
 
 import click
 
-from memfiles.cli.app import CommandError, JsonErrorsCommand, errors_to_exit, print_json, root_option, warn
+from memfiles.cli.app import JsonErrorsCommand, errors_to_exit, print_json, root_option, warn
+from memfiles.cli.infile import STDIN, read_input
 from memfiles.errors import ParseError
 
 
 def _batch(path: Path) -> list[tuple[Any, str, int]]:
-    where = "<stdin>" if str(path) == "-" else str(path)
-    try:
-        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ParseError(where, None, "no such file") from None
-    except UnicodeDecodeError as error:
-        raise ParseError(where, None, f"not UTF-8 text ({error.reason})") from None
+    where = STDIN if str(path) == "-" else str(path)
+    text = read_input(path, what='queries, one JSON object a line: {"id": ..., "query": "...", "k": 10}')
     queries = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -57,9 +53,13 @@ def _many(values: tuple[str, ...]) -> tuple[str, ...] | None:
     return found or None
 
 
-@click.command(
-    cls=JsonErrorsCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
-)
+class _SearchCommand(JsonErrorsCommand):
+    """memsearch: --batch prints JSON lines, so a usage error with --batch is printed as JSON too."""
+
+    json_lines_options = ("--batch",)
+
+
+@click.command(cls=_SearchCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("query", required=False)
 @click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True, help="How many hits (1 or more).")
 @click.option("--kind", multiple=True, help="Only this kind (decision, friction, ... or its prefix); repeatable.")
@@ -116,13 +116,14 @@ def memsearch(
     from memfiles.index.filters import Filters
     from memfiles.services.index_client import connect
 
-    if (query is None) == (batch_file is None):
-        raise click.UsageError("give a QUERY or --batch FILE")
-    if query is not None and not query.strip():
-        raise click.UsageError("the query is empty: give a query")
-    if since is not None and not is_date(since):
-        raise click.BadParameter(f"{since!r} is not a date (YYYY-MM-DD)", param_hint="--since")
-    with errors_to_exit():
+    # --batch answers in JSON lines whatever the flags, so its refusals are JSON too
+    with errors_to_exit(as_json or batch_file is not None, one_line=batch_file is not None):
+        if (query is None) == (batch_file is None):
+            raise click.UsageError("give a QUERY or --batch FILE")
+        if query is not None and not query.strip():
+            raise click.UsageError("the query is empty: give a query")
+        if since is not None and not is_date(since):
+            raise click.BadParameter(f"{since!r} is not a date (YYYY-MM-DD)", param_hint="--since")
         settings = load_settings(root, index_url=chroma_url)
         kinds = _many(kind)
         if kinds is not None:
@@ -130,7 +131,8 @@ def memsearch(
             for name in kinds:
                 found = settings.schema.kind(name)
                 if found is None:
-                    raise CommandError(f"unknown kind {name!r}")
+                    known = ", ".join(f"{k.name} ({k.prefix})" for k in settings.schema.kinds)
+                    raise click.BadParameter(f"unknown kind {name!r}; the kinds are {known}", param_hint="--kind")
                 named.append(found.name)
             kinds = tuple(named)
         filters = Filters(kind=kinds, area=_many(area), status=_many(status), path=path_glob, since=since)

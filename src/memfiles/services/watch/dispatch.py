@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from memfiles.contract import iso_instant
+from memfiles.services.hits import hit_objects
 
 if TYPE_CHECKING:
     from memfiles.services.watch.watcher import Watcher
@@ -30,13 +31,7 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
         filters = Filters(**request.get("filters", {}))
         mode = request.get("mode", "hybrid")
         with keeper.mutex:
-            results = [
-                [
-                    hit.as_json(rank)
-                    for rank, hit in enumerate(keeper.searcher.search(q, int(k), filters, mode), start=1)
-                ]
-                for q, k in request["queries"]
-            ]
+            results = [hit_objects(keeper.searcher.search(q, int(k), filters, mode)) for q, k in request["queries"]]
         return {"ok": True, "results": results, "unreadable": dict(keeper.catalog.broken)}
     if op == "search_many":  # several filtered searches in one round trip (recall's layers)
         from memfiles.services.recall import search_many
