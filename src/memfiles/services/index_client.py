@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable
-from memfiles.services.hits import hit_objects
 from memfiles.services import ipc
+from memfiles.services.hits import hit_objects
 from memfiles.store.project import Project
 
 if TYPE_CHECKING:
