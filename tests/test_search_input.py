@@ -225,3 +225,24 @@ def test_recall_without_an_index_reads_ids_in_any_spelling(bare: Path) -> None:
     found = json.loads(cli_in(bare, "recall", "what does @@p-2 say", "--trigger", "act", "--json").stdout)
     group = next(layer for layer in found["layers"] if layer["layer"] == "procedure")
     assert group["hits"][0]["entry"]["id"] == "P-002"
+
+
+class TestBadModel:
+    @pytest.mark.parametrize("model", ["missing-folder/", "memory"])
+    @pytest.mark.parametrize("command", [["recall", "ids", "--trigger", "turn"], ["status"]])
+    def test_recall_and_status_name_the_model_setting(
+        self, indexed: Path, monkeypatch: pytest.MonkeyPatch, model: str, command: list[str]
+    ) -> None:
+        """A model folder that is missing or holds no model: recall and status exit 2 naming `model`."""
+        monkeypatch.setenv("MEMFILES_MODEL", str(indexed / model))
+        result = cli_in(indexed, *command)
+        assert result.exit_code == 2 and "Traceback" not in result.output
+        assert "`model` setting (or MEMFILES_MODEL)" in result.stderr
+        error = one_error(cli_in(indexed, *command, "--json"), "index")
+        assert error["key"] == "model"
+
+    def test_memsearch_names_the_model_setting(self, indexed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """memsearch with a model folder that does not exist: one error object with key `model`, exit 2."""
+        monkeypatch.setenv("MEMFILES_MODEL", str(indexed / "nowhere"))
+        error = one_error(search_in(indexed, "ids", "--json"), "index")
+        assert error["key"] == "model" and "nowhere" in error["message"]

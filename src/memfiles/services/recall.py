@@ -106,8 +106,12 @@ def filtered_search(
         client = connect(settings)
         try:
             return client.search_many(payload), client.where
-        except IndexUnavailable:
-            pass  # no collection yet, or a store that cannot be opened: the files still answer
+        except IndexUnavailable as error:
+            from memfiles.index.embedder import ModelUnavailable
+
+            if isinstance(error, ModelUnavailable):
+                raise  # the `model` setting is wrong: say which to fix rather than answer by shared words
+            # no collection yet, or a store that cannot be opened: the files still answer
     return _files_search(Project(settings), items), "files"
 
 
