@@ -246,3 +246,38 @@ class TestBadModel:
         monkeypatch.setenv("MEMFILES_MODEL", str(indexed / "nowhere"))
         error = one_error(search_in(indexed, "ids", "--json"), "index")
         assert error["key"] == "model" and "nowhere" in error["message"]
+
+
+class TestBackfillSkipped:
+    def test_backfill_json_names_each_file_it_could_not_read(self, bare: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A file that does not parse and one that is not UTF-8 are each an `unparseable` finding in `skipped`
+        (path and line) of backfill --json and backfill --check --json; the other entries are indexed."""
+        monkeypatch.setenv("MEMFILES_INDEX_TIMEOUT", "300")
+        assert (
+            cli_in(bare, "add", "-k", "D", "-t", "Ids are never reused", "-a", "f", "--body", "Never.").exit_code == 0
+        )
+        (bare / "memory" / "broken.md").write_text("# Broken\n\n### D-9: x\n\nno metadata\n")
+        (bare / "memory" / "latin.md").write_bytes(b"# Notes\n\n### D-8: caf\xe9\n\n- date: 2026-01-01\n")
+        result = cli_in(bare, "backfill", "--json")
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.stdout)
+        check_command("backfill", report)
+        assert report["indexed"] == 1
+        places = {(item["path"], item["line"]) for item in report["skipped"]}
+        assert places == {("memory/broken.md", 5), ("memory/latin.md", 3)}
+        assert all(item["code"] == "unparseable" for item in report["skipped"])
+        assert "memory/broken.md:5:" in result.stderr and "memory/latin.md:3:" in result.stderr
+        check = cli_in(bare, "backfill", "--check", "--json")
+        drift = json.loads(check.stdout)
+        check_command("backfill --check", drift)
+        assert {(item["path"], item["line"]) for item in drift["skipped"]} == places
+
+    def test_backfill_json_skips_nothing_when_every_file_parses(
+        self, bare: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """With every file readable, `skipped` is [] (the key is always there)."""
+        monkeypatch.setenv("MEMFILES_INDEX_TIMEOUT", "300")
+        assert (
+            cli_in(bare, "add", "-k", "D", "-t", "Ids are never reused", "-a", "f", "--body", "Never.").exit_code == 0
+        )
+        assert json.loads(cli_in(bare, "backfill", "--json").stdout)["skipped"] == []
