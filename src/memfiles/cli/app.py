@@ -124,6 +124,16 @@ def print_json(value: Any, one_line: bool = False) -> None:
     sys.stdout.write("\n")
 
 
+def refuse_a_terminal(server: str, client: str) -> None:
+    """A stdio server (lsp, mcp) started by hand on a terminal would wait in silence for JSON-RPC that never
+    comes: say who starts it instead (exit 2)."""
+    if sys.stdin.isatty():
+        raise CommandError(
+            f"memfiles {server} speaks JSON-RPC on stdin/stdout: {client} starts it; run by hand on a terminal it"
+            " would only wait"
+        )
+
+
 def warn(message: str) -> None:
     click.echo(f"memfiles: warning: {message}", err=True)
 

@@ -1,0 +1,40 @@
+"""The stdio servers (lsp, mcp) started by hand on a terminal say who starts them instead of waiting in silence."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+@pytest.mark.parametrize(("command", "words"), [("lsp", "your editor"), ("mcp", "an MCP client")])
+def test_a_server_on_a_terminal_refuses_with_exit_2(root: Path, command: str, words: str) -> None:
+    """memfiles lsp / mcp with a terminal on stdin exit 2 naming who starts them, with no traceback."""
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [str(BIN / "memfiles"), "--root", str(root), command],
+            stdin=follower,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert done.returncode == 2, done.stderr
+    assert words in done.stderr and "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_the_lsp_on_a_pipe_still_serves(root: Path) -> None:
+    """With a pipe on stdin (as an editor starts it) the server runs and ends at end of input, exit 0."""
+    done = subprocess.run(
+        [str(BIN / "memfiles"), "--root", str(root), "lsp"], input="", capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
