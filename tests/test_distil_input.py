@@ -1,8 +1,9 @@
-"""The distiller fed a careless experience log: each bad line is named with its file and line, and a
-misspelt field is pointed out instead of silently read as missing."""
+"""The distiller fed a careless experience log (each bad line is named with its file and line, and a
+misspelt field is pointed out instead of silently read as missing), and dupes beside working memory."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,25 @@ def test_context_fields_are_not_flagged(run: Run, root: Path) -> None:
     write_log(root, b'{"timestamp": "2026-01-01T00:00:00Z", "run_id": "r1", "tool": "vivado", "design": "cpu"}\n')
     result = run("distil", "--domain", "synth", "--dry-run")
     assert result.exit_code == 0 and "warning" not in result.stderr
+
+
+def test_dupes_leaves_working_memory_out(run: Run, root: Path) -> None:
+    """Two runs' identical todos are run state, not knowledge: dupes does not pair them (entries it does pair)."""
+    for name in ("ci-1", "ci-2"):
+        assert run("working", "start", "--run", name, "--goal", "Make the nightly CI job pass again").exit_code == 0
+        assert run("working", "todo", "add", "--run", name, "Pin the pyyaml version in the dev extra").exit_code == 0
+    for _ in range(2):
+        body = "Pin pyyaml in the dev extra so that the nightly CI job finds it."
+        assert (
+            run("add", "-k", "L", "-t", "Pin the pyyaml version in the dev extra", "-a", "ci", "--body", body).exit_code
+            == 0
+        )
+    found = json.loads(run("dupes", "--json").stdout)["findings"]
+    assert [(f["id"], f["target"]["id"]) for f in found] == [("L-001", "L-002")]
+
+
+def test_distil_all_without_domains_says_so(run: Run) -> None:
+    """distil --all in a project without any experiences.jsonl says there are no domains (no empty table), exit 0."""
+    result = run("distil", "--all")
+    assert result.exit_code == 0 and result.stdout == "" and "no domains yet" in result.stderr
+    assert json.loads(run("distil", "--all", "--json").stdout) == {"domains": []}
