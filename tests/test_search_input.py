@@ -98,6 +98,12 @@ class TestIdsInAnySpelling:
             watcher.stop()
 
 
+def test_kind_and_status_filters_take_any_case(indexed: Path) -> None:
+    """--kind f --status Open finds the open friction, as memfiles list reads those filters."""
+    hits = hits_of(search_in(indexed, "chroma writers", "--kind", "f", "--status", "Open", "--json"))
+    assert [h["entry"]["id"] for h in hits] == ["F-001"]
+
+
 class TestNoEvidenceNoHit:
     @pytest.mark.parametrize("query", ["zzqx vvkw", "T-1"])
     def test_no_hit_scores_zero(self, indexed: Path, query: str) -> None:
@@ -141,6 +147,8 @@ class TestJsonErrors:
             (["   ", "--json"], "usage", "the query is empty"),
             (["--json"], "usage", "give a QUERY or --batch FILE"),
             (["x", "--kind", "wish", "--json"], "usage", "unknown kind 'wish'"),
+            (["x", "--status", "bogus", "--json"], "usage", "unknown status 'bogus'"),
+            (["x", "--status", "open,bogus", "--json"], "usage", "unknown status 'bogus'"),
             (["x", "--since", "yesterday", "--json"], "usage", "not a date"),
             (["x", "--since", "2026-13-01", "--json"], "usage", "not a date"),
             (["x", "-k", "0", "--json"], "usage", "-k"),

@@ -115,6 +115,7 @@ def memsearch(
     from memfiles.format.validate import is_date
     from memfiles.index.filters import Filters
     from memfiles.services.index_client import connect
+    from memfiles.services.read import resolve_kinds, resolve_statuses
 
     # --batch answers in JSON lines whatever the flags, so its refusals are JSON too
     with errors_to_exit(as_json or batch_file is not None, one_line=batch_file is not None):
@@ -125,17 +126,12 @@ def memsearch(
         if since is not None and not is_date(since):
             raise click.BadParameter(f"{since!r} is not a date (YYYY-MM-DD)", param_hint="--since")
         settings = load_settings(root, index_url=chroma_url)
-        kinds = _many(kind)
-        if kinds is not None:
-            named = []
-            for name in kinds:
-                found = settings.schema.kind(name)
-                if found is None:
-                    known = ", ".join(f"{k.name} ({k.prefix})" for k in settings.schema.kinds)
-                    raise click.BadParameter(f"unknown kind {name!r}; the kinds are {known}", param_hint="--kind")
-                named.append(found.name)
-            kinds = tuple(named)
-        filters = Filters(kind=kinds, area=_many(area), status=_many(status), path=path_glob, since=since)
+        schema = settings.schema
+        kinds = _many(kind)  # by name or prefix, any case; an unknown kind or status is refused, as list does
+        kinds = tuple(found.name for found in resolve_kinds(schema, kinds)) if kinds else None
+        statuses = _many(status)
+        statuses = tuple(resolve_statuses(schema, statuses)) if statuses else None
+        filters = Filters(kind=kinds, area=_many(area), status=statuses, path=path_glob, since=since)
         items = _batch(batch_file) if batch_file is not None else [(None, query or "", k)]
         client = connect(settings)
         results = client.search([(q, n) for _, q, n in items], filters, mode)
