@@ -1,7 +1,9 @@
-"""The stdio servers (lsp, mcp) started by hand on a terminal say who starts them instead of waiting in silence."""
+"""Misplaced use of the CLI: the stdio servers (lsp, mcp) started by hand on a terminal, and group options
+given after the command: each says what to do instead of waiting or failing obscurely."""
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import subprocess
@@ -38,3 +40,23 @@ def test_the_lsp_on_a_pipe_still_serves(root: Path) -> None:
         [str(BIN / "memfiles"), "--root", str(root), "lsp"], input="", capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["list", "--root", "."], "--root goes before the command: memfiles --root DIR list ..."),
+        (["working", "show", "--root", "."], "memfiles --root DIR working show ..."),
+        (["status", "--chroma-url", "http://x"], "--chroma-url goes before the command"),
+    ],
+)
+def test_a_group_option_after_the_command_says_where_it_goes(root: Path, args: list[str], words: str) -> None:
+    """--root (or --chroma-url) after the command: exit 2 saying it goes before it, as JSON with --json."""
+    from click.testing import CliRunner
+
+    from memfiles.cli.main import cli
+
+    result = CliRunner().invoke(cli, args, prog_name="memfiles")
+    assert result.exit_code == 2 and words in result.stderr
+    as_json = CliRunner().invoke(cli, [*args, "--json"], prog_name="memfiles")
+    assert as_json.exit_code == 2 and words in json.loads(as_json.stdout)["error"]["message"]

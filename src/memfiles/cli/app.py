@@ -114,6 +114,12 @@ class JsonErrorsGroup(click.Group):
         try:
             return super().invoke(ctx)
         except click.UsageError as error:
+            name = getattr(error, "option_name", None)
+            if isinstance(error, click.NoSuchOption) and name in ("--root", "--chroma-url"):
+                words = (error.ctx.command_path if error.ctx else "memfiles COMMAND").split()
+                value = "DIR" if name == "--root" else "URL"
+                where = " ".join([words[0], name, value, *words[1:]])
+                error.message = f"{name} goes before the command: {where} ..."
             if "--json" in options and not getattr(error, "json_printed", False):
                 print_json(error_json(error))
             raise
