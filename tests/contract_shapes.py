@@ -113,7 +113,14 @@ COMMANDS: dict[str, dict[str, str]] = {
     },
     "memsearch": {"query": "str", "hits": "[hit]"},
     "memsearch --batch": {"id": "any", "query": "str", "hits": "[hit]"},
-    "backfill": {"indexed": "int", "retagged": "int", "unchanged": "int", "removed": "int", "seconds": "number"},
+    "backfill": {
+        "indexed": "int",
+        "retagged": "int",
+        "unchanged": "int",
+        "removed": "int",
+        "seconds": "number",
+        "skipped": "[finding]",
+    },
     "backfill --check": {
         "missing_or_stale": "[str]",
         "retag": "[str]",
@@ -122,6 +129,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "indexed": "int",
         "on_disk": "int",
         "unreadable": "[str]",
+        "skipped": "[finding]",
     },
     "status": {"root": "str", "watcher": "object", "index": "object", "drift": "object?", "skipped": "[finding]"},
     "working list": {"runs": "[run]"},

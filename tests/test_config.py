@@ -184,6 +184,14 @@ def test_toml_syntax_error_carries_its_line(root: Path) -> None:
     assert (caught.value.path, caught.value.line) == ("memory/memfiles.toml", 3)
 
 
+def test_toml_cut_short_names_its_last_line(root: Path) -> None:
+    """A TOML file that ends mid-value ("at end of document") names its last line, as path:line."""
+    (root / "memory" / "memfiles.toml").write_text("wrap = 100\nstale_days = [\n")
+    with pytest.raises(ConfigError, match=r"^memory/memfiles.toml:2: not valid TOML") as caught:
+        load_settings(root)
+    assert caught.value.line == 2
+
+
 def test_non_utf8_config_is_refused(root: Path) -> None:
     """A config file with bytes that are not UTF-8 is a ConfigError, not a traceback."""
     (root / "memory" / "memfiles.toml").write_bytes(b'llm_model = "caf\xe9"\n')

@@ -85,6 +85,12 @@ def hits(root: Path, query: str, **filters: str) -> list[dict]:
     return [h["entry"] for h in index_client.search(settings, [(query, 5)], Filters(**filters))[0]]
 
 
+def first(root: Path, query: str) -> dict:
+    """The entry object of the best hit, or {} while nothing matches (an id not indexed yet is no hit)."""
+    found = hits(root, query)
+    return found[0] if found else {}
+
+
 def drift(root: Path) -> dict:
     return index_client.backfill(Project(load_settings(root)), check=True)["drift"]
 
@@ -99,16 +105,16 @@ class TestEdits:
         """A temp-file-and-rename save (no Modified event on the target) reaches the index."""
         path = root / "memory" / "frictions.md"
         write_atomic(path, path.read_text().replace("wait for minutes", "deadlock on the sqlite file"))
-        wait_until(lambda: "deadlock" in hits(root, "deadlock on the sqlite file")[0]["body"])
+        wait_until(lambda: "deadlock" in first(root, "deadlock on the sqlite file").get("body", ""))
 
     def test_in_place_write_and_new_file(self, watcher: Watcher, root: Path) -> None:
         """A plain write of a new file is indexed; editing it in place updates it."""
         path = root / "memory" / "notes.md"
         path.write_text(memory_file(entry("K-001", "Backups are kept thirty days", "Then deleted.")))
-        wait_until(lambda: hits(root, "K-001")[0]["id"] == "K-001")
+        wait_until(lambda: first(root, "K-001").get("id") == "K-001")
         with open(path, "w") as handle:
             handle.write(memory_file(entry("K-001", "Backups are kept ninety days", "Then deleted.")))
-        wait_until(lambda: hits(root, "K-001")[0]["title"] == "Backups are kept ninety days")
+        wait_until(lambda: first(root, "K-001").get("title") == "Backups are kept ninety days")
         assert no_drift(root)
 
     def test_delete_removes_entries(self, watcher: Watcher, root: Path) -> None:
@@ -125,7 +131,7 @@ class TestEdits:
         moved = entry("F-001", "Chroma hangs with two writers", "Two PersistentClients on one folder wait for minutes.")
         (root / "memory" / "archive.md").write_text(memory_file(moved))
         write_atomic(source, memory_file())
-        wait_until(lambda: hits(root, "F-001")[0]["path"] == "memory/archive.md")
+        wait_until(lambda: first(root, "F-001").get("path") == "memory/archive.md")
         wait_until(lambda: no_drift(root))
         assert upserted == []  # only its tags changed
 
@@ -137,7 +143,7 @@ class TestEdits:
         wait_until(lambda: "memory/frictions.md" in watcher.catalog.broken)
         assert hits(root, "F-001")[0]["id"] == "F-001"
         write_atomic(path, good.replace("wait for minutes", "recovered"))
-        wait_until(lambda: "recovered" in hits(root, "F-001")[0]["body"])
+        wait_until(lambda: "recovered" in first(root, "F-001").get("body", ""))
         assert watcher.catalog.broken == {}
 
     def test_new_package_folder_is_watched(self, watcher: Watcher, root: Path) -> None:
@@ -145,7 +151,7 @@ class TestEdits:
         folder = root / "pkg" / "memory"
         folder.mkdir(parents=True)
         (folder / "notes.md").write_text(memory_file(entry("K-007", "The package keeps its own notes", "Yes.")))
-        wait_until(lambda: hits(root, "K-007")[0]["id"] == "K-007")
+        wait_until(lambda: first(root, "K-007").get("id") == "K-007")
         assert hits(root, "K-007")[0]["path"] == "pkg/memory/notes.md"
 
 
@@ -283,7 +289,7 @@ class TestCrash:
             (root / "memory" / "later.md").write_text(
                 memory_file(entry("K-001", "Backups are kept for thirty days", "Then they are deleted."))
             )
-            wait_until(lambda: hits(root, "K-001")[0]["id"] == "K-001", timeout=60)
+            wait_until(lambda: first(root, "K-001").get("id") == "K-001", timeout=60)
             status = _status(settings)
             assert status is not None and status["index"]["catalog"]["saved"] is False  # inside the window
         finally:

@@ -326,10 +326,13 @@ def _shown_path(path: Path, root: Path) -> str:
 
 def _read_toml(path: Path, shown: str) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        line = re.search(r"\(at line (\d+)", str(error))
-        raise ConfigError(f"{shown}: {error}", path=shown, line=int(line.group(1)) if line else None) from error
+        found = re.search(r"\(at line (\d+)", str(error))
+        # "at end of document" names no line: the last one is where the file stopped making sense
+        line = int(found.group(1)) if found else max(1, len(text.splitlines()))
+        raise ConfigError(f"{shown}:{line}: not valid TOML: {error}", path=shown, line=line) from error
     except UnicodeDecodeError as error:
         raise ConfigError(f"{shown}: not UTF-8 text ({error.reason})", path=shown) from error
     except OSError as error:

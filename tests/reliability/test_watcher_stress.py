@@ -5,8 +5,10 @@ returns once the process is gone, a failed start is reported at once."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,10 +39,15 @@ def converge(root: Path, timeout: float = 600) -> dict:
 def equals_rebuild(root: Path, tmp: Path) -> bool:
     cli(root, "watch", "--stop", check=False)
     state = index_state(root)
-    # beside the project, not inside it: a root nested in another project is refused (--root rule)
-    rebuilt = copy_project(root, tmp.parent / f"{tmp.name}-rebuilt")
-    cli(rebuilt, "backfill", "--rebuild")
-    wanted = index_state(rebuilt)
+    # Beside the project, never inside it: a copy under the root would be a nested project (refused as
+    # --root) whose memory/ the root's discovery reads too (every id twice).
+    outside = Path(tempfile.mkdtemp(prefix="rebuilt-", dir=root.parent if tmp == root else tmp))
+    try:
+        rebuilt = copy_project(root, outside / "project")
+        cli(rebuilt, "backfill", "--rebuild")
+        wanted = index_state(rebuilt)
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
     return state["in_step"] and state["store"] == wanted["store"] and state["catalog"] == wanted["catalog"]
 
 

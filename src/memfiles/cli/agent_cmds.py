@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, warn
+from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, refuse_a_terminal, warn
 from memfiles.cli.complete import complete_id
 from memfiles.contract import write_object
 
@@ -97,6 +97,7 @@ def mcp(app: App, no_watch: bool) -> None:
     Example:
       memfiles --root /path/to/project mcp
     """
+    refuse_a_terminal("mcp", "an MCP client registered with it (docs/agents.md)")
     try:
         from memfiles.mcp.server import serve
     except ImportError as error:

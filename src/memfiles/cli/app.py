@@ -62,38 +62,44 @@ def _wants_json() -> bool:
 
 
 @contextmanager
-def errors_to_exit(as_json: bool | None = None) -> Iterator[None]:
+def errors_to_exit(as_json: bool | None = None, one_line: bool = False) -> Iterator[None]:
     """Turn the domain errors of the layers below into a message on stderr and an exit code; with --json
-    (or `as_json`), the error object on stdout as well, so a machine reads why without parsing the message."""
+    (or `as_json`), the error object on stdout as well, so a machine reads why without parsing the message
+    (`one_line`: on one line, for a command whose output is JSON lines)."""
     wants_json = _wants_json if as_json is None else (lambda: as_json)
     try:
         yield
     except MemfilesError as error:
         if wants_json():
-            print_json(error_json(error))
+            print_json(error_json(error), one_line)
         raise CommandError(str(error), error.exit_code) from error
     except click.UsageError as error:
-        if _wants_json():
-            print_json(error_json(error))
+        if wants_json() and not getattr(error, "json_printed", False):
+            print_json(error_json(error), one_line)
             error.json_printed = True  # type: ignore[attr-defined]  # the group must not print it again
         raise
 
 
-def _json_requested(args: list[str]) -> bool:
-    return "--json" in (args[: args.index("--")] if "--" in args else args)
+def _json_requested(args: list[str], names: tuple[str, ...] = ("--json",)) -> bool:
+    options = args[: args.index("--")] if "--" in args else args
+    return any(arg == name or arg.startswith(name + "=") for arg in options for name in names)
 
 
 class JsonErrorsCommand(click.Command):
     """A lone command (memsearch) that, given --json, prints the error object for a usage error raised
     while its options are parsed (`-k 0`, an unknown option), before its body runs."""
 
+    json_options: tuple[str, ...] = ("--json",)  # the options after which the command answers in JSON
+    json_lines_options: tuple[str, ...] = ()  # ... and those after which it answers in JSON lines
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        wanted = _json_requested(list(args))
+        wanted = _json_requested(list(args), self.json_options + self.json_lines_options)
+        one_line = _json_requested(list(args), self.json_lines_options)
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as error:
             if wanted and not getattr(error, "json_printed", False):
-                print_json(error_json(error))
+                print_json(error_json(error), one_line)
                 error.json_printed = True  # type: ignore[attr-defined]
             raise
 
@@ -108,14 +114,30 @@ class JsonErrorsGroup(click.Group):
         try:
             return super().invoke(ctx)
         except click.UsageError as error:
+            name = getattr(error, "option_name", None)
+            if isinstance(error, click.NoSuchOption) and name in ("--root", "--chroma-url"):
+                words = (error.ctx.command_path if error.ctx else "memfiles COMMAND").split()
+                value = "DIR" if name == "--root" else "URL"
+                where = " ".join([words[0], name, value, *words[1:]])
+                error.message = f"{name} goes before the command: {where} ..."
             if "--json" in options and not getattr(error, "json_printed", False):
                 print_json(error_json(error))
             raise
 
 
-def print_json(value: Any) -> None:
-    json.dump(value, sys.stdout, ensure_ascii=False, indent=2)
+def print_json(value: Any, one_line: bool = False) -> None:
+    json.dump(value, sys.stdout, ensure_ascii=False, indent=None if one_line else 2)
     sys.stdout.write("\n")
+
+
+def refuse_a_terminal(server: str, client: str) -> None:
+    """A stdio server (lsp, mcp) started by hand on a terminal would wait in silence for JSON-RPC that never
+    comes: say who starts it instead (exit 2)."""
+    if sys.stdin.isatty():
+        raise CommandError(
+            f"memfiles {server} speaks JSON-RPC on stdin/stdout: {client} starts it; run by hand on a terminal it"
+            " would only wait"
+        )
 
 
 def warn(message: str) -> None:

@@ -132,6 +132,9 @@ def distil(
     if as_json:
         print_json({"domains": [r.as_json() for r in reports]})
         return
+    if not reports:
+        click.echo("no domains yet: distil reads memory/<domain>/experiences.jsonl, and there is none", err=True)
+        return
     for n, report in enumerate(reports):
         if n:
             click.echo()

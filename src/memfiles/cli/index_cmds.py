@@ -33,12 +33,14 @@ def backfill(app: App, rebuild: bool, check_only: bool, as_json: bool) -> None:
 
     with errors_to_exit():
         result = connect(app.settings).backfill(rebuild=rebuild, check=check_only)
+        skipped = _skipped(app, result["drift"]["unreadable"])
     drift = result["drift"]
-    for path in drift["unreadable"]:
-        warn(f"{path} does not parse: its entries were left as the index had them (memfiles check says why)")
+    for item in skipped:
+        where = f"{item['path']}:{item['line']}" if item["line"] is not None else item["path"]
+        warn(f"{where}: {item['message']} (skipped: its entries were left as the index had them)")
     if check_only:
         if as_json:
-            print_json(drift)
+            print_json({**drift, "skipped": skipped})
         else:
             for key in ("missing_or_stale", "retag", "orphaned"):
                 if drift[key]:
@@ -49,9 +51,26 @@ def backfill(app: App, rebuild: bool, check_only: bool, as_json: bool) -> None:
             click.echo("drift found: run memfiles backfill" if has_drift(drift) else "no drift", err=True)
         raise SystemExit(1 if has_drift(drift) or result.get("exists") is False else 0)
     if as_json:
-        print_json(result["report"])
+        print_json({**result["report"], "skipped": skipped})
     else:
         click.echo(result["summary"])
+
+
+def _skipped(app: App, unreadable: list[str]) -> list[dict]:
+    """The files the backfill could not read, as the read commands' `skipped` findings: each with the line
+    where it broke (read again here: the backfill, perhaps run by the watcher, reports only the path)."""
+    from memfiles.contract import finding
+    from memfiles.services.read import read_project
+
+    problems = {problem.path: problem for problem in read_project(app.project).problems}
+    found = []
+    for path in unreadable:
+        problem = problems.get(path)
+        line, message = (
+            (problem.line, problem.message) if problem else (None, "does not parse (memfiles check says why)")
+        )
+        found.append(finding("unparseable", path, line, message).as_json())
+    return found
 
 
 @click.command()

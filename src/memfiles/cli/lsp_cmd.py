@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from memfiles.cli.app import App, CommandError, pass_app
+from memfiles.cli.app import App, CommandError, pass_app, refuse_a_terminal
 
 
 @click.command("lsp")
@@ -22,6 +22,7 @@ def lsp(app: App, stdio: bool) -> None:
       memfiles lsp
       memfiles --root ~/src/project lsp --stdio
     """
+    refuse_a_terminal("lsp", "your editor (set-up for Neovim, VS Code and Helix: docs/lsp.md)")
     try:
         from memfiles.lsp.server import serve
     except ImportError as error:

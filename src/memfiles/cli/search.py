@@ -9,20 +9,16 @@ from typing import Any
 
 import click
 
-from memfiles.cli.app import CommandError, JsonErrorsCommand, errors_to_exit, print_json, root_option, warn
+from memfiles.cli.app import JsonErrorsCommand, errors_to_exit, print_json, root_option, warn
+from memfiles.cli.infile import STDIN, read_input
 from memfiles.cli.quick_search import split_values
 from memfiles.errors import ParseError
 from memfiles.services.search_text import NO_HITS, hit_lines
 
 
 def _batch(path: Path) -> list[tuple[Any, str, int]]:
-    where = "<stdin>" if str(path) == "-" else str(path)
-    try:
-        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ParseError(where, None, "no such file") from None
-    except UnicodeDecodeError as error:
-        raise ParseError(where, None, f"not UTF-8 text ({error.reason})") from None
+    where = STDIN if str(path) == "-" else str(path)
+    text = read_input(path, what='queries, one JSON object a line: {"id": ..., "query": "...", "k": 10}')
     queries = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -42,9 +38,13 @@ def _batch(path: Path) -> list[tuple[Any, str, int]]:
     return queries
 
 
-@click.command(
-    cls=JsonErrorsCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
-)
+class _SearchCommand(JsonErrorsCommand):
+    """memsearch: --batch prints JSON lines, so a usage error with --batch is printed as JSON too."""
+
+    json_lines_options = ("--batch",)
+
+
+@click.command(cls=_SearchCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("query", required=False)
 @click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True, help="How many hits (1 or more).")
 @click.option("--kind", multiple=True, help="Only this kind (decision, friction, ... or its prefix); repeatable.")
@@ -100,25 +100,23 @@ def memsearch(
     from memfiles.format.validate import is_date
     from memfiles.index.filters import Filters
     from memfiles.services.index_client import connect
+    from memfiles.services.read import resolve_kinds, resolve_statuses
 
-    if (query is None) == (batch_file is None):
-        raise click.UsageError("give a QUERY or --batch FILE")
-    if query is not None and not query.strip():
-        raise click.UsageError("the query is empty: give a query")
-    if since is not None and not is_date(since):
-        raise click.BadParameter(f"{since!r} is not a date (YYYY-MM-DD)", param_hint="--since")
-    with errors_to_exit():
+    # --batch answers in JSON lines whatever the flags, so its refusals are JSON too
+    with errors_to_exit(as_json or batch_file is not None, one_line=batch_file is not None):
+        if (query is None) == (batch_file is None):
+            raise click.UsageError("give a QUERY or --batch FILE")
+        if query is not None and not query.strip():
+            raise click.UsageError("the query is empty: give a query")
+        if since is not None and not is_date(since):
+            raise click.BadParameter(f"{since!r} is not a date (YYYY-MM-DD)", param_hint="--since")
         settings = load_settings(root, index_url=chroma_url)
-        kinds = split_values(kind)
-        if kinds is not None:
-            named = []
-            for name in kinds:
-                found = settings.schema.kind(name)
-                if found is None:
-                    raise CommandError(f"unknown kind {name!r}")
-                named.append(found.name)
-            kinds = tuple(named)
-        filters = Filters(kind=kinds, area=split_values(area), status=split_values(status), path=path_glob, since=since)
+        schema = settings.schema
+        kinds = split_values(kind)  # by name or prefix, any case; an unknown kind or status is refused, as list does
+        kinds = tuple(found.name for found in resolve_kinds(schema, kinds)) if kinds else None
+        statuses = split_values(status)
+        statuses = tuple(resolve_statuses(schema, statuses)) if statuses else None
+        filters = Filters(kind=kinds, area=split_values(area), status=statuses, path=path_glob, since=since)
         items = _batch(batch_file) if batch_file is not None else [(None, query or "", k)]
         client = connect(settings)
         results = client.search([(q, n) for _, q, n in items], filters, mode)

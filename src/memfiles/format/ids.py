@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from memfiles.format.grammar import FULL_ID_RE, Grammar, grammar_for
 from memfiles.format.grammar import ID_RE as ID_RE  # re-exported: callers import the id regexes from here
 
+# Only ASCII letters change case when an id is read: "ß".upper() is "SS", which would invent a prefix.
+_ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
 RETIRED = "retired"
 
 
@@ -125,6 +128,17 @@ def id_key(text: str) -> tuple[str, int] | None:
         return None
     match = FULL_ID_RE.match(token.upper())
     return (match.group(1), int(match.group(2))) if match else None
+
+
+def id_keys_in(text: str) -> list[tuple[str, int]]:
+    """The (prefix, number) of every id named in free text (a search query), in order, each once: any
+    case, `@@` or not, any number of leading zeros (`what broke in t-1 and @@D-0002?` names T-1 and D-2)."""
+    keys: list[tuple[str, int]] = []
+    for match in ID_RE.finditer(text.translate(_ASCII_UPPER)):
+        key = (match.group(1), int(match.group(2)))
+        if key not in keys:
+            keys.append(key)
+    return keys
 
 
 def normalize_id(text: str, width: int = 3) -> str:

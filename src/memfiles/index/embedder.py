@@ -28,9 +28,16 @@ class ModelUnavailable(IndexUnavailable):
     """The embedding model cannot be loaded (its folder is missing or incomplete): searches and backfills
     say how to get it back; writes go on (the memory files never depend on the model)."""
 
+    key = "model"  # the setting to fix, as the JSON error object names it
+
 
 def _model_failed(where: object, error: BaseException, bundled: bool) -> ModelUnavailable:
-    fix = f"reinstall it ({_REINSTALL})" if bundled else "point `model` (or MEMFILES_MODEL) at a complete one"
+    fix = (
+        f"reinstall it ({_REINSTALL})"
+        if bundled
+        else "point the `model` setting (or MEMFILES_MODEL) at a complete sentence-transformers folder (memfiles"
+        " never downloads a model)"
+    )
     return ModelUnavailable(
         f"the model at {where} cannot be loaded ({type(error).__name__}: {str(error)[:200]}): {fix}, then run"
         " `memfiles backfill --rebuild`; the memory files are unaffected"
@@ -69,7 +76,7 @@ def resolve_model(model: str | None) -> tuple[str, Path | None]:
     if path.is_dir():
         return path.name, path.resolve()
     if path.is_absolute() or model.startswith((".", "~")):
-        raise IndexUnavailable(
+        raise ModelUnavailable(
             f"the model folder {path} does not exist: point the `model` setting (or MEMFILES_MODEL) at a"
             " sentence-transformers folder, or unset it for the bundled model; the memory files are unaffected"
         )
@@ -93,8 +100,9 @@ class SentenceTransformerEmbedder:
     def model(self):  # type: ignore[no-untyped-def]
         import os
 
-        if self.path is not None:  # a local folder needs no hub; never let a lookup reach for the network
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        # Nothing downloads model weights at run time: a folder needs no hub, and a name loads from the local
+        # cache or fails at once (online, an unknown name retried the hub for a minute before failing).
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         from sentence_transformers import SentenceTransformer

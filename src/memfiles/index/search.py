@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memfiles.format.ids import ID_RE
+from memfiles.format.ids import id_key, id_keys_in
 from memfiles.index import score as scoring
 from memfiles.index.catalog import Catalog
 from memfiles.index.chroma import VectorStore
@@ -66,6 +66,7 @@ class Searcher:
         self.sidecar = sidecar if sidecar is not None else (store.sidecar if store is not None else None)
         self._lexical: LexicalIndex | None = None
         self._texts: tuple[list[str], list[str]] | None = None
+        self._ids: tuple[list[str], dict[tuple[str, int], str]] | None = None
 
     @property
     def lexical(self) -> LexicalIndex:
@@ -177,6 +178,12 @@ class Searcher:
         stored = self.store.vectors(ids)
         return {i: float(np.dot(np.asarray(v, dtype=np.float32), vector)) for i, v in stored.items()}
 
+    def _id_of(self, key: tuple[str, int]) -> str:
+        """The catalog's id for (prefix, number), whatever number of digits its file wrote it with."""
+        if self._ids is None or self._ids[0] is not self.catalog.order:
+            self._ids = (self.catalog.order, {k: i for i in self.catalog.order if (k := id_key(i)) is not None})
+        return self._ids[1].get(key, "")
+
     def exact_matches(self, query: str, filters: Filters) -> set[str]:
         """Documents that hold a code-like query (a flag, an error string, a path) verbatim."""
         phrase = query.strip().strip("`\"'").lower()
@@ -199,8 +206,8 @@ class Searcher:
         found = Signals()
         if not query.strip():
             return found
-        for match in ID_RE.finditer(query.upper()):  # `d-002` names D-002 too
-            doc = self.catalog.docs.get(match.group(0))
+        for key in id_keys_in(query):  # `t-1`, `@@T-0001` name T-001 too
+            doc = self.catalog.docs.get(self._id_of(key))
             if doc is not None and filters.accepts(doc) and doc.id not in found.ids:
                 found.ids.append(doc.id)
         cleaned = strip_framing(query)

@@ -208,8 +208,12 @@ def score_pairs(docs: list[Doc], vectors: np.ndarray, threshold: float = THRESHO
 
 
 def project_docs(project: Project) -> list[Doc]:
+    """Every entry that is knowledge: a run's working memory (kind `working`) is state, left out as searches
+    leave it out (two runs' "write test" todos are not duplicates to merge)."""
+    from memfiles.format.ids import HIDDEN_KINDS
     from memfiles.index.catalog import content_hash
 
+    schema = project.settings.schema
     return [
         Doc(
             loc.entry.id,
@@ -222,6 +226,7 @@ def project_docs(project: Project) -> list[Doc]:
             content_hash(f"{loc.entry.title}\n\n{loc.entry.body}"),
         )
         for loc in project.entries()
+        if getattr(schema.kind_of(loc.entry.id), "name", None) not in HIDDEN_KINDS
     ]
 
 

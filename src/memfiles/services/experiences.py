@@ -125,6 +125,21 @@ def _strings(value: Any, name: str) -> list[str]:
     raise ValueError(f"{name} must be a string or a list of strings")
 
 
+FIELDS = ("timestamp", "signoff_achieved", "issues_encountered", "fixes_applied", "key_metrics", "notes")
+
+
+def _meant_field(name: str) -> str | None:
+    """The record field a context key looks like a misspelling or a short form of (`signoff`, `fixes`)."""
+    import difflib
+
+    lowered = name.lower()
+    for known in FIELDS:
+        if known != lowered and (known.startswith(lowered) or lowered == known.split("_")[0]):
+            return known
+    close = difflib.get_close_matches(lowered, FIELDS, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
 def parse_record(value: Any, line: int, warnings: list[str] | None = None) -> Record:
     """One record; a field that cannot be used but need not cost the record (a metric that is not a
     number) is dropped and named in `warnings` as 'key_metrics.area_um2: ...'."""
@@ -132,8 +147,10 @@ def parse_record(value: Any, line: int, warnings: list[str] | None = None) -> Re
     if not isinstance(value, dict):
         raise ValueError("a record is a JSON object")
     timestamp = value.get("timestamp")
-    if not isinstance(timestamp, str):
+    if timestamp is None:
         raise ValueError("timestamp is missing (ISO-8601 text)")
+    if not isinstance(timestamp, str):
+        raise ValueError(f"timestamp is {json.dumps(timestamp)}, not ISO-8601 text")
     try:
         dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
     except ValueError:
@@ -153,8 +170,11 @@ def parse_record(value: Any, line: int, warnings: list[str] | None = None) -> Re
     notes = value.get("notes") or ""
     if not isinstance(notes, str):
         raise ValueError("notes must be text")
-    known = {"timestamp", "signoff_achieved", "issues_encountered", "fixes_applied", "key_metrics", "notes"}
-    context = {k: v for k, v in value.items() if k not in known}
+    context = {k: v for k, v in value.items() if k not in FIELDS}
+    for name in context:  # "signoff" for signoff_achieved would silently read as no signoff: say so
+        meant = _meant_field(name)
+        if meant:
+            dropped.append(f"{name!r} is not a field: did you mean {meant!r}? (kept as context, not read as {meant})")
     run_id = context.get("run_id")
     canonical = json.dumps(value, sort_keys=True, ensure_ascii=False)
     key = str(run_id) if run_id else "r" + hashlib.sha256(canonical.encode()).hexdigest()[:10]
@@ -178,7 +198,14 @@ def load_experiences(memory_dir: Path, domain: str, rel: str) -> Experiences:
     if not path.is_file():
         return result
     seen: dict[str, int] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+    for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
+        try:
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as error:
+            result.skipped.append(
+                f"{rel}:{number}: not UTF-8 text (byte 0x{raw[error.start]:02x} at column {error.start + 1})"
+            )
+            continue
         if not line.strip():
             continue
         dropped: list[str] = []

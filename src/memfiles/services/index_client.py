@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable
 from memfiles.services import ipc
+from memfiles.services.hits import hit_objects
 from memfiles.store.project import Project
 
 if TYPE_CHECKING:
@@ -103,10 +104,7 @@ class LocalIndex:
                 raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
             searcher = session.searcher()
             self.warnings = unreadable_warnings(session.catalog.broken)
-            return [
-                [hit.as_json(rank) for rank, hit in enumerate(searcher.search(query, k, filters, mode), start=1)]
-                for query, k in queries
-            ]
+            return [hit_objects(searcher.search(query, k, filters, mode)) for query, k in queries]
 
     def search_many(self, items: list[dict[str, Any]]) -> list[Hits]:
         from memfiles.services.recall import search_many

@@ -16,6 +16,7 @@ from memfiles.config import Settings
 from memfiles.contract import entry_object, hit_object
 from memfiles.errors import IndexUnavailable, MemfilesError
 from memfiles.format.ids import RETIRED
+from memfiles.services.hits import hit_objects
 from memfiles.store.project import Project
 
 ORDER = ("procedure", "episode", "insight", "working")
@@ -105,8 +106,12 @@ def filtered_search(
         client = connect(settings)
         try:
             return client.search_many(payload), client.where
-        except IndexUnavailable:
-            pass  # no collection yet, or a store that cannot be opened: the files still answer
+        except IndexUnavailable as error:
+            from memfiles.index.embedder import ModelUnavailable
+
+            if isinstance(error, ModelUnavailable):
+                raise  # the `model` setting is wrong: say which to fix rather than answer by shared words
+            # no collection yet, or a store that cannot be opened: the files still answer
     return _files_search(Project(settings), items), "files"
 
 
@@ -122,15 +127,11 @@ def search_many(searcher: Any, items: list[dict[str, Any]]) -> list[list[dict[st
         searcher.embedder = _MemoEmbedder(saved)
     try:
         return [
-            [
-                hit.as_json(rank)
-                for rank, hit in enumerate(
-                    searcher.search(
-                        item["query"], int(item["k"]), Filters(**item.get("filters", {})), item.get("mode", "hybrid")
-                    ),
-                    start=1,
+            hit_objects(
+                searcher.search(
+                    item["query"], int(item["k"]), Filters(**item.get("filters", {})), item.get("mode", "hybrid")
                 )
-            ]
+            )
             for item in items
         ]
     finally:
@@ -155,7 +156,7 @@ class _MemoEmbedder:
 
 def _files_search(project: Project, items: list[tuple[str, dict[str, Any], int]]) -> list[list[dict[str, Any]]]:
     """Without an index: entries passing the filters, ranked by the share of the query's words they hold."""
-    from memfiles.format.ids import HIDDEN_KINDS
+    from memfiles.format.ids import HIDDEN_KINDS, id_key, id_keys_in
     from memfiles.index.text import tokenize
 
     schema = project.settings.schema
@@ -163,7 +164,7 @@ def _files_search(project: Project, items: list[tuple[str, dict[str, Any], int]]
     out = []
     for query, filters, k in items:
         wanted = set(tokenize(query))
-        named = set(schema.grammar.ids_in(query.upper()))  # an id in the query is that entry, as in memsearch
+        named = set(id_keys_in(query))  # an id in the query, in any spelling, is that entry, as in memsearch
         scored = []
         for loc in located:
             found = schema.kind_of(loc.entry.id)
@@ -175,7 +176,7 @@ def _files_search(project: Project, items: list[tuple[str, dict[str, Any], int]]
             if any(filters.get(key) not in (None, getattr(loc.entry, key)) for key in ("area", "status")):
                 continue
             words = set(tokenize(f"{loc.entry.title}\n\n{loc.entry.body}"))
-            share = 1.0 if loc.entry.id in named else len(wanted & words) / len(wanted)
+            share = 1.0 if id_key(loc.entry.id) in named else len(wanted & words) / len(wanted)
             if share > 0:
                 scored.append((share, loc))
         scored.sort(key=lambda item: (-item[0], item[1].entry.id))

@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from memfiles.contract import iso_instant
+from memfiles.services.hits import hit_objects
 
 if TYPE_CHECKING:
     from memfiles.services.watch.watcher import Watcher
@@ -31,13 +32,7 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
         filters = Filters(**request.get("filters", {}))
         mode = request.get("mode", "hybrid")
         with keeper.mutex:
-            results = [
-                [
-                    hit.as_json(rank)
-                    for rank, hit in enumerate(keeper.searcher.search(q, int(k), filters, mode), start=1)
-                ]
-                for q, k in request["queries"]
-            ]
+            results = [hit_objects(keeper.searcher.search(q, int(k), filters, mode)) for q, k in request["queries"]]
         return {"ok": True, "results": results, "unreadable": dict(keeper.catalog.broken)}
     if op == "memsearch":
         return _memsearch(watcher, request)
@@ -77,32 +72,33 @@ def _memsearch(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     """What memsearch prints (stdout, stderr) for the options the thin client read (cli/quick_search.py):
     kinds by name or prefix, as the full command takes them, rendered as the full command renders them.
     A refusal sends the client to the full command, which prints the error as it always does."""
+    from memfiles.errors import MemfilesError
     from memfiles.format.validate import is_date
     from memfiles.index.filters import Filters
     from memfiles.services.index_client import unreadable_warnings
+    from memfiles.services.read import resolve_kinds, resolve_statuses
     from memfiles.services.search_text import rendered
 
     schema = watcher.project.settings.schema
-    kinds = []
-    for name in request.get("kind") or ():
-        found = schema.kind(name)
-        if found is None:
-            return {"ok": False, "error": f"unknown kind {name!r}"}
-        kinds.append(found.name)
+    try:  # the full command's rules: kinds by name or prefix, statuses any case, an unknown one refused
+        kinds = [found.name for found in resolve_kinds(schema, tuple(request.get("kind") or ()))]
+        statuses = resolve_statuses(schema, tuple(request.get("status") or ()))
+    except MemfilesError as error:
+        return {"ok": False, "error": str(error)}
     since = request.get("since")
     if since is not None and not is_date(since):
         return {"ok": False, "error": f"{since!r} is not a date (YYYY-MM-DD)"}
     filters = Filters(
         kind=tuple(kinds) or None,
         area=tuple(request.get("area") or ()) or None,
-        status=tuple(request.get("status") or ()) or None,
+        status=tuple(statuses) or None,
         path=request.get("path"),
         since=since,
     )
     keeper = watcher.keeper
     with keeper.mutex:
         found = keeper.searcher.search(str(request["query"]), int(request["k"]), filters, request.get("mode", "hybrid"))
-        hits = [hit.as_json(rank) for rank, hit in enumerate(found, start=1)]
+        hits = hit_objects(found)  # candidates without evidence are not hits (services/hits.py)
         warnings = unreadable_warnings(dict(keeper.catalog.broken))
     out, err = rendered(str(request["query"]), hits, bool(request.get("json")), warnings)
     return {"ok": True, "out": out, "err": err}
