@@ -222,3 +222,22 @@ def test_write_path_refuses_a_title_that_fails_the_rules(root: Path, run: Run) -
         result = run(*args, "--title", "Spaces * in * emphasis")
         assert result.exit_code == 2 and "title: md037" in result.output, result.output
     assert snapshot(root) == before
+
+
+def test_import_names_every_op_the_rules_refuse(root: Path, run: Run) -> None:
+    """An import whose ops 1 and 3 the rules refuse names both in one run (JSON problems too); nothing is written."""
+    run("add", "--kind", "decision", "--title", "First", "--area", "x", "--body", "Fine.")
+    before = snapshot(root)
+    ops = [
+        {"op": "add", "kind": "decision", "title": "Bad one", "area": "x", "body": "See [this]()."},
+        {"op": "add", "kind": "decision", "title": "Good one", "area": "x", "body": "Fine."},
+        {"op": "add", "kind": "decision", "title": "Bad two", "area": "x", "body": "Also [that]()."},
+    ]
+    batch = root / "ops.json"
+    batch.write_text(json.dumps({"ops": ops}))
+    result = run("import", str(batch))
+    assert result.exit_code == 2
+    assert "op 1" in result.output and "op 3" in result.output and "2 problems" in result.output, result.output
+    assert snapshot(root) == before
+    answer = json.loads(run("import", str(batch), "--json").stdout)
+    assert [problem.get("op") for problem in answer["error"]["problems"]] == [1, 3], answer

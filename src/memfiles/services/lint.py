@@ -12,7 +12,8 @@ import sys
 from collections.abc import Iterable
 
 from memfiles.contract import Finding
-from memfiles.errors import OpError, ParseError
+from memfiles.errors import BatchError, OpError, ParseError
+from memfiles.format.ids import Schema
 from memfiles.format.model import MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.render import render
@@ -230,21 +231,34 @@ def clean_text(project: Project, text: str, position: int, field: str, title: st
 
 
 def clean_ops(project: Project, ops: list) -> list:  # list[Op]
-    """The ops with every body and intro cleaned for the lint rules; OpError for one that cannot pass."""
+    """The ops with every body and intro cleaned for the lint rules; BatchError naming every op that cannot
+    pass (all of them at once, so that one run shows what a batch must fix)."""
     schema = project.settings.schema
+    problems: list[OpError] = []
     for op in ops:
-        title = op.fields.get("title")
-        if isinstance(title, str) and "body" not in op.fields and _needs_scan(title, 0):
-            clean_text(project, "x", op.position, "title", title)  # a new title under the old body's rules
-        for field in ("body", "intro"):
-            value = op.fields.get(field)
-            if not isinstance(value, str) or not value:
-                continue
-            cleaned = clean_text(project, value, op.position, field, op.fields.get("title") or "x")
-            if field == "body" and len(cleaned) > schema.body_limit:
-                raise OpError(
-                    op.position,
-                    f"body is {len(cleaned)} characters once cleaned for the lint rules; at most {schema.body_limit}",
-                )
-            op.fields[field] = cleaned
+        try:
+            _clean_op(project, schema, op)
+        except BatchError as error:
+            problems.extend(error.problems)
+        except OpError as error:
+            problems.append(error)
+    if problems:
+        raise BatchError(problems)
     return ops
+
+
+def _clean_op(project: Project, schema: Schema, op) -> None:  # op: Op (store.ops)
+    title = op.fields.get("title")
+    if isinstance(title, str) and "body" not in op.fields and _needs_scan(title, 0):
+        clean_text(project, "x", op.position, "title", title)  # a new title under the old body's rules
+    for field in ("body", "intro"):
+        value = op.fields.get(field)
+        if not isinstance(value, str) or not value:
+            continue
+        cleaned = clean_text(project, value, op.position, field, op.fields.get("title") or "x")
+        if field == "body" and len(cleaned) > schema.body_limit:
+            raise OpError(
+                op.position,
+                f"body is {len(cleaned)} characters once cleaned for the lint rules; at most {schema.body_limit}",
+            )
+        op.fields[field] = cleaned
