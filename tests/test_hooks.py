@@ -185,7 +185,8 @@ class TestNeverInTheWay:
             assert hook(run, "UserPromptSubmit", "user_prompt_submit") == {}
         finally:
             server.close()
-        assert "gave up after 0.5 s" in log_lines(root)[-1]
+        # any line, not the last: the abandoned worker thread may log its own reset once the server closes
+        assert any("gave up after 0.5 s" in line for line in log_lines(root)), log_lines(root)
 
 
 class TestWorkingMemory:

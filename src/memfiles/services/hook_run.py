@@ -245,11 +245,9 @@ def session_end(call: hooks.Call, settings: Settings, project: Project, state: h
 
 def start_watcher(settings: Settings, call: hooks.Call) -> None:
     """Start the watcher in the background when an index exists and none runs: every later hook is warm."""
-    import subprocess
-    import sys
-
     from memfiles.services import ipc
     from memfiles.services.index_client import index_exists
+    from memfiles.services.watch.daemon import spawn_background
 
     if settings.index_url or not index_exists(settings):
         return
@@ -258,10 +256,9 @@ def start_watcher(settings: Settings, call: hooks.Call) -> None:
             return
     except IndexUnavailable:
         return  # one is there, busy: leave it
-    log_path = settings.index_dir / "watch.log"
-    command = [sys.executable, "-m", "memfiles.cli", "--root", str(settings.root), "watch", "--foreground"]
-    with open(log_path, "ab") as log_file:
-        subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, start_new_session=True)
+    if spawn_background(settings) is None:
+        hook_state.log(settings.state_dir, call.event, call.session, "could not start the watcher")
+        return
     hook_state.log(settings.state_dir, call.event, call.session, "started the watcher in the background")
 
 

@@ -71,26 +71,29 @@ def _tail(path: Path, lines: int = 6) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def watch_command(settings: Settings, *options: str) -> list[str]:
+    """The command line of a detached watcher: `memfiles watch --foreground` logging to the rotated log."""
+    root = str(settings.root)
+    return [
+        sys.executable,
+        "-m",
+        "memfiles.cli",
+        "--root",
+        root,
+        "watch",
+        "--foreground",
+        "--log-file",
+        str(log_path(settings)),
+        *options,
+    ]
+
+
 def start_background(settings: Settings, debounce: float, reconcile_every: float) -> int:
     """Start `memfiles watch --foreground` detached and return its pid once it answers; StartFailed at once
     when it exits or reports a failure (with what it printed), never a silent wait."""
     folder = ensure_private_dir(settings.index_dir)
     log_bytes()  # a bad MEMFILES_WATCH_LOG_BYTES is refused here, not in the child
-    command = [
-        sys.executable,
-        "-m",
-        "memfiles.cli",
-        "--root",
-        str(settings.root),
-        "watch",
-        "--foreground",
-        "--log-file",
-        str(log_path(settings)),
-        "--debounce",
-        str(debounce),
-        "--reconcile-every",
-        str(reconcile_every),
-    ]
+    command = watch_command(settings, "--debounce", str(debounce), "--reconcile-every", str(reconcile_every))
     with open(folder / "watch.out", "wb") as out:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
     deadline = time.monotonic() + START_WAIT
@@ -118,17 +121,7 @@ def spawn_background(settings: Settings) -> int | None:
     the same moment exits on its own: one watcher per project (WatcherRunning)."""
     try:
         folder = ensure_private_dir(settings.index_dir)
-        command = [
-            sys.executable,
-            "-m",
-            "memfiles.cli",
-            "--root",
-            str(settings.root),
-            "watch",
-            "--foreground",
-            "--log-file",
-            str(log_path(settings)),
-        ]
+        command = watch_command(settings)
         with open(folder / "watch.out", "wb") as out:
             child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
     except OSError:
