@@ -49,7 +49,9 @@ while not os.path.exists(stop):
     start = time.perf_counter()
     try:
         hits = connect(settings).search([(queries[n % len(queries)], 5)], Filters())[0]
-        assert hits, "no hits"
+        # the seed answers the first three; the writers' lessons answer the last once indexed (before that,
+        # no candidate has evidence and an empty answer is right: services/hits.py)
+        assert hits or n % len(queries) == 3, "no hits"
         latencies.append(time.perf_counter() - start)
     except Exception as error:
         failures.append(f"{type(error).__name__}: {error}"[:300])
