@@ -104,19 +104,7 @@ def audit_project(project: Project, today: dt.date | None = None, reading: Readi
                     )
                 )
 
-    for cycle in successor_cycles(entries):
-        first = cycle[0]
-        names = " -> ".join(item.entry.id for item in [*cycle, first])
-        findings.append(
-            finding(
-                "successor-cycle",
-                first.file.rel,
-                first.entry.line,
-                f"{names}: the successors go round and never reach a live entry",
-                id=first.entry.id,
-                target=located_ref(cycle[1] if len(cycle) > 1 else first),
-            )
-        )
+    findings += successor_cycle_findings(entries)
 
     titles: dict[str, Located] = {}
     # A run's state repeats its goal, and so do the episodes of runs with one goal: repeated episodes are
@@ -187,3 +175,22 @@ def layer_findings(project: Project, reading: Reading | None = None) -> list[Fin
     reading = reading or read_project(project)
     entries = list(reading.loaded.entries())
     return [*evidence_findings(project, entries, reading.pruned.records), *promotion_candidates(project, entries)]
+
+
+def successor_cycle_findings(entries: list[Located]) -> list[Finding]:
+    """A successor-cycle finding at the first entry of each cycle (check and audit both report them)."""
+    findings = []
+    for cycle in successor_cycles(entries):
+        first = cycle[0]
+        names = " -> ".join(item.entry.id for item in [*cycle, first])
+        findings.append(
+            finding(
+                "successor-cycle",
+                first.file.rel,
+                first.entry.line,
+                f"{names}: the successors go round and never reach a live entry; give one a successor outside",
+                id=first.entry.id,
+                target=located_ref(cycle[1] if len(cycle) > 1 else first),
+            )
+        )
+    return findings

@@ -103,21 +103,10 @@ def id_findings(project: Project, files: list[LoadedFile], broken: bool = False)
     from the files without a prune record. `broken`: a memory file did not parse, so its ids are unknown
     and none is reported missing."""
     from memfiles.format.ids import format_id
-    from memfiles.services.audit import successor_cycles
+    from memfiles.services.audit import successor_cycle_findings
 
     findings: list[Finding] = []
-    for cycle in successor_cycles(list(project.entries(files))):
-        first = cycle[0]
-        names = " -> ".join(item.entry.id for item in [*cycle, first])
-        findings.append(
-            finding(
-                "successor-cycle",
-                first.file.rel,
-                first.entry.line,
-                f"{names}: the successors go round and never reach a live entry; give one a successor outside",
-                first.entry.id,
-            )
-        )
+    findings += successor_cycle_findings(list(project.entries(files)))
     marks_file = MarksFile(project.settings.memory_dir)
     rel = project.rel(marks_file.path)
     try:

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from memfiles.contract import Finding, entry_object
+from memfiles.contract import Finding
 from memfiles.errors import MemfilesError
 from memfiles.format.ids import RETIRED, normalize_id
 from memfiles.format.wrap import clip, one_line
@@ -27,17 +27,10 @@ _SIGNATURE_LINE = re.compile(r"^- \*\*signature\*\*: `(.+)`$", re.MULTILINE)
 
 def entry_json(project: Project, entry_id: str) -> dict[str, Any] | None:
     """The contract's entry object for `entry_id`, or None when there is no such entry."""
+    from memfiles.services.read import entry_json as located_json
+
     located = project.find(entry_id)
-    if located is None:
-        return None
-    kind = project.settings.schema.kind_of(located.entry.id)
-    return entry_object(
-        located.entry,
-        kind=kind.name if kind else None,
-        path=located.file.rel,
-        line=located.entry.line,
-        section=located.section,
-    )
+    return located_json(located, project.settings.schema) if located is not None else None
 
 
 def _sources(project: Project, ids: list[str]) -> list[Located]:
