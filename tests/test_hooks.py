@@ -424,3 +424,88 @@ class TestWarm:
         run("working", "start", "--run", "fix-ci", "--goal", "Make the test suite pass", "--next-step", "make install")
         text = context(hook(run, "SessionStart", "session_start_resume"))
         assert text.index("working memory of run fix-ci") < text.index("P-001 Run make install before the test suite")
+
+
+def executable_hook(root: Path, event: str, stdin: str, **env: str) -> dict[str, Any]:
+    """The installed `memfiles hook EVENT` in its own process, as an agent runs it, with `env` added."""
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "memfiles"), "--root", str(root), "hook", event],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=300,
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.integration
+class TestAnsweredByTheWatcher:
+    """With a watcher running, the executable is a thin client: the watcher answers the whole call."""
+
+    def test_the_watcher_answers_as_the_hooks_own_process_would(self, warm: Path) -> None:
+        """The same input (two sessions, so that neither has seen an entry) gives the same output through
+        the watcher as computed in this process, which asks the watcher only to search."""
+        from memfiles.services.hook_run import run_hook
+
+        thin = executable_hook(warm, "UserPromptSubmit", recorded("user_prompt_submit", session_id="thin"))
+        here = run_hook("UserPromptSubmit", lambda: recorded("user_prompt_submit", session_id="here"), warm)
+        assert context(thin) and thin == here
+        assert hook_state.load(warm / ".memfiles", "thin").injected  # the watcher kept the session's memory
+
+    def test_the_callers_environment_travels_with_the_call(self, warm: Path, run: Run) -> None:
+        """MEMFILES_HOOKS=0 in the agent's environment turns the hooks off though the watcher was started
+        without it; $MEMFILES_RUN chooses the run a failure is written to."""
+        assert executable_hook(warm, "UserPromptSubmit", recorded("user_prompt_submit"), MEMFILES_HOOKS="0") == {}
+        run("working", "start", "--run", "mine", "--goal", "Fix the hook tests")
+        out = executable_hook(warm, "PostToolUseFailure", recorded("post_tool_use_failure"), MEMFILES_RUN="mine")
+        assert "E-001" in context(out)
+        executable_hook(warm, "PreCompact", recorded("pre_compact"), MEMFILES_RUN="mine")  # waits for the write
+        state = json.loads(run("working", "show", "--run", "mine", "--json").stdout)["working"]
+        assert state["blockers"] == ["ModuleNotFoundError: No module named 'yaml'"]
+        assert not (warm / "memory" / "working" / f"{RUN}.md").exists()
+
+    def test_a_failure_written_after_the_answer_is_there_for_the_next_call(self, warm: Path, run: Run) -> None:
+        """The watcher writes a failure right after answering; the session's next calls (PreCompact, run in
+        the hook's own process, included) see it."""
+        executable_hook(warm, "UserPromptSubmit", recorded("user_prompt_submit"))
+        executable_hook(warm, "PostToolUseFailure", recorded("post_tool_use_failure"))
+        assert executable_hook(warm, "PreCompact", recorded("pre_compact")) == {}
+        saved = hook_state.load(warm / ".memfiles", SESSION).saved
+        assert saved is not None and saved["run"] == RUN
+        assert saved["blockers"] == ["ModuleNotFoundError: No module named 'yaml'"]
+
+    def test_the_thin_client_imports_only_the_standard_librarys_core(self, warm: Path) -> None:
+        """Answered by the watcher, a hook call loads neither click nor the settings, the format, the index,
+        nor json, socket, pathlib or re: its cost is starting Python."""
+        configure(warm, hooks_watch=False)  # the default hooks_timeout: the settings are not read here
+        probe = (
+            "import sys\n"
+            "sys.argv = ['memfiles', '--root', sys.argv[1], 'hook', 'UserPromptSubmit']\n"
+            "from memfiles.cli.entry import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "heavy = ('click', 'numpy', 'chromadb', 'torch', 'memfiles.format', 'memfiles.config',"
+            " 'memfiles.services.hook_run', 'memfiles.store')\n"
+            "stdlib = {'typing', 'json', 'socket', 'pathlib', 're'}\n"
+            "print(sorted(m for m in sys.modules if m.startswith(heavy) or m in stdlib), file=sys.stderr)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", probe, str(warm)],
+            input=recorded("user_prompt_submit"),
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "E-001" in context(json.loads(done.stdout))
+        assert done.stderr.strip().splitlines()[-1] == "[]"
+
+    def test_another_projects_call_is_refused(self, warm: Path) -> None:
+        """A hook op naming another root is refused (its client then answers the call itself)."""
+        from memfiles.cli.thin_wire import exchange
+
+        request = {"op": "hook", "event": "UserPromptSubmit", "input": "{}", "root": "/", "env": {}}
+        answer = exchange(str(warm / ".memsearch" / "watch.sock"), request, 60)
+        assert isinstance(answer, dict) and answer["ok"] is False and "serves" in answer["error"]

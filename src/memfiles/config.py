@@ -9,7 +9,7 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 from memfiles.errors import ConfigError
 from memfiles.format.ids import DEFAULT_KINDS, RETIRED, Kind, Schema, is_id
+from memfiles.hook_events import HOOKS_TIMEOUT
 from memfiles.root import INDEX_DIR as INDEX_DIR  # re-exported, as MEMORY_DIR
 from memfiles.root import MEMORY_DIR as MEMORY_DIR  # re-exported: callers import it from here
 from memfiles.root import find_root
@@ -68,7 +69,7 @@ class Settings:
     hooks_budget: int = 1500  # characters of injected context, the marker included
     hooks_floor: float = HOOKS_FLOOR
     hooks_risky: tuple[str, ...] = HOOKS_RISKY
-    hooks_timeout: float = 2.0  # seconds a context-giving hook call may take before it gives up
+    hooks_timeout: float = HOOKS_TIMEOUT  # seconds a context-giving hook call may take before it gives up
     hooks_watch: bool = True  # SessionStart starts the watcher when an index exists and none runs
     hooks_episode: bool = False  # SessionEnd records a run the hooks started as an episode
     hooks_drafter: str = "deterministic"  # or "llm": the episode's title and outcome drafted at llm_url
@@ -434,12 +435,18 @@ def _unknown(key: str, source: str | None) -> ConfigError:
     return ConfigError(f"{source}: unknown setting {key!r}{hint}", key=key, path=source)
 
 
-def load_settings(root: Path | None = None, **overrides: Any) -> Settings:
+def load_settings(
+    root: Path | None = None, environ: Mapping[str, str] | None = None, cwd: Path | None = None, **overrides: Any
+) -> Settings:
     """Settings for the project at `root` (found from the current folder when None; it must exist).
 
     Every value is checked against its rule; a bad one raises ConfigError naming the file and key (or the
     environment variable, or the flag) and the value. An empty environment variable counts as unset.
+    `environ` and `cwd` are the caller's when another process asks (the watcher answering a hook);
+    by default this process's own.
     """
+    environ = os.environ if environ is None else environ
+    here = Path.cwd() if cwd is None else cwd
     root = find_root(given=root)
     table, source = _file_config(root)
     values: dict[str, Any] = {}
@@ -461,20 +468,20 @@ def load_settings(root: Path | None = None, **overrides: Any) -> Settings:
                 path=source,
             )
     for variable, key in _ENV.items():
-        text = os.environ.get(variable)
+        text = environ.get(variable)
         if text:
             values[key] = _checked(
-                _RULES[key], _from_env(key, text), Path.cwd(), variable, key=variable, path=None, typed=text
+                _RULES[key], _from_env(key, text), here, variable, key=variable, path=None, typed=text
             )
     for key, value in overrides.items():
         if value is None:
             continue
         if key in _RULES:
             # a flag with envvar= gets the variable's value: name the variable when that is where it came from
-            variable = next((v for v, k in _ENV.items() if k == key and os.environ.get(v) == value), None)
+            variable = next((v for v, k in _ENV.items() if k == key and environ.get(v) == value), None)
             label = variable or _FLAGS.get(key, f"--{key.replace('_', '-')}")
             given = _from_env(key, value) if isinstance(value, str) else value
-            value = _checked(_RULES[key], given, Path.cwd(), label, key=label, path=None, typed=value)
+            value = _checked(_RULES[key], given, here, label, key=label, path=None, typed=value)
         values[key] = value
     schema_values = {key: values.pop(key) for key in _SCHEMA_KEYS if key in values}
     settings = Settings(root=root, schema=Schema(kinds=kinds, **schema_values))

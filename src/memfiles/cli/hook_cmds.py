@@ -32,9 +32,10 @@ def hook(app: App, event: str | None) -> None:
     Example:
       echo '{"session_id": "s1", "prompt": "run the migration"}' | memfiles hook UserPromptSubmit
     """
-    from memfiles.services.hook_run import main
+    from memfiles.cli.hook_entry import answer
 
-    main(event, app.root_option, sys.stdin, sys.stdout)
+    given = app.root_option
+    click.echo(answer(event, str(given) if given is not None else None, sys.stdin.read()))
 
 
 @click.group()

@@ -1,35 +1,162 @@
 """`memfiles hook EVENT` without click: the path an agent's hook takes on every prompt and tool call.
 
-It imports the standard library and the hook services only, reads the group's own options by hand,
-and whatever happens prints one JSON object and exits 0 (exit 2 would block the user's prompt).
+When a watcher runs for the call's project, this is a thin client: it imports os, sys, the C modules
+_socket and _json and three string-only modules of memfiles, sends the whole call (the event, the input
+as read, the caller's folder and MEMFILES_*/agent variables) to the watcher, which answers it with the
+same code (services/hook_run.py) warm, and prints the answer. Everything else runs here in full: no
+watcher, a Chroma server configured, the writing events (PreCompact, SessionEnd), input the thin path
+cannot read, a watcher that refuses the call. The deadline is hooks_timeout (read from the config files
+only when they set it); a watcher that accepts the call and never answers gets {} and a log line.
+
+Whatever happens it prints one JSON object and exits 0 (exit 2 would block the user's prompt).
 `memfiles hook --help` goes to the full command group instead.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
+from memfiles.cli.thin_wire import Unanswered, config_texts, decoded, exchange, server_configured
+from memfiles.hook_events import (
+    HOOKS_TIMEOUT,
+    WRITING,
+    WRITING_DEADLINE,
+    forwarded,
+    meaning,
+    project_folder,
+    session_of,
+)
+from memfiles.root import INDEX_DIR, root_folder
+from memfiles.services.sockpath import socket_address
 
-def main(argv: list[str]) -> None:
+MARGIN = 0.5  # seconds past hooks_timeout: the watcher's own deadline answers {} (and logs) first
+
+
+def read_args(argv: list[str]) -> tuple[str | None, str | None]:
+    """(--root, EVENT) from the command line, the group's options read by hand."""
     root: str | None = None
     event: str | None = None
     args = iter(argv)
-    try:
-        for arg in args:
-            if arg == "--root":
-                root = next(args, None)
-            elif arg.startswith("--root="):
-                root = arg.split("=", 1)[1]
-            elif arg == "--chroma-url":
-                next(args, None)  # a hook asks the watcher only (docs/hooks.md)
-            elif arg == "hook" or arg.startswith("-"):
-                continue
-            elif event is None:
-                event = arg
-        from memfiles.services.hook_run import main as run
+    for arg in args:
+        if arg == "--root":
+            root = next(args, None)
+        elif arg.startswith("--root="):
+            root = arg.split("=", 1)[1]
+        elif arg == "--chroma-url":
+            next(args, None)  # a hook asks the watcher only (docs/hooks.md)
+        elif arg == "hook" or arg.startswith("-"):
+            continue
+        elif event is None:
+            event = arg
+    return root, event
 
-        run(event, root, sys.stdin, sys.stdout)
+
+def hooks_timeout(root: str) -> float | None:
+    """The hook's deadline: the default, or the configured one (read by config.py, the one reader of
+    settings, only when a config file names it); None when the setting cannot be read."""
+    if not any("hooks_timeout" in text for text in config_texts(root)):
+        return HOOKS_TIMEOUT
+    try:
+        from memfiles.config import load_settings
+        from memfiles.root import find_root
+
+        return load_settings(find_root(given=root)).hooks_timeout
+    except Exception:
+        return None
+
+
+def via_watcher(event: str | None, root: str | None, raw: str) -> str | None:
+    """The watcher's answer to the call, as the JSON text to print; None when this process must answer."""
+    try:
+        data = decoded(raw) if raw.strip() else {}
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    named = event or data.get("hook_event_name")
+    what = meaning(named if isinstance(named, str) else None)
+    if what is None:
+        return None
+    try:
+        project = root_folder(start=project_folder(data.get("cwd"), os.environ, os.getcwd()), given=root)
+    except Exception:
+        return None
+    if server_configured(project):
+        return None
+    path = socket_address(os.path.join(project, INDEX_DIR))
+    if what in WRITING:
+        _settle(path, project, session_of(data))
+        return None
+    timeout = hooks_timeout(project)
+    if timeout is None or not os.path.exists(path):
+        return None
+    request = {
+        "op": "hook",
+        "event": event,
+        "input": raw,
+        "root": project,
+        "cwd": os.getcwd(),
+        "env": forwarded(os.environ),
+    }
+    try:
+        answer = exchange(path, request, timeout + MARGIN)
+    except Unanswered:
+        _log_timeout(event, project, raw, timeout)
+        return "{}"
+    except (OSError, ValueError):
+        return None  # nobody listens (a stale socket), or a garbled answer: answered here
+    if not isinstance(answer, dict) or answer.get("ok") is not True or not isinstance(answer.get("text"), str):
+        return None  # a watcher that does not take hook calls (an older one), or another project's
+    return answer["text"]
+
+
+def _settle(path: str, root: str, session: str) -> None:
+    """Before a writing call runs here: let the watcher finish the session's write it may still be doing
+    (a failure's, which it makes right after answering), so that this call reads it."""
+    if not os.path.exists(path):
+        return
+    try:
+        exchange(path, {"op": "hook_settle", "root": root, "session": session}, WRITING_DEADLINE)
+    except Exception:
+        return  # no watcher, or one that does not know the op: nothing is pending there
+
+
+def _log_timeout(event: str | None, root: str, raw: str, timeout: float) -> None:
+    """One log line for a watcher that never answered, as the hook's own deadline would write it."""
+    from memfiles.services import hooks
+    from memfiles.services.hook_run import _quiet_settings
+
+    try:
+        call = hooks.parse_call(event, raw)
+    except Exception:
+        call = None
+    hooks.guard(
+        _quiet_settings(root, call), call, TimeoutError(f"gave up after {timeout:g} s (hooks_timeout); no context")
+    )
+
+
+def answer(event: str | None, root: str | None, raw: str) -> str:
+    """The JSON text to print for one hook call: the watcher's, else this process's."""
+    text = via_watcher(event, root, raw)
+    if text is not None:
+        return text
+    import json
+
+    from memfiles.services.hook_run import run_hook
+
+    return json.dumps(run_hook(event, lambda: raw, root), ensure_ascii=False)
+
+
+def main(argv: list[str]) -> None:
+    try:
+        root, event = read_args(argv)
+        text = answer(event, root, sys.stdin.read())
     except BaseException:
-        sys.stdout.write("{}\n")
+        text = "{}"
+    try:
+        sys.stdout.write(text + "\n")
         sys.stdout.flush()
+    except BaseException:
+        pass
     sys.exit(0)

@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 import sys
 
-from memfiles.root import INDEX_DIR, MEMORY_DIR, root_folder
+from memfiles.cli.thin_wire import exchange, server_configured
+from memfiles.root import INDEX_DIR, root_folder
 from memfiles.services.sockpath import socket_address
 
 VALUED = {"-k", "--kind", "--area", "--status", "--path", "--since", "--mode", "--root"}
@@ -79,86 +80,17 @@ def read_args(argv: list[str]) -> dict[str, object] | None:
     }
 
 
-def _server_configured(root: str) -> bool:
-    """Whether this project's index is a Chroma server (the environment or a config file names one): the
-    watcher does not serve those; the full command reads the setting properly."""
-    if os.environ.get("MEMFILES_CHROMA_URL"):
-        return True
-    for name in (os.path.join(MEMORY_DIR, "memfiles.toml"), "pyproject.toml"):
-        try:
-            with open(os.path.join(root, name), encoding="utf-8", errors="replace") as handle:
-                if "index_url" in handle.read():
-                    return True
-        except OSError:
-            continue
-    return False
-
-
-def _encoded(value: object) -> str:
-    """JSON of the request's values (strings, whole numbers, booleans, None, lists of strings)."""
-    from _json import encode_basestring_ascii
-
-    if value is None:
-        return "null"
-    if value is True or value is False:
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, list):
-        return "[" + ",".join(_encoded(item) for item in value) + "]"
-    return encode_basestring_ascii(str(value))
-
-
-class _Decoding:
-    """What _json's C scanner reads its settings from (the attributes json.JSONDecoder gives it)."""
-
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-
-    @staticmethod
-    def parse_constant(name: str) -> float:
-        return float(name.lower().replace("infinity", "inf"))
-
-
-def _decoded(text: str) -> object:
-    from _json import make_scanner
-
-    value, _end = make_scanner(_Decoding())(text, 0)
-    return value
-
-
 def ask_watcher(args: dict[str, object]) -> tuple[str, str] | None:
     """The (stdout, stderr) the watcher rendered, or None when the full command must answer."""
-    import _socket
-
     try:
         root = root_folder(given=args["root"])  # type: ignore[arg-type]
-        if _server_configured(root):
+        if server_configured(root):
             return None
         path = socket_address(os.path.join(root, INDEX_DIR))
         if not os.path.exists(path):
             return None
         keys = ("query", "k", "kind", "area", "status", "path", "since", "mode", "json")
-        request = '{"op":"memsearch",' + ",".join(f'"{key}":{_encoded(args[key])}' for key in keys) + "}\n"
-        client = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        try:
-            client.settimeout(TIMEOUT)
-            client.connect(path)
-            client.sendall(request.encode("utf-8"))
-            chunks = []
-            while True:
-                chunk = client.recv(1 << 16)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                if chunk.endswith(b"\n"):
-                    break
-        finally:
-            client.close()
-        answer = _decoded(b"".join(chunks).decode("utf-8"))
+        answer = exchange(path, {"op": "memsearch", **{key: args[key] for key in keys}}, TIMEOUT)
     except Exception:
         return None
     if not isinstance(answer, dict) or answer.get("ok") is not True:

@@ -9,30 +9,41 @@ would block the user's prompt, and a traceback is noise in the agent's transcrip
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable, MemfilesError
+from memfiles.hook_events import WRITING, WRITING_DEADLINE
 from memfiles.services import hook_state, hooks
 from memfiles.services.hook_text import Item, one_line
 from memfiles.store.project import Project
 
-# PreCompact and SessionEnd write (and may ask a model for the episode's words); they run off the prompt's path.
-WRITING_DEADLINE = 30.0
 
+def run_hook(
+    event: str | None,
+    read_input: Callable[[], str],
+    root: str | Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    ask: hooks.Ask | None = None,
+) -> dict[str, Any]:
+    """The hook's output for the input `read_input` gives; {} when there is nothing to inject or a problem.
 
-def run_hook(event: str | None, read_input: Callable[[], str], root: str | Path | None = None) -> dict[str, Any]:
-    """The hook's output for the input `read_input` gives; {} when there is nothing to inject or a problem."""
+    `env` and `cwd` are the calling process's when the watcher answers for it (default: this process's);
+    `ask` is then the watcher's own search."""
     box: dict[str, Any] = {"settings": None, "call": None, "out": {}, "writing": False}
     done = threading.Event()
+    origin = {"env": os.environ if env is None else env, "cwd": cwd, "ask": ask}
 
     def work() -> None:
         try:
-            box["out"] = _handle(event, read_input, root, box)
+            box["out"] = _handle(event, read_input, root, box, origin)
         except BaseException as problem:  # never to the agent: one log line
             hooks.guard(box["settings"] or _quiet_settings(root, box["call"]), box["call"], problem, event)
         finally:
@@ -45,9 +56,7 @@ def run_hook(event: str | None, read_input: Callable[[], str], root: str | Path 
     while not done.wait(0.05):
         call, settings = box["call"], box["settings"]
         if call is not None and settings is not None:
-            deadline = (
-                settings.hooks_timeout if call.meaning not in ("pre_compact", "session_end") else WRITING_DEADLINE
-            )
+            deadline = settings.hooks_timeout if call.meaning not in WRITING else WRITING_DEADLINE
         if box["writing"]:
             deadline = max(deadline, WRITING_DEADLINE)  # a write begun is never cut off half-way
         if time.monotonic() - started > deadline:
@@ -61,7 +70,8 @@ def _quiet_settings(root: str | Path | None, call: hooks.Call | None) -> Setting
     from memfiles.config import find_root, load_settings
 
     try:
-        return load_settings(find_root(start=hooks.project_start(call), given=root))
+        environ = call.env if call else None
+        return load_settings(find_root(start=hooks.project_start(call), given=root), environ=environ)
     except MemfilesError:
         try:  # a bad setting: the log still belongs in this project's .memfiles/
             return Settings(root=find_root(start=hooks.project_start(call), given=root))
@@ -72,42 +82,98 @@ def _quiet_settings(root: str | Path | None, call: hooks.Call | None) -> Setting
 def _deadline(event: str | None) -> float:
     """The bound before the settings are read: the default, or the writing events' longer one."""
     meaning = hooks.EVENTS.get(event or "", "")
-    return WRITING_DEADLINE if meaning in ("pre_compact", "session_end") else Settings.hooks_timeout
+    return WRITING_DEADLINE if meaning in WRITING else Settings.hooks_timeout
 
 
 def _handle(
-    event: str | None, read_input: Callable[[], str], root: str | Path | None, box: dict[str, Any]
+    event: str | None,
+    read_input: Callable[[], str],
+    root: str | Path | None,
+    box: dict[str, Any],
+    origin: dict[str, Any],
 ) -> dict[str, Any]:
     from memfiles.config import find_root, load_settings
 
     call = hooks.parse_call(event, read_input())
+    call.env, call.cwd, call.ask = origin["env"], origin["cwd"], origin["ask"]
     box["call"] = call
     try:
         found = find_root(start=hooks.project_start(call), given=root)
     except MemfilesError:
         return {}  # not a memfiles project: nothing to say, and nowhere to log it
-    settings = load_settings(found)
+    settings = load_settings(found, environ=call.env, cwd=Path(call.cwd) if call.cwd else None)
     box["settings"] = settings
     if not settings.hooks_enabled:
         return {}
     project = Project(settings)
-    state = hook_state.load(settings.state_dir, call.session)
-    handler = HANDLERS[call.meaning]
-    if call.meaning in ("pre_compact", "session_end"):
-        box["writing"] = True
-    call.writing = lambda: box.__setitem__("writing", True)
-    context = handler(call, settings, project, state)
-    if call.meaning == "session_end":
-        hook_state.forget(settings.state_dir, call.session)
-    else:
-        hook_state.save(settings.state_dir, state)
+    # In the watcher, calls of one session take turns, and a failure's write may finish after the answer.
+    turn = session_turn(settings.state_dir, call.session) if call.ask is not None else None
+    handed_over = False
+    try:
+        state = hook_state.load(settings.state_dir, call.session)
+        handler = HANDLERS[call.meaning]
+        if call.meaning in WRITING:
+            box["writing"] = True
+        call.writing = lambda: box.__setitem__("writing", True)
+        later: list[Callable[[], None]] = []
+        if turn is not None:
+            call.defer = later.append
+        context = handler(call, settings, project, state)
+        if later:
+            _after_answer(settings, call, state, later, turn)
+            handed_over = True
+        elif call.meaning == "session_end":
+            hook_state.forget(settings.state_dir, call.session)
+        else:
+            hook_state.save(settings.state_dir, state)
+    finally:
+        if turn is not None and not handed_over:
+            turn.release()
     return hooks.output(call, context)
+
+
+_TURNS: dict[str, threading.Lock] = {}
+_TURNS_GUARD = threading.Lock()
+
+
+def session_turn(state_dir: Path, session: str) -> threading.Lock:
+    """The session's turn, taken: an earlier call of the session (and the write it left running) goes first.
+    The watcher's `hook_settle` op takes and gives it back for a call its client answers itself."""
+    key = f"{os.path.realpath(state_dir)}\n{session}"
+    with _TURNS_GUARD:
+        turn = _TURNS.setdefault(key, threading.Lock())
+    if not turn.acquire(timeout=WRITING_DEADLINE):
+        raise TimeoutError(f"an earlier call of session {session} has been writing for {WRITING_DEADLINE:g} s")
+    return turn
+
+
+def _after_answer(
+    settings: Settings,
+    call: hooks.Call,
+    state: hook_state.SessionState,
+    jobs: list[Callable[[], None]],
+    turn: threading.Lock,
+) -> None:
+    """Run `jobs` (the writes a call deferred), then save the session's state and give the turn back,
+    in a thread of the watcher's that the process waits for on exit: the agent has its answer already."""
+
+    def work() -> None:
+        try:
+            for job in jobs:
+                job()
+            hook_state.save(settings.state_dir, state)
+        except BaseException as problem:
+            hooks.guard(settings, call, problem)
+        finally:
+            turn.release()
+
+    threading.Thread(target=work, name="memfiles-hook-write", daemon=False).start()
 
 
 def _searched(settings: Settings, call: hooks.Call, wanted: list[tuple[str, str]]) -> dict[str, list[dict[str, Any]]]:
     """hooks.search, with no index or no watcher logged and answered by nothing."""
     try:
-        return hooks.search(settings, wanted)
+        return hooks.search(settings, wanted, call.ask)
     except IndexUnavailable as problem:
         hooks.guard(settings, call, problem)
         return {}
@@ -119,13 +185,13 @@ def session_start(call: hooks.Call, settings: Settings, project: Project, state:
 
     source = call.text("source") or call.text("trigger") or "startup"
     hook_state.sweep(settings.state_dir)
-    if settings.hooks_watch:
+    if settings.hooks_watch and call.ask is None:  # with `ask`, the watcher itself is answering
         start_watcher(settings, call)
     if source in ("clear", "compact"):
         state.injected = []  # what was injected before is gone from the context: it may come again
     preface = ""
     query = ""
-    run = hook_working.find_run(project, state, adopt_active=source in ("resume", "compact"))
+    run = hook_working.find_run(project, state, adopt_active=source in ("resume", "compact"), env=call.env)
     current = working.load(project, run) if run else None
     if current is not None:
         preface = hook_working.working_block(current)
@@ -196,11 +262,19 @@ def post_tool(call: hooks.Call, settings: Settings, project: Project, state: hoo
     injected = hooks.inject(settings, state, [(header, items)])
     tool = call.data.get("tool_name") if isinstance(call.data.get("tool_name"), str) else "tool"
     observation = signature or next((line for line in reversed(text.splitlines()) if line.strip()), "failed")
-    call.writing()
-    try:
-        hook_working.record_failure(project, state, f"{tool}: {command or '(no input)'}", observation, signature)
-    except MemfilesError as problem:  # the context is still worth giving
-        hooks.guard(settings, call, problem)
+    action = f"{tool}: {command or '(no input)'}"
+
+    def write() -> None:
+        try:
+            hook_working.record_failure(project, state, action, observation, signature, env=call.env)
+        except MemfilesError as problem:  # the context is still worth giving
+            hooks.guard(settings, call, problem)
+
+    if call.defer is not None:  # in the watcher: written right after the answer, before the session's next call
+        call.defer(write)
+    else:
+        call.writing()
+        write()
     return injected
 
 
@@ -208,9 +282,9 @@ def pre_compact(call: hooks.Call, settings: Settings, project: Project, state: h
     """Bring the working memory up to date and save it, so that SessionStart `compact` gives it back."""
     from memfiles.services import hook_working, working
 
-    run = hook_working.find_run(project, state, adopt_active=True)
+    run = hook_working.find_run(project, state, adopt_active=True, env=call.env)
     if run is None and (state.goal or state.last_action):
-        run = hook_working.ensure_run(project, state, last_action=state.last_action)
+        run = hook_working.ensure_run(project, state, call.env, last_action=state.last_action)
     if run is None:
         return ""
     current = working.require(project, run)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from memfiles.config import Settings
@@ -36,12 +37,14 @@ def session_run(session: str) -> str:
     return f"session-{safe}"
 
 
-def find_run(project: Project, state: hook_state.SessionState, adopt_active: bool = False) -> str | None:
+def find_run(
+    project: Project, state: hook_state.SessionState, adopt_active: bool = False, env: Mapping[str, str] | None = None
+) -> str | None:
     """The session's run with working memory (steps 1-4 above), recorded in `state`; None when it has
-    none yet (`state.run` may then name the run to start: $MEMFILES_RUN)."""
+    none yet (`state.run` may then name the run to start: $MEMFILES_RUN, read from `env`, the caller's)."""
     if state.run and working.load(project, state.run) is not None:
         return state.run
-    chosen = os.environ.get(working.RUN_ENV) or None
+    chosen = (os.environ if env is None else env).get(working.RUN_ENV) or None
     if chosen and working.RUN_RE.match(chosen):
         state.run, state.run_started = chosen, False
         return chosen if working.load(project, chosen) is not None else None
@@ -57,9 +60,11 @@ def find_run(project: Project, state: hook_state.SessionState, adopt_active: boo
     return None
 
 
-def ensure_run(project: Project, state: hook_state.SessionState, **fields: Any) -> str:
+def ensure_run(
+    project: Project, state: hook_state.SessionState, env: Mapping[str, str] | None = None, **fields: Any
+) -> str:
     """The session's run, started (step 5) when it has none; `fields` are set on a run it starts."""
-    run = find_run(project, state)
+    run = find_run(project, state, env=env)
     if run is not None:
         return run
     name = state.run if state.run and not state.run_started else session_run(state.session)
@@ -70,18 +75,23 @@ def ensure_run(project: Project, state: hook_state.SessionState, **fields: Any) 
 
 
 def record_failure(
-    project: Project, state: hook_state.SessionState, action: str, observation: str, signature: str | None
+    project: Project,
+    state: hook_state.SessionState,
+    action: str,
+    observation: str,
+    signature: str | None,
+    env: Mapping[str, str] | None = None,
 ) -> str:
     """Write a failure to the run's working memory in one write: last_action, last_observation, and its
     signature among the blockers (the newest BLOCKERS_KEPT). Returns the run."""
     changes: dict[str, Any] = {"last_action": one_line(action), "last_observation": one_line(observation)}
-    run = find_run(project, state)
+    run = find_run(project, state, env=env)
     blockers = list(working.require(project, run).get("blockers")) if run else []
     if signature:
         blockers = [item for item in blockers if item != one_line(signature)] + [one_line(signature)]
     changes["blockers"] = blockers[-BLOCKERS_KEPT:]
     if run is None:
-        return ensure_run(project, state, **changes)
+        return ensure_run(project, state, env, **changes)
     working.Working(project).set(run, changes)
     return run
 

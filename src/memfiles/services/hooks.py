@@ -22,32 +22,17 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable, MemfilesError
+from memfiles.hook_events import EVENTS, project_folder, session_of
 from memfiles.services import hook_state
 from memfiles.services.hook_text import Item, Section, render, strip_injected
 
-# The agent's event name -> what it means here. Gemini CLI's names are its own (docs/hooks.md).
-EVENTS = {
-    "SessionStart": "session_start",
-    "UserPromptSubmit": "prompt",
-    "BeforeAgent": "prompt",
-    "PreToolUse": "pre_tool",
-    "BeforeTool": "pre_tool",
-    "PostToolUse": "post_tool",
-    "PostToolUseFailure": "post_tool",
-    "AfterTool": "post_tool",
-    "PreCompact": "pre_compact",
-    "PreCompress": "pre_compact",
-    "Stop": "stop",
-    "AfterAgent": "stop",
-    "SessionEnd": "session_end",
-}
 # Events whose output may carry hookSpecificOutput.additionalContext, by the agents' own references.
 # Claude Code's validator refuses it on Stop, PreCompact and SessionEnd; Gemini CLI reads it on these three.
 CONTEXT_EVENTS = frozenset(
@@ -70,6 +55,10 @@ HEADERS = {
 }
 
 
+# Several filtered searches answered in place: [{"query", "k", "filters"}] -> hits per item (recall.search_many).
+Ask = Callable[[list[dict[str, Any]]], list[list[dict[str, Any]]]]
+
+
 class HookInputError(MemfilesError):
     """The hook's input is not what the agent's contract says (not JSON, not an object)."""
 
@@ -83,6 +72,12 @@ class Call:
     data: dict[str, Any]
     session: str
     writing: Callable[[], None] = field(default=lambda: None, repr=False)  # says a write begins
+    # Where the call came from: the caller's environment and folder (the watcher answers for another
+    # process), and, inside the watcher, its own search in place of the socket (services/watch/dispatch.py).
+    env: Mapping[str, str] = field(default_factory=lambda: os.environ, repr=False)
+    cwd: str | None = None
+    ask: Ask | None = field(default=None, repr=False)
+    defer: Callable[[Callable[[], None]], None] | None = field(default=None, repr=False)  # run after the answer
 
     def text(self, key: str) -> str:
         value = self.data.get(key)
@@ -108,18 +103,14 @@ def parse_call(event: str | None, raw: str) -> Call:
     # arriving at a hook installed as PostToolUse).
     if named in EVENTS and EVENTS[named] == EVENTS[canonical]:
         canonical = named
-    session = data.get("session_id")
-    session = session if isinstance(session, str) and session.strip() else "no-session"
-    return Call(canonical, EVENTS[canonical], data, session)
+    return Call(canonical, EVENTS[canonical], data, session_of(data))
 
 
 def project_start(call: Call | None) -> Path:
-    """Where to look for the project: the input's cwd, else the agent's project folder, else here."""
-    cwd = call.data.get("cwd") if call else None
-    for candidate in (cwd, os.environ.get("CLAUDE_PROJECT_DIR"), os.environ.get("GEMINI_PROJECT_DIR")):
-        if isinstance(candidate, str) and candidate and Path(candidate).is_dir():
-            return Path(candidate)
-    return Path.cwd()
+    """Where to look for the project: the input's cwd, else the agent's project folder, else the caller's folder."""
+    if call is None:
+        return Path(project_folder(None, os.environ, os.getcwd()))
+    return Path(project_folder(call.data.get("cwd"), call.env, call.cwd or os.getcwd()))
 
 
 def output(call: Call, context: str) -> dict[str, Any]:
@@ -132,10 +123,13 @@ def output(call: Call, context: str) -> dict[str, Any]:
 # --- searching ------------------------------------------------------------------------------------
 
 
-def search(settings: Settings, wanted: list[tuple[str, str]]) -> dict[str, list[dict[str, Any]]]:
+def search(
+    settings: Settings, wanted: list[tuple[str, str]], ask: Ask | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """For each (layer, query): the live entries of that kind, best first, as contract hits.
 
-    One round trip to the watcher; IndexUnavailable when none answers (the caller logs it)."""
+    One round trip to the watcher (or `ask`, inside the watcher); IndexUnavailable when none answers
+    (the caller logs it)."""
     from memfiles.services.recall import EntryReader, filtered_search, to_hits
     from memfiles.store.project import Project
 
@@ -143,7 +137,7 @@ def search(settings: Settings, wanted: list[tuple[str, str]]) -> dict[str, list[
     if not wanted:
         return {}
     raw, _source = filtered_search(
-        settings, [(query, {"kind": layer}, _ASK) for layer, query in wanted], watcher_only=True
+        settings, [(query, {"kind": layer}, _ASK) for layer, query in wanted], watcher_only=True, local=ask
     )
     reader = EntryReader(Project(settings))
     return {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 from memfiles.config import Settings
@@ -76,7 +77,10 @@ def error_signature(text: str) -> str | None:
 
 
 def filtered_search(
-    settings: Settings, items: list[tuple[str, dict[str, Any], int]], watcher_only: bool = False
+    settings: Settings,
+    items: list[tuple[str, dict[str, Any], int]],
+    watcher_only: bool = False,
+    local: Callable[[list[dict[str, Any]]], list[list[dict[str, Any]]]] | None = None,
 ) -> tuple[list[list[dict[str, Any]]], str]:
     """THE SEAM. For each (query, filters, k): the k best hits passing `filters` ({"kind", "area",
     "status", "path", "since"}), as dicts holding at least id, score, path and line.
@@ -85,8 +89,11 @@ def filtered_search(
     files. Returns the hits and which of "watcher", "local" or "files" answered. With `watcher_only`
     (an agent's hook, which must answer in milliseconds and apply one score floor), no watcher is
     IndexUnavailable: opening the store means loading the model, and word overlap scores on another scale.
+    `local` is the watcher's own search_many, for a call the watcher answers itself (no socket to itself).
     """
     payload = [{"query": query, "k": k, "filters": dict(filters)} for query, filters, k in items]
+    if local is not None:
+        return local(payload), "watcher"
     if watcher_only:
         from memfiles.services import ipc
 

@@ -20,6 +20,12 @@ from memfiles.store.fileio import not_utf8
 
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "build", "dist", "venv", "env"}
 PERSONA_FILE = "persona.md"  # behaviour configuration in the root memory/: never a memory file, never indexed
+# Files parsed in this process, by absolute path, with the text (and schema) they were parsed from: a
+# long-lived process (the watcher answering hooks, the MCP and LSP servers) and a command that loads the
+# tree more than once parse a file again only when its text changed. Parsed files are frozen, so sharing
+# them is safe; the text is compared whole, so a stale answer is impossible.
+_PARSED: dict[str, tuple[str, str, Schema, MemoryFile]] = {}
+_PARSED_LIMIT = 4096  # files; past it the cache starts again
 
 
 def is_memory_text(text: str, schema: Schema | None = None) -> bool:
@@ -146,7 +152,7 @@ class Project:
             raise not_utf8(rel, error) from None
         if not is_memory_text(text, schema):
             return None
-        return LoadedFile(path, rel, text, parse(text, rel, schema))
+        return LoadedFile(path, rel, text, _parsed(str(path), text, rel, schema))
 
     def load(self) -> list[LoadedFile]:
         """Every memory file; the first broken one raises ParseError (the write path refuses to guess)."""
@@ -207,3 +213,15 @@ class Project:
         if len(found) > 1:
             raise AmbiguousId(entry_id, [located.where for located in found])
         return found[0] if found else None
+
+
+def _parsed(key: str, text: str, rel: str, schema: Schema) -> MemoryFile:
+    """parse(text, rel, schema), from the cache when this file was last parsed from the same text."""
+    known = _PARSED.get(key)
+    if known is not None and known[0] == text and known[1] == rel and known[2] == schema:
+        return known[3]
+    memory = parse(text, rel, schema)
+    if len(_PARSED) >= _PARSED_LIMIT:
+        _PARSED.clear()
+    _PARSED[key] = (text, rel, schema, memory)
+    return memory

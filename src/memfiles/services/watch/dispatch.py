@@ -22,6 +22,16 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     if op == "ping":
         return {"ok": True, "pid": os.getpid(), "ready": watcher.ready.is_set(), "failed": watcher.failed}
+    if op == "hook":  # before the wait for readiness: a hook has its own deadline
+        return _hook(watcher, request)
+    if op == "hook_settle":  # a writing hook its client runs itself waits for the session's pending write
+        from memfiles.services.hook_run import session_turn
+
+        session = request.get("session")
+        if not isinstance(session, str):
+            return {"ok": False, "error": "hook_settle needs a session"}
+        session_turn(watcher.settings.state_dir, session).release()
+        return {"ok": True}
     not_ready = _wait_ready(watcher)
     if not_ready:
         return {"ok": False, "error": not_ready}
@@ -66,6 +76,35 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     if op == "status":
         return {"ok": True, **status(watcher)}
     return {"ok": False, "error": f"unknown op {op!r}"}
+
+
+def _hook(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
+    """An agent's hook call, answered here warm by the code the hook's own process would run
+    (services/hook_run.py), with the caller's folder and variables; searches go to this watcher's index
+    in place of the socket. Another project's call is refused: its client answers it itself."""
+    import json
+
+    from memfiles.errors import IndexUnavailable
+    from memfiles.services.hook_run import run_hook
+    from memfiles.services.recall import search_many
+
+    root, raw, env = request.get("root"), request.get("input"), request.get("env")
+    if not isinstance(root, str) or not isinstance(raw, str) or not isinstance(env, dict):
+        return {"ok": False, "error": "a hook call needs root, input and env"}
+    if os.path.realpath(root) != os.path.realpath(watcher.project.root):
+        return {"ok": False, "error": f"this watcher serves {watcher.project.root}, not {root}"}
+    event = request.get("event") if isinstance(request.get("event"), str) else None
+    cwd = request.get("cwd") if isinstance(request.get("cwd"), str) else None
+
+    def ask(items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+        if watcher.failed or not watcher.ready.is_set():
+            raise IndexUnavailable(watcher.failed or "the watcher is still catching up with the files")
+        keeper = watcher.keeper
+        with keeper.mutex:
+            return search_many(keeper.searcher, items)
+
+    out = run_hook(event, lambda: raw, root, env={str(k): str(v) for k, v in env.items()}, cwd=cwd, ask=ask)
+    return {"ok": True, "text": json.dumps(out, ensure_ascii=False)}
 
 
 def _memsearch(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
