@@ -25,30 +25,45 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_recall import MEMFILES, build  # the same project as the recall benchmark
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "data" / "hooks"
+# (event, fixture, changes, pause before each call, whether the call should bring context)
 CASES = [
-    ("UserPromptSubmit", "user_prompt_submit", {"prompt": "the hook tests fail on a missing module"}),
-    ("UserPromptSubmit", "user_prompt_submit_offtopic", {}),
-    ("PreToolUse", "pre_tool_use_bash", {}),
-    ("PreToolUse", "pre_tool_use_risky", {"tool_input": {"command": "alembic upgrade head # migration"}}),
-    ("SessionStart", "session_start_resume", {}),
-    ("PostToolUse", "post_tool_use_ok", {}),
-    ("PostToolUseFailure", "post_tool_use_failure", {}),
+    ("UserPromptSubmit", "user_prompt_submit", {"prompt": "the hook tests fail on a missing module"}, 0.0, True),
+    ("UserPromptSubmit", "user_prompt_submit_offtopic", {}, 0.0, False),
+    ("PreToolUse", "pre_tool_use_bash", {}, 0.0, False),
+    ("PreToolUse", "pre_tool_use_risky", {"tool_input": {"command": "alembic upgrade head # migration"}}, 0.0, False),
+    ("SessionStart", "session_start_resume", {}, 0.0, False),
+    ("PostToolUse", "post_tool_use_ok", {}, 0.0, False),
+    # A failure starts the session's run: the watcher writes it after answering, then indexes the new file.
+    # Back to back, each call waits for the last one's write; an agent's tool calls are seconds apart.
+    ("PostToolUseFailure", "post_tool_use_failure", {}, 0.0, False),
+    ("PostToolUseFailure", "post_tool_use_failure", {}, 2.0, False),
 ]
 
 
-def median_seconds(command: list[str], runs: int, inputs: list[str] | None = None) -> float:
+ANSWERED = {"count": 0, "calls": 0}  # calls that came back with context, for the events that should get some
+
+
+def median_seconds(
+    command: list[str], runs: int, inputs: list[str] | None = None, gap: float = 0.0, count: bool = False
+) -> float:
     times = []
     for n in range(runs):
+        time.sleep(gap)
         start = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True, text=True, input=inputs[n] if inputs else None)
+        done = subprocess.run(command, check=True, capture_output=True, text=True, input=inputs[n] if inputs else None)
         times.append(time.perf_counter() - start)
+        if count:
+            ANSWERED["calls"] += 1
+            ANSWERED["count"] += "additionalContext" in done.stdout
     return statistics.median(times)
 
 
-def inputs(name: str, changes: dict, runs: int, cwd: Path) -> list[str]:
+def inputs(name: str, changes: dict, runs: int, cwd: Path, tag: str = "") -> list[str]:
     """One input per run, each of its own session, so that no call is cut short by the session's memory."""
     data = json.loads((FIXTURES / f"{name}.json").read_text())
-    return [json.dumps({**data, **changes, "cwd": str(cwd), "session_id": f"bench-{name}-{n}"}) for n in range(runs)]
+    return [
+        json.dumps({**data, **changes, "cwd": str(cwd), "session_id": f"bench-{name}-{tag}{n}"}) for n in range(runs)
+    ]
 
 
 def main() -> None:
@@ -60,18 +75,27 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         build(root, args.entries)
-        (root / "memory" / "memfiles.toml").write_text("hooks_watch = false\nhooks_timeout = 60\n")
+        config = root / "memory" / "memfiles.toml"
+        config.write_text("hooks_watch = false\n")  # the default hooks_timeout (2 s), as a user has it
         env_root = ["--root", str(root)]
         base = median_seconds([sys.executable, "-c", "pass"], args.runs)
         rows.append(("python -c pass (baseline)", base))
         subprocess.run([MEMFILES, *env_root, "watch"], check=True, capture_output=True)
         try:
-            for event, name, changes in CASES:
+            for event, name, changes, gap, should in CASES:
                 command = [MEMFILES, *env_root, "hook", event]
-                warmup = inputs(name, changes, 1, root)
+                warmup = inputs(name, changes, 1, root, tag=f"w{gap}")
                 subprocess.run(command, check=True, capture_output=True, text=True, input=warmup[0])
-                seconds = median_seconds(command, args.runs, inputs(name, changes, args.runs, root))
-                rows.append((f"{event} ({name}), warm", seconds))
+                runs = inputs(name, changes, args.runs, root, tag=f"g{gap}")
+                seconds = median_seconds(command, args.runs, runs, gap=gap, count=should)
+                paced = f", {gap:g} s apart" if gap else ""
+                rows.append((f"{event} ({name}), warm{paced}", seconds))
+            config.write_text("hooks_watch = false\nhooks_timeout = 5\n")
+            command = [MEMFILES, *env_root, "hook", "UserPromptSubmit"]
+            runs = inputs("user_prompt_submit", CASES[0][2], args.runs, root, tag="timeout")
+            seconds = median_seconds(command, args.runs, runs, count=True)
+            rows.append(("UserPromptSubmit, warm, hooks_timeout set (the settings are read in full)", seconds))
+            config.write_text("hooks_watch = false\n")
             recall = [MEMFILES, *env_root, "recall", "the hook tests fail on a missing module", "--json"]
             rows.append(("for comparison: memfiles recall --trigger turn, warm", median_seconds(recall, args.runs)))
         finally:
@@ -90,6 +114,7 @@ def main() -> None:
     print("|---|---|---|")
     for label, seconds in rows:
         print(f"| {label} | {seconds * 1000:.0f} ms | {seconds / base:.1f}× |")
+    print(f"\n{ANSWERED['count']} of {ANSWERED['calls']} calls that should bring context brought it (none cut short).")
 
 
 if __name__ == "__main__":

@@ -157,6 +157,47 @@ def bench(size: int, runs: int) -> list[str]:
             f"| memsearch {size:,}, watcher running | p50 {warm['memsearch'] * 1000:.0f} ms | |"
             f" python -c pass: {warm['pass'] * 1000:.0f} ms | {warm['memsearch'] / warm['pass']:.1f}x | |"
         )
+        rows += add_rows(folder, env, size, runs)
+    return rows
+
+
+def add_rows(folder: Path, env: dict[str, str], size: int, runs: int) -> list[str]:
+    """`memfiles add` with the index and no watcher, against `add` in a copy of the same memory with no
+    index (the baseline), taking turns: with search_watch on (the default: the add leaves a watcher,
+    stopped after each run) and off (the store updated in the command)."""
+    import shutil
+
+    bare = folder.parent / f"{folder.name}-no-index"
+    shutil.copytree(folder / "memory", bare / "memory")
+    times: dict[str, list[float]] = {"no index": [], "watch on": [], "watch off": []}
+    roots = {"no index": bare, "watch on": folder, "watch off": folder}
+    try:
+        for n in range(runs):
+            for name, root in roots.items():
+                run_env = {
+                    **env,
+                    "MEMFILES_ROOT": str(root),
+                    "MEMFILES_SEARCH_WATCH": "1" if name == "watch on" else "0",
+                }
+                title = f"Benchmark entry {n} added {name} about cold paths"
+                command = [str(BIN / "memfiles"), "add", "-k", "fact", "-t", title, "-a", "bench", "--body", title]
+                start = time.perf_counter()
+                subprocess.run(command, env=run_env, capture_output=True, check=True)
+                times[name].append(time.perf_counter() - start)
+                if name == "watch on":
+                    subprocess.run([str(BIN / "memfiles"), "watch", "--stop"], env=run_env, capture_output=True)
+    finally:
+        shutil.rmtree(bare, ignore_errors=True)
+    base = statistics.median(times["no index"])
+    RESULTS[size].update(add_no_index_ms=base * 1000)
+    rows = []
+    for name, label in (("watch on", "search_watch on (leaves a watcher)"), ("watch off", "search_watch off")):
+        seconds = statistics.median(times[name])
+        RESULTS[size][f"add_{name.replace(' ', '_')}_ms"] = seconds * 1000
+        rows.append(
+            f"| add {size:,}, index, no watcher, {label} | p50 {seconds:.2f} s | |"
+            f" add with no index: {base:.2f} s | {seconds / base:.1f}x | |"
+        )
     return rows
 
 

@@ -242,11 +242,11 @@ def defaults():
     return Setting(True, lexical.K1, lexical.B, lexical.TITLE_WEIGHT, score.LEXICAL_WEIGHT, search.DEPTH, "minmax")
 
 
-def experiments(results, names, rrf: dict[str, float], passages: bool) -> None:
+def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool = False) -> None:
     """Held-out nDCG@10 of each idea: parameters chosen by LOCO among the settings it allows."""
     from retrieval_sweep import best, loco
 
-    old = dict(framing=True, k1=1.2, b=0.75, title_weight=2, depth=100, method="minmax", passages=False)
+    old = dict(framing=True, k1=1.2, b=0.75, title_weight=2, depth=100, method="minmax", passages=False, prf=0.0)
 
     def fixed(**free):
         return lambda s: all(getattr(s, k) == v for k, v in old.items() if k not in free)
@@ -266,11 +266,15 @@ def experiments(results, names, rrf: dict[str, float], passages: bool) -> None:
                 fixed(weight=1, k1=1, b=1, title_weight=1, depth=1, framing=1, method=1)(s) and s.method == "zscore"
             ),
         ),
-        ("LOCO: everything (fusion min-max / z-score / weighted RRF)", lambda s: not s.passages),
-        ("LOCO: everything, framing forced off", lambda s: not s.passages and not s.framing),
+        ("LOCO: everything (fusion min-max / z-score / weighted RRF)", lambda s: not s.passages and not s.prf),
+        ("LOCO: everything, framing forced off", lambda s: not s.passages and not s.framing and not s.prf),
     ]
     if passages:
         rows.append(("LOCO: everything min-max, dense = best passage", lambda s: s.passages))
+    if prf:
+        rows.append(("LOCO: everything + dense PRF (β 0, 0.5 or 1 chosen too)", lambda s: not s.passages))
+        rows.append(("LOCO: everything, dense PRF forced on (β chosen)", lambda s: s.prf > 0))
+        rows.append(("LOCO: everything min-max, dense PRF forced on", lambda s: s.prf > 0 and s.method == "minmax"))
     print("\n| experiment (held-out nDCG@10, ÷ same-run RRF) | " + " | ".join(names) + " | mean ratio |")
     print("|---|" + "---|" * (len(names) + 1))
     for label, allowed in rows:
@@ -286,7 +290,7 @@ def experiments(results, names, rrf: dict[str, float], passages: bool) -> None:
         ratios = [h / rrf[n] for h, n in zip(held, names, strict=True)]
         cells = " | ".join(f"{h:.3f} ({r:.2f}×)" for h, r in zip(held, ratios, strict=True))
         print(f"| {label} | {cells} | {sum(ratios) / len(ratios):.3f}× |")
-    chosen = best(results, names, lambda s: not s.passages)
+    chosen = best(results, names, lambda s: not s.passages and not s.prf)
     print(f"\nThe rule's choice (best mean nDCG@10 over all folds' training sets): {chosen.label()}")
     print(f"Shipped now: {defaults().label()}")
 
@@ -299,6 +303,7 @@ def main() -> None:
     parser.add_argument("--no-sweep", action="store_true", help="the table only: no grid, no LOCO folds")
     parser.add_argument("--all-modes", action="store_true", help="also memsearch --mode lexical and dense")
     parser.add_argument("--passages", action="store_true", help="also try scoring an entry by its best passage")
+    parser.add_argument("--prf", action="store_true", help="also try dense pseudo-relevance feedback")
     args = parser.parse_args()
     from retrieval_sweep import Setting, grid, loco, prepare, sweep
 
@@ -323,13 +328,13 @@ def main() -> None:
     if prepared:
         from tqdm import tqdm
 
-        settings = grid(args.passages, small=args.small)
+        settings = grid(args.passages, small=args.small, prf=args.prf)
         results = sweep(prepared, settings, lambda items: tqdm(items, disable=not sys.stderr.isatty()))
         shipped = defaults()
         for name in names:
             table[name]["memfiles hybrid, shipped defaults (sweep)"] = results[shipped][name]
         if len(names) > 1:
-            folds = loco(results, names, lambda s: not s.passages)
+            folds = loco(results, names, lambda s: not s.passages and not s.prf)
             for held, _, held_figures in folds:
                 table[held]["memfiles hybrid, parameters from the other two (LOCO)"] = held_figures
     print("| collection | ranking | nDCG@10 | recall@10 | MRR@10 | nDCG@10 ÷ RRF |")
@@ -345,7 +350,7 @@ def main() -> None:
             ratio = held_figures[0] / table[held]["RRF k=60"][0]
             print(f"| {held} | {chosen.label()} | {held_figures[0]:.3f} | {ratio:.2f}× |")
         if not args.small:
-            experiments(results, names, {n: table[n]["RRF k=60"][0] for n in names}, args.passages)
+            experiments(results, names, {n: table[n]["RRF k=60"][0] for n in names}, args.passages, args.prf)
     for name in names:
         print(f"\n| {name}: hybrid score (CLI, top 10 of each query) | hits | judged relevant |")
         print("|---|---|---|")

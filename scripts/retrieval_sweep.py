@@ -25,6 +25,8 @@ TITLE_WEIGHTS = (1, 2, 3)
 WEIGHTS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 DEPTHS = (50, 100, 200)
 METHODS = ("minmax", "zscore", "rrf")
+PRF_BETAS = (0.5, 1.0)  # dense pseudo-relevance feedback: the query vector moved towards its top entries
+PRF_DOCS = 3
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,10 @@ class Setting:
     depth: int
     method: str
     passages: bool = False
+    prf: float = 0.0
 
     def label(self) -> str:
-        extra = " passages" if self.passages else ""
+        extra = (" passages" if self.passages else "") + (f" prf β={self.prf:g}" if self.prf else "")
         return (
             f"w={self.weight:.1f} k1={self.k1} b={self.b} title×{self.title_weight} depth={self.depth} "
             f"{self.method} framing={'on' if self.framing else 'off'}{extra}"
@@ -59,6 +62,7 @@ class Collection:
     corpus_ids: list[str]  # corpus id of each catalog row
     dense: dict[bool, np.ndarray]  # framing -> (queries, rows) cosine
     passage_dense: dict[bool, np.ndarray]  # the same, an entry scored by its best passage
+    prf_dense: dict[tuple[bool, float], np.ndarray]  # (framing, beta) -> cosine of the fed-back query
     lexical: dict[tuple[bool, float, float, int], np.ndarray]  # (framing, k1, b, title weight) -> BM25
 
     @property
@@ -92,6 +96,20 @@ def prepare(name: str, folder: Path, to_corpus, queries, qrels, exclude, passage
                 for row, pieces in best.items():
                     scores[:, row] = np.maximum(scores[:, row], (v @ pieces.T).max(axis=1))
                 passage_dense[framing] = scores
+    row_of_corpus = {to_corpus[i]: n for n, i in enumerate(order)}
+    prf_dense = {}
+    for framing, v in vectors.items():
+        first = dense[framing].copy()
+        for n, qid in enumerate(qids):
+            own = row_of_corpus.get(exclude.get(qid, ""))
+            if own is not None:
+                first[n, own] = -2.0  # the report a SeaMonkey query was asked from is never feedback
+        top = np.argsort(-first, axis=1)[:, :PRF_DOCS]
+        centroid = matrix[top].mean(axis=1)
+        for beta in PRF_BETAS:
+            moved = v + beta * centroid
+            moved /= np.linalg.norm(moved, axis=1, keepdims=True)
+            prf_dense[(framing, beta)] = moved @ matrix.T
     lexical = {}
     title_tokens = [tokenize(d.title) for d in docs]
     body_tokens = [tokenize(d.body()) for d in docs]
@@ -100,7 +118,9 @@ def prepare(name: str, folder: Path, to_corpus, queries, qrels, exclude, passage
         index = LexicalIndex.build(tokens, k1=k1, b=b)
         for framing in (True, False):
             lexical[(framing, k1, b, tw)] = np.stack([index.scores(t) for t in texts[int(framing)]])
-    return Collection(name, qrels, queries, exclude, [to_corpus[i] for i in order], dense, passage_dense, lexical)
+    return Collection(
+        name, qrels, queries, exclude, [to_corpus[i] for i in order], dense, passage_dense, prf_dense, lexical
+    )
 
 
 def passage_vectors(embedder, docs, words: int = 150, most: int = 6) -> dict[int, np.ndarray]:
@@ -165,7 +185,10 @@ def per_query(top: list[str], relevant: dict[str, int]) -> tuple[float, float, f
 def evaluate(collection: Collection, base: Setting) -> dict[Setting, tuple[float, float, float]]:
     """Mean nDCG@10, recall@10 and MRR@10 on `collection` of `base` under every weight and method."""
     lexical = collection.lexical[(base.framing, base.k1, base.b, base.title_weight)]
-    dense = (collection.passage_dense if base.passages else collection.dense)[base.framing]
+    if base.prf:
+        dense = collection.prf_dense[(base.framing, base.prf)]
+    else:
+        dense = (collection.passage_dense if base.passages else collection.dense)[base.framing]
     row_of = {c: n for n, c in enumerate(collection.corpus_ids)}
     ids = np.asarray(collection.corpus_ids)
     variants = [
@@ -183,9 +206,10 @@ def evaluate(collection: Collection, base: Setting) -> dict[Setting, tuple[float
     return {v: tuple(t / len(collection.qids)) for v, t in totals.items()}  # type: ignore[misc]
 
 
-def grid(passages: bool, small: bool = False) -> list[Setting]:
+def grid(passages: bool, small: bool = False, prf: bool = False) -> list[Setting]:
     """Every BM25 setting, depth and framing choice; weight and method ("*") are expanded by evaluate.
-    `small`: the shipped BM25 setting and depth only (a smoke run)."""
+    `small`: the shipped BM25 setting and depth only (a smoke run). `passages`, `prf`: each of those
+    settings again with the dense signal scored by best passage, or by the fed-back query."""
     from memfiles.index import lexical, search
 
     k1s, bs, tws, depths = (
@@ -197,8 +221,11 @@ def grid(passages: bool, small: bool = False) -> list[Setting]:
         Setting(framing, k1, b, tw, 0.0, depth, "*")
         for framing, k1, b, tw, depth in itertools.product((True, False), k1s, bs, tws, depths)
     ]
+    plain = list(settings)
     if passages:
-        settings += [Setting(**{**asdict(s), "passages": True}) for s in settings if s.framing]
+        settings += [Setting(**{**asdict(s), "passages": True}) for s in plain if s.framing]
+    if prf:
+        settings += [Setting(**{**asdict(s), "prf": beta}) for s in plain for beta in PRF_BETAS]
     return settings
 
 

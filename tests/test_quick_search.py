@@ -178,6 +178,69 @@ class TestWatcherLeftBehind:
         finally:
             subprocess.run([str(bin_dir / "memfiles"), "watch", "--stop"], env=env, capture_output=True, timeout=120)
 
+    def test_a_write_without_watcher_leaves_one_that_indexes_it(self, run: Run, root: Path) -> None:
+        """With search_watch on, `add` with an index and no watcher does not open the store: it starts a
+        watcher, says so, and the watcher indexes the new entry as it catches up."""
+        for kind, title, area, body in ENTRIES:
+            assert run("add", "-k", kind, "-t", title, "-a", area, "--body", body).exit_code == 0
+        assert run("backfill").exit_code == 0
+        env = {**os.environ, "MEMFILES_ROOT": str(root), "MEMFILES_SEARCH_WATCH": "1"}
+        bin_dir = Path(sys.executable).parent
+        title = "Webhooks are retried with exponential backoff"
+        try:
+            added = subprocess.run(
+                [
+                    str(bin_dir / "memfiles"),
+                    "add",
+                    "-k",
+                    "decision",
+                    "-t",
+                    title,
+                    "-a",
+                    "api",
+                    "--body",
+                    "Up to 8 tries.",
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=600,
+            )
+            assert added.returncode == 0, added.stderr
+            new_id = added.stdout.strip()
+            assert "one started in the background (pid" in added.stderr and "memfiles watch --stop" in added.stderr
+            first = None
+            for _ in range(600):  # the watcher loads the model and catches up with the files
+                hits = subprocess.run(
+                    [str(bin_dir / "memsearch"), "retry webhooks backoff", "--json"],
+                    capture_output=True,
+                    text=True,
+                    env={**env, "MEMFILES_SEARCH_WATCH": "0"},  # this reader leaves nothing of its own
+                    timeout=600,
+                )
+                found = json.loads(hits.stdout)["hits"] if hits.returncode == 0 else []
+                first = found[0]["entry"]["id"] if found else None
+                if first == new_id:
+                    break
+                threading.Event().wait(0.5)
+            assert first == new_id
+            assert (root / ".memsearch" / "watch.pid").exists()  # the one the add started
+        finally:
+            subprocess.run([str(bin_dir / "memfiles"), "watch", "--stop"], env=env, capture_output=True, timeout=120)
+
+    def test_a_watcher_catching_up_queues_a_write_and_lets_a_duplicate_check_compare_words(
+        self, run: Run, root: Path
+    ) -> None:
+        """Before its catch-up ends, the watcher takes a write's update into its queue at once, and refuses a
+        near-duplicate check at once (the writer then compares words): no write waits for a starting watcher."""
+        from memfiles.services.watch.dispatch import answer
+
+        watcher = Watcher(Project(load_settings(root)), debounce=0.1)  # not started: still catching up
+        assert answer(watcher, {"op": "sync", "paths": ["memory/decisions.md"]}) == {"ok": True, "queued": True}
+        assert len(watcher.debouncer) == 1
+        refused = answer(watcher, {"op": "similar", "texts": ["x"], "k": 3})
+        assert refused["ok"] is False and "catching up" in refused["error"]
+
     @pytest.mark.parametrize("setting", ["MEMFILES_SEARCH_WATCH=0", "MEMFILES_CHROMA_URL"])
     def test_opted_out_or_a_server_starts_nothing(self, run: Run, root: Path, setting: str) -> None:
         """search_watch off, or an index on a Chroma server: the search starts no watcher and says nothing."""

@@ -255,7 +255,10 @@ def post_tool(call: hooks.Call, settings: Settings, project: Project, state: hoo
     text = hooks.tail(failed)
     signature = error_signature(text)
     command = hooks.tool_text(call)
-    wanted = [("procedure", hooks.clip(f"{command}\n{text}", 2000)), ("episode", signature or hooks.clip(text, 2000))]
+    # The command and the error's signature say what a procedure must be about; the rest of the output is
+    # mostly paths and frames, and every word of a query costs time on the prompt's path.
+    problem = signature or hooks.clip(text, 2000)
+    wanted = [("procedure", hooks.clip(f"{command}\n{problem}", 2000)), ("episode", problem)]
     found = _searched(settings, call, wanted)
     items = hooks.layered(settings, found, set(state.injected))
     header = hooks.HEADERS["failure"].format(signature=f"`{signature}`" if signature else "this failure")

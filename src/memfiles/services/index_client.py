@@ -255,6 +255,20 @@ class WatcherIndex:
         return answer
 
 
+def _leave_watcher(settings: Settings) -> str | None:
+    """Start a watcher in the background to index a write; what to tell the user, None when none started."""
+    from memfiles.services.watch.daemon import spawn_background
+
+    pid = spawn_background(settings)
+    if pid is None:
+        return None
+    return (
+        f"no watcher was running: one started in the background (pid {pid}) indexes this write and keeps the"
+        " index in step; `memfiles watch --stop` stops it, search_watch = false (or MEMFILES_SEARCH_WATCH=0)"
+        " updates the index in this command instead"
+    )
+
+
 def connect(settings: Settings) -> IndexClient:
     """The watcher when one answers here, else the store opened locally: chosen once, per command."""
     answer = ipc.request(settings, {"op": "ping"}, timeout=5)
@@ -288,6 +302,9 @@ def notify(project: Project, result: BatchResult) -> str | None:
 
     The work runs in a thread so that the bound holds even while chromadb loads or a server hangs;
     it never starts writing to the store after the deadline. see @@D-002
+    With no watcher running and `search_watch` on (the default), the write does not open the store: it
+    starts a watcher in the background, which indexes it as it catches up with the files (and answers
+    the next search warm), and says so; with `search_watch = false` the store is updated here.
     """
     import threading
 
@@ -301,7 +318,13 @@ def notify(project: Project, result: BatchResult) -> str | None:
 
     def work() -> None:
         try:
-            connect(settings).notify(paths, set(result.pruned), deadline, writing)
+            client = connect(settings)
+            if isinstance(client, LocalIndex) and settings.search_watch and not settings.index_url:
+                started = _leave_watcher(settings)
+                if started is not None:
+                    outcome.append(started)
+                    return
+            client.notify(paths, set(result.pruned), deadline, writing)
             outcome.append(None)
         except IndexUnavailable as error:
             outcome.append(f"{error}; the files are written: run memfiles backfill later")

@@ -32,6 +32,15 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
             return {"ok": False, "error": "hook_settle needs a session"}
         session_turn(watcher.settings.state_dir, session).release()
         return {"ok": True}
+    if not watcher.ready.is_set() and not watcher.failed:
+        # Catching up with the files: a write's update joins the queue the catch-up is followed by, and a
+        # near-duplicate check does not wait for it (its caller compares words instead).
+        if op == "sync":
+            for path in request.get("paths", []):
+                watcher.debouncer.touched(str(path))
+            return {"ok": True, "queued": True}
+        if op == "similar":
+            return {"ok": False, "error": "the watcher is still catching up with the files"}
     not_ready = _wait_ready(watcher)
     if not_ready:
         return {"ok": False, "error": not_ready}
