@@ -502,6 +502,36 @@ class TestAnsweredByTheWatcher:
         assert "E-001" in context(json.loads(done.stdout))
         assert done.stderr.strip().splitlines()[-1] == "[]"
 
+    def test_a_configured_timeout_is_read_once_per_change_of_the_config(self, warm: Path) -> None:
+        """hooks_timeout set: the thin client reads the settings in full once, keeps the value beside the
+        config's text, and reads them again only when that text changes."""
+        from memfiles.cli.hook_entry import hooks_timeout
+
+        configure(warm, hooks_timeout=30, hooks_watch=False)
+        assert hooks_timeout(str(warm)) == 30.0
+        kept = warm / ".memfiles" / "hooks" / "timeout"
+        assert kept.read_text().startswith("30.0\n")
+        probe = (
+            "import sys\n"
+            "sys.argv = ['memfiles', '--root', sys.argv[1], 'hook', 'UserPromptSubmit']\n"
+            "from memfiles.cli.entry import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('memfiles.config' in sys.modules, file=sys.stderr)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", probe, str(warm)],
+            input=recorded("user_prompt_submit"),
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=300,
+        )
+        assert "E-001" in context(json.loads(done.stdout)) and done.stderr.strip().endswith("False")
+        configure(warm, hooks_timeout=0.5, hooks_watch=False)
+        assert hooks_timeout(str(warm)) == 0.5
+        configure(warm, hooks_timeout="soon")  # a bad value: the hook's own process answers (and logs it)
+        assert hooks_timeout(str(warm)) is None
+
     def test_another_projects_call_is_refused(self, warm: Path) -> None:
         """A hook op naming another root is refused (its client then answers the call itself)."""
         from memfiles.cli.thin_wire import exchange

@@ -20,6 +20,7 @@ from memfiles.format.ids import DEFAULT_KINDS, RETIRED, Kind, Schema, is_id
 from memfiles.hook_events import HOOKS_TIMEOUT
 from memfiles.root import INDEX_DIR as INDEX_DIR  # re-exported, as MEMORY_DIR
 from memfiles.root import MEMORY_DIR as MEMORY_DIR  # re-exported: callers import it from here
+from memfiles.root import STATE_DIR as STATE_DIR  # re-exported, as MEMORY_DIR
 from memfiles.root import find_root
 
 # The score a hit needs before a hook injects it: measured on labelled prompts (scripts/eval_hook_floor.py).
@@ -36,7 +37,6 @@ HOOKS_RISKY = (
     r"\bterraform\s+(apply|destroy)\b",
     r"\b(npm|twine|cargo|poetry)\s+publish\b",
 )
-STATE_DIR = ".memfiles"
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from memfiles.hook_events import (
     project_folder,
     session_of,
 )
-from memfiles.root import INDEX_DIR, root_folder
+from memfiles.root import INDEX_DIR, STATE_DIR, root_folder
 from memfiles.services.sockpath import socket_address
 
 MARGIN = 0.5  # seconds past hooks_timeout: the watcher's own deadline answers {} (and logs) first
@@ -53,17 +53,38 @@ def read_args(argv: list[str]) -> tuple[str | None, str | None]:
 
 
 def hooks_timeout(root: str) -> float | None:
-    """The hook's deadline: the default, or the configured one (read by config.py, the one reader of
-    settings, only when a config file names it); None when the setting cannot be read."""
-    if not any("hooks_timeout" in text for text in config_texts(root)):
+    """The hook's deadline: the default, or the configured one; None when the setting cannot be read.
+
+    The settings are read by config.py, the one reader of settings, only when a config file names
+    hooks_timeout, and then once per change of the config files: the value is kept in
+    .memfiles/hooks/timeout beside the files' text it was read from."""
+    texts = config_texts(root)
+    if not any("hooks_timeout" in text for text in texts):
         return HOOKS_TIMEOUT
+    key = "\0".join(texts)
+    cache = os.path.join(root, STATE_DIR, "hooks", "timeout")
+    try:
+        with open(cache, encoding="utf-8") as handle:
+            value, _, read_from = handle.read().partition("\n")
+        if read_from == key:
+            return float(value)
+    except (OSError, ValueError):
+        pass
     try:
         from memfiles.config import load_settings
         from memfiles.root import find_root
 
-        return load_settings(find_root(given=root)).hooks_timeout
+        seconds = load_settings(find_root(given=root)).hooks_timeout
     except Exception:
         return None
+    try:
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        with open(f"{cache}.{os.getpid()}", "w", encoding="utf-8") as handle:
+            handle.write(f"{seconds!r}\n{key}")
+        os.replace(f"{cache}.{os.getpid()}", cache)
+    except OSError:
+        pass  # read again next time
+    return seconds
 
 
 def via_watcher(event: str | None, root: str | None, raw: str) -> str | None:
