@@ -94,7 +94,7 @@ def main() -> None:
             command = [MEMFILES, *env_root, "hook", "UserPromptSubmit"]
             runs = inputs("user_prompt_submit", CASES[0][2], args.runs, root, tag="timeout")
             seconds = median_seconds(command, args.runs, runs, count=True)
-            rows.append(("UserPromptSubmit, warm, hooks_timeout set (the settings are read in full)", seconds))
+            rows.append(("UserPromptSubmit, warm, hooks_timeout set (read once per config change)", seconds))
             config.write_text("hooks_watch = false\n")
             recall = [MEMFILES, *env_root, "recall", "the hook tests fail on a missing module", "--json"]
             rows.append(("for comparison: memfiles recall --trigger turn, warm", median_seconds(recall, args.runs)))
