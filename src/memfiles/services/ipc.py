@@ -96,7 +96,12 @@ def serve(path: Path, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> soc
             if uid is not None and uid != os.getuid():  # the socket is 0600; this holds even if it is not
                 log.warning("refused a client of user %d: the watcher answers its owner only", uid)
                 reply: dict[str, Any] = {"ok": False, "error": "refused: this watcher answers its owner's user only"}
-                self.wfile.write(json.dumps(reply).encode("utf-8") + b"\n")
+                try:  # read its request first (never acted on): a reply and close before it is sent breaks its pipe
+                    self.request.settimeout(5)
+                    self.rfile.readline(1 << 16)
+                    self.wfile.write(json.dumps(reply).encode("utf-8") + b"\n")
+                except OSError:
+                    pass
                 return
             line = self.rfile.readline()
             try:
