@@ -110,6 +110,17 @@ class TestFailureDetection:
             call = hooks.parse_call("PostToolUse", recorded("post_tool_use_ok", tool_response=response))
             assert (hooks.failure(call) is not None) is failed
 
+    def test_a_failure_event_without_an_error_field_reads_the_tools_response(self) -> None:
+        """PostToolUseFailure from an agent that sends the tool's response rather than `error`: the
+        failure's text is what the tool said, so its signature can be found."""
+        data = json.loads(recorded("post_tool_use_failure"))
+        del data["error"]
+        data["tool_response"] = {"stderr": "E   ModuleNotFoundError: No module named 'yaml'", "exit_code": 1}
+        call = hooks.parse_call(None, json.dumps(data))
+        assert "ModuleNotFoundError: No module named 'yaml'" in (hooks.failure(call) or "")
+        del data["tool_response"]
+        assert hooks.failure(hooks.parse_call(None, json.dumps(data))) == "the tool failed"
+
 
 class TestNeverInTheWay:
     @pytest.mark.parametrize(
@@ -173,6 +184,12 @@ class TestNeverInTheWay:
         assert json.loads(done.stdout) == {}
         for heavy in ("click", "memfiles.cli.main", "memfiles.services.distill", "numpy", "chromadb", "torch"):
             assert heavy not in modules
+
+    def test_the_executable_logs_input_that_is_not_json(self, root: Path) -> None:
+        """Bad input through the installed executable (whose thin path has not imported json): {} and the
+        same log line as in process."""
+        assert executable_hook(root, "UserPromptSubmit", "{not json") == {}
+        assert "the hook input is not JSON (line 1" in log_lines(root)[-1]
 
     def test_a_hung_watcher_is_cut_off_by_the_hard_timeout(self, run: Run, root: Path) -> None:
         """A watcher that accepts and never answers: the hook gives up at hooks_timeout with {} and a log line."""

@@ -73,7 +73,8 @@ def decoded(text: str) -> object:
     start = len(text) - len(text.lstrip())
     try:
         value, end = make_scanner(_Decoding())(text, start)
-    except StopIteration:
+    except (StopIteration, ValueError, SystemError):
+        # SystemError: the C scanner reports bad JSON through json.decoder, which is not imported here
         raise ValueError("not JSON") from None
     if text[end:].strip():
         raise ValueError("extra data after the JSON value")

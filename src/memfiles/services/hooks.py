@@ -210,20 +210,16 @@ def failure(call: Call) -> str | None:
     data = call.data
     if data.get("is_interrupt") is True:
         return None
-    if call.event == "PostToolUseFailure":
-        return call.text("error") or "the tool failed"
     response = data.get("tool_response")
+    if call.event == "PostToolUseFailure":  # failed by the event's own word: its error, else what the tool said
+        said = strip_injected(response) if isinstance(response, str) else _response_text(response)
+        return call.text("error") or said.strip() or "the tool failed"
     if isinstance(response, str):
         code = _EXIT_TEXT.search(response)
         return strip_injected(response) if code and code.group(1) != "0" else None
     if not isinstance(response, dict) or response.get("interrupted") is True:
         return None
-    texts = [
-        strip_injected(value)
-        for key in ("error", "stderr", "llmContent", "output", "stdout")
-        if isinstance(value := response.get(key), str) and value.strip()
-    ]
-    text = "\n".join(texts)
+    text = _response_text(response)
     error = response.get("error")
     if (isinstance(error, str) and error.strip()) or (isinstance(error, dict) and error):
         return text or json.dumps(error)[:_QUERY_LIMIT]
@@ -240,6 +236,17 @@ def failure(call: Call) -> str | None:
     if isinstance(stderr, str) and _TYPED.search(stderr):
         return text
     return None
+
+
+def _response_text(response: Any) -> str:
+    """What a tool's response object says, error first (markers of injected context removed)."""
+    if not isinstance(response, dict):
+        return ""
+    return "\n".join(
+        strip_injected(value)
+        for key in ("error", "stderr", "llmContent", "output", "stdout")
+        if isinstance(value := response.get(key), str) and value.strip()
+    )
 
 
 def tail(text: str, limit: int = _QUERY_LIMIT) -> str:
