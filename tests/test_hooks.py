@@ -165,21 +165,7 @@ class TestNeverInTheWay:
 
     def test_the_hook_path_imports_neither_click_nor_the_index(self, root: Path) -> None:
         """`memfiles hook` takes the short path: no click, no other command, no numpy or chromadb."""
-        probe = (
-            "import sys\n"
-            "sys.argv = ['memfiles', '--root', sys.argv[1], 'hook', 'UserPromptSubmit']\n"
-            "from memfiles.cli.entry import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "print('MODULES', ' '.join(sorted(sys.modules)), file=sys.stderr)\n"
-        )
-        done = subprocess.run(
-            [sys.executable, "-c", probe, str(root)],
-            input=recorded("user_prompt_submit"),
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            check=True,
-        )
+        done = hook_probe(root, "print('MODULES', ' '.join(sorted(sys.modules)), file=sys.stderr)\n")
         modules = set(done.stderr.split("MODULES ", 1)[1].split())
         assert json.loads(done.stdout) == {}
         for heavy in ("click", "memfiles.cli.main", "memfiles.services.distill", "numpy", "chromadb", "torch"):
@@ -457,6 +443,27 @@ def executable_hook(root: Path, event: str, stdin: str, **env: str) -> dict[str,
     return json.loads(done.stdout)
 
 
+def hook_probe(root: Path, report: str) -> subprocess.CompletedProcess[str]:
+    """`memfiles hook UserPromptSubmit` run by the executable's own entry in a fresh interpreter, then
+    `report` (Python, printing to stderr what it found in sys.modules)."""
+    probe = (
+        "import sys\n"
+        "sys.argv = ['memfiles', '--root', sys.argv[1], 'hook', 'UserPromptSubmit']\n"
+        "from memfiles.cli.entry import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n" + report
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(root)],
+        input=recorded("user_prompt_submit"),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 @pytest.mark.integration
 class TestAnsweredByTheWatcher:
     """With a watcher running, the executable is a thin client: the watcher answers the whole call."""
@@ -497,25 +504,13 @@ class TestAnsweredByTheWatcher:
         """Answered by the watcher, a hook call loads neither click nor the settings, the format, the index,
         nor json, socket, pathlib or re: its cost is starting Python."""
         configure(warm, hooks_watch=False)  # the default hooks_timeout: the settings are not read here
-        probe = (
-            "import sys\n"
-            "sys.argv = ['memfiles', '--root', sys.argv[1], 'hook', 'UserPromptSubmit']\n"
-            "from memfiles.cli.entry import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        done = hook_probe(
+            warm,
             "heavy = ('click', 'numpy', 'chromadb', 'torch', 'memfiles.format', 'memfiles.config',"
             " 'memfiles.services.hook_run', 'memfiles.store')\n"
             "stdlib = {'typing', 'json', 'socket', 'pathlib', 're'}\n"
-            "print(sorted(m for m in sys.modules if m.startswith(heavy) or m in stdlib), file=sys.stderr)\n"
+            "print(sorted(m for m in sys.modules if m.startswith(heavy) or m in stdlib), file=sys.stderr)\n",
         )
-        done = subprocess.run(
-            [sys.executable, "-c", probe, str(warm)],
-            input=recorded("user_prompt_submit"),
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr
         assert "E-001" in context(json.loads(done.stdout))
         assert done.stderr.strip().splitlines()[-1] == "[]"
 
@@ -528,21 +523,7 @@ class TestAnsweredByTheWatcher:
         assert hooks_timeout(str(warm)) == 30.0
         kept = warm / ".memfiles" / "hooks" / "timeout"
         assert kept.read_text().startswith("30.0\n")
-        probe = (
-            "import sys\n"
-            "sys.argv = ['memfiles', '--root', sys.argv[1], 'hook', 'UserPromptSubmit']\n"
-            "from memfiles.cli.entry import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "print('memfiles.config' in sys.modules, file=sys.stderr)\n"
-        )
-        done = subprocess.run(
-            [sys.executable, "-c", probe, str(warm)],
-            input=recorded("user_prompt_submit"),
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            timeout=300,
-        )
+        done = hook_probe(warm, "print('memfiles.config' in sys.modules, file=sys.stderr)\n")
         assert "E-001" in context(json.loads(done.stdout)) and done.stderr.strip().endswith("False")
         configure(warm, hooks_timeout=0.5, hooks_watch=False)
         assert hooks_timeout(str(warm)) == 0.5

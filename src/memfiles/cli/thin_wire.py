@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from memfiles.root import MEMORY_DIR
+from memfiles.services.sockpath import receive_line
 
 
 class Unanswered(Exception):
@@ -93,18 +94,11 @@ def exchange(path: str, request: dict[str, object], timeout: float) -> object:
     try:
         client.settimeout(timeout)
         client.connect(path)
-        chunks = []
         try:
             client.sendall(line)
-            while True:
-                chunk = client.recv(1 << 16)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                if chunk.endswith(b"\n"):
-                    break
+            data = receive_line(client)
         except TimeoutError:
             raise Unanswered(f"the watcher did not answer within {timeout:g} s") from None
     finally:
         client.close()
-    return decoded(b"".join(chunks).decode("utf-8"))
+    return decoded(data.decode("utf-8"))

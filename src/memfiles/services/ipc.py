@@ -20,8 +20,8 @@ from typing import Any
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable
 from memfiles.services.sockpath import SOCKET_PATH_LIMIT as SOCKET_PATH_LIMIT
+from memfiles.services.sockpath import receive_line, socket_file
 from memfiles.services.sockpath import runtime_dir as runtime_dir
-from memfiles.services.sockpath import socket_file
 
 
 def socket_path(settings: Settings) -> Path:
@@ -71,15 +71,7 @@ def request(settings: Settings, payload: dict[str, Any], timeout: float = 30.0) 
 
 
 def _read_line(connection: socket.socket) -> dict[str, Any]:
-    chunks = []
-    while True:
-        chunk = connection.recv(1 << 16)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        if chunk.endswith(b"\n"):
-            break
-    data = b"".join(chunks)
+    data = receive_line(connection)
     if not data:
         raise OSError("the watcher closed the connection without answering")
     return json.loads(data)

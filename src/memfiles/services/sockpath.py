@@ -9,6 +9,7 @@ import os
 TYPE_CHECKING = False  # not typing's: the thin client imports this module
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 # sockaddr_un holds 108 bytes on Linux (104 on macOS), the final NUL included.
 SOCKET_PATH_LIMIT = 104
@@ -50,3 +51,16 @@ def runtime_dir() -> Path:
             " yours alone: remove it, or set XDG_RUNTIME_DIR to a private folder"
         )
     return folder
+
+
+def receive_line(connection: Any) -> bytes:
+    """Read from a connected socket (socket's or _socket's) until a newline or the peer closes; the bytes."""
+    chunks = []
+    while True:
+        chunk = connection.recv(1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        if chunk.endswith(b"\n"):
+            break
+    return b"".join(chunks)
