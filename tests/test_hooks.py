@@ -171,6 +171,25 @@ class TestNeverInTheWay:
         for heavy in ("click", "memfiles.cli.main", "memfiles.services.distill", "numpy", "chromadb", "torch"):
             assert heavy not in modules
 
+    def test_a_call_given_up_on_keeps_nothing(self, run: Run, root: Path) -> None:
+        """In the watcher the worker of a call outlives its deadline: once {} has gone back, nothing the
+        call found is remembered as injected (the agent never saw it) and no state is saved."""
+        from memfiles.services.hook_run import run_hook
+
+        run("add", "-k", "episode", "-t", "Hook tests failed on a missing yaml module", "-a", "ci", "--body", EPISODE)
+        configure(root, hooks_timeout=0.3, hooks_watch=False)
+        hit = {"id": "E-001", "score": 0.99, "path": "memory/episodes.md", "line": 8}
+
+        def slow(items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+            time.sleep(1.5)  # a watcher busy with a long sync
+            return [[hit] for _ in items]
+
+        out = run_hook("UserPromptSubmit", lambda: recorded("user_prompt_submit", session_id="late"), root, ask=slow)
+        assert out == {}
+        time.sleep(2.0)  # the worker finishes its search meanwhile
+        assert not hook_state.state_path(root / ".memfiles", "late").exists()
+        assert any("gave up after 0.3 s" in line for line in log_lines(root))
+
     def test_the_executable_logs_input_that_is_not_json(self, root: Path) -> None:
         """Bad input through the installed executable (whose thin path has not imported json): {} and the
         same log line as in process."""

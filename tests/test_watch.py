@@ -198,6 +198,14 @@ class TestOwnership:
         watcher.stop = lambda: None  # already stopped; the fixture's stop must not run twice
 
 
+TOPICS = [
+    ("Signing keys rotate every ninety days", "The key service issues a new signing key each quarter."),
+    ("Invoices are rendered as PDF on the worker", "The web process never renders documents itself."),
+    ("The staging database is refreshed on Mondays", "A snapshot of production, scrubbed, replaces it weekly."),
+    ("Feature flags live in the config repository", "Each flag has an owner and an expiry date."),
+]
+
+
 @pytest.mark.slow
 class TestBursts:
     def test_thousand_file_burst_converges(self, watcher: Watcher, root: Path) -> None:
@@ -209,7 +217,9 @@ class TestBursts:
         wait_until(lambda: drift(root)["indexed"] == 1001 and no_drift(root), timeout=240)
 
     def test_concurrent_adds_while_watching(self, watcher: Watcher, root: Path) -> None:
-        """4 processes adding at once while the watcher runs: every entry indexed, no drift."""
+        """4 processes adding at once while the watcher runs: every entry indexed, no drift, no warning.
+        The four say unrelated things: whether one add's near-duplicate check sees another's entry
+        depends on timing, and that is not what this test is about."""
         env = {**os.environ, "MEMFILES_ROOT": str(root)}
         procs = [
             subprocess.Popen(
@@ -219,11 +229,11 @@ class TestBursts:
                     "-k",
                     "K",
                     "-t",
-                    f"Concurrent {n}",
+                    TOPICS[n][0],
                     "-a",
                     "race",
                     "--body",
-                    f"Fact {n}.",
+                    TOPICS[n][1],
                 ],
                 env=env,
                 stdout=subprocess.PIPE,

@@ -35,7 +35,10 @@ def hook(app: App, event: str | None) -> None:
     from memfiles.cli.hook_entry import answer
 
     given = app.root_option
-    click.echo(answer(event, str(given) if given is not None else None, sys.stdin.read()))
+    later: list = []
+    click.echo(answer(event, str(given) if given is not None else None, sys.stdin.read(), later))
+    for job in later:
+        job()
 
 
 @click.group()

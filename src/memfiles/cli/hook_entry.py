@@ -87,8 +87,19 @@ def hooks_timeout(root: str) -> float | None:
     return seconds
 
 
-def via_watcher(event: str | None, root: str | None, raw: str) -> str | None:
-    """The watcher's answer to the call, as the JSON text to print; None when this process must answer."""
+Later = list  # what to do once the answer is printed (a log line)
+
+
+def via_watcher(event: str | None, root: str | None, raw: str, later: Later | None = None) -> str | None:
+    """The watcher's answer to the call, as the JSON text to print; None when this process must answer
+    (never an exception: whatever goes wrong before the call reaches a watcher is answered here)."""
+    try:
+        return _via_watcher(event, root, raw, later if later is not None else [])
+    except Exception:
+        return None
+
+
+def _via_watcher(event: str | None, root: str | None, raw: str, later: Later) -> str | None:
     try:
         data = decoded(raw) if raw.strip() else {}
     except ValueError:
@@ -122,11 +133,12 @@ def via_watcher(event: str | None, root: str | None, raw: str) -> str | None:
     }
     try:
         answer = exchange(path, request, timeout + MARGIN)
-    except Unanswered:
-        _log_timeout(event, project, raw, timeout)
+    except Unanswered as problem:  # the watcher has the call: never run it twice; {} now, the log line after
+        said = str(problem)
+        later.append(lambda: _log_unanswered(event, project, raw, timeout, said))
         return "{}"
-    except (OSError, ValueError):
-        return None  # nobody listens (a stale socket), or a garbled answer: answered here
+    except OSError:
+        return None  # nobody listens (a stale socket): answered here
     if not isinstance(answer, dict) or answer.get("ok") is not True or not isinstance(answer.get("text"), str):
         return None  # a watcher that does not take hook calls (an older one), or another project's
     return answer["text"]
@@ -143,8 +155,8 @@ def _settle(path: str, root: str, session: str) -> None:
         return  # no watcher, or one that does not know the op: nothing is pending there
 
 
-def _log_timeout(event: str | None, root: str, raw: str, timeout: float) -> None:
-    """One log line for a watcher that never answered, as the hook's own deadline would write it."""
+def _log_unanswered(event: str | None, root: str, raw: str, timeout: float, problem: str) -> None:
+    """One log line for a call the watcher took and did not answer, as the hook's own deadline words it."""
     from memfiles.services import hooks
     from memfiles.services.hook_run import _quiet_settings
 
@@ -152,14 +164,14 @@ def _log_timeout(event: str | None, root: str, raw: str, timeout: float) -> None
         call = hooks.parse_call(event, raw)
     except Exception:
         call = None
-    hooks.guard(
-        _quiet_settings(root, call), call, TimeoutError(f"gave up after {timeout:g} s (hooks_timeout); no context")
-    )
+    said = f"gave up after {timeout:g} s (hooks_timeout); no context" if "within" in problem else problem
+    hooks.guard(_quiet_settings(root, call), call, TimeoutError(said))
 
 
-def answer(event: str | None, root: str | None, raw: str) -> str:
-    """The JSON text to print for one hook call: the watcher's, else this process's."""
-    text = via_watcher(event, root, raw)
+def answer(event: str | None, root: str | None, raw: str, later: Later | None = None) -> str:
+    """The JSON text to print for one hook call: the watcher's, else this process's. What `later` gets
+    is to be run once the text is printed."""
+    text = via_watcher(event, root, raw, later)
     if text is not None:
         return text
     import json
@@ -170,14 +182,22 @@ def answer(event: str | None, root: str | None, raw: str) -> str:
 
 
 def main(argv: list[str]) -> None:
+    later: Later = []
     try:
         root, event = read_args(argv)
-        text = answer(event, root, sys.stdin.read())
+        text = answer(event, root, sys.stdin.read(), later)
     except BaseException:
         text = "{}"
-    try:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-    except BaseException:
-        pass
+    for out in (text, "{}"):  # an answer stdout cannot encode: still one JSON object
+        try:
+            sys.stdout.write(out + "\n")
+            sys.stdout.flush()
+            break
+        except BaseException:
+            continue
+    for job in later:
+        try:  # noqa: SIM105 (contextlib is one more import on every hook call)
+            job()
+        except BaseException:
+            pass
     sys.exit(0)

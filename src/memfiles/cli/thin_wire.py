@@ -74,7 +74,7 @@ def decoded(text: str) -> object:
     start = len(text) - len(text.lstrip())
     try:
         value, end = make_scanner(_Decoding())(text, start)
-    except (StopIteration, ValueError, SystemError):
+    except (StopIteration, ValueError, SystemError, RecursionError):
         # SystemError: the C scanner reports bad JSON through json.decoder, which is not imported here
         raise ValueError("not JSON") from None
     if text[end:].strip():
@@ -85,20 +85,24 @@ def decoded(text: str) -> object:
 def exchange(path: str, request: dict[str, object], timeout: float) -> object:
     """Send `request` as one line to the socket at `path` and read one line back, decoded.
 
-    OSError when nobody listens there; Unanswered when the watcher accepted the call but did not answer
-    within `timeout` seconds; ValueError when the answer is not JSON."""
+    OSError when nobody listens there (the call never reached a watcher); once it has been sent,
+    Unanswered for every way of not getting an answer within `timeout` seconds: silence, a closed or
+    reset connection, an answer that is not JSON. A call that reached the watcher is never sent again."""
     import _socket
 
     line = (encoded(request) + "\n").encode("utf-8")
     client = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        client.settimeout(timeout)
+        client.settimeout(min(timeout, 5.0))
         client.connect(path)
+        client.settimeout(timeout)
         try:
             client.sendall(line)
             data = receive_line(client)
+            return decoded(data.decode("utf-8"))
         except TimeoutError:
             raise Unanswered(f"the watcher did not answer within {timeout:g} s") from None
+        except (OSError, ValueError) as error:
+            raise Unanswered(f"the watcher did not answer ({error or type(error).__name__})") from None
     finally:
         client.close()
-    return decoded(data.decode("utf-8"))

@@ -39,7 +39,9 @@ def run_hook(
     `ask` is then the watcher's own search."""
     box: dict[str, Any] = {"settings": None, "call": None, "out": {}, "writing": False}
     done = threading.Event()
-    origin = {"env": os.environ if env is None else env, "cwd": cwd, "ask": ask}
+    # gave_up: set when the answer {} has gone back at the deadline. A one-shot process exits then; the
+    # watcher does not, so its worker must not save what the agent never saw (injected ids, a pending write).
+    origin = {"env": os.environ if env is None else env, "cwd": cwd, "ask": ask, "gave_up": threading.Event()}
 
     def work() -> None:
         try:
@@ -60,6 +62,7 @@ def run_hook(
         if box["writing"]:
             deadline = max(deadline, WRITING_DEADLINE)  # a write begun is never cut off half-way
         if time.monotonic() - started > deadline:
+            origin["gave_up"].set()
             hooks.guard(settings, call, TimeoutError(f"gave up after {deadline:g} s (hooks_timeout); no context"))
             return {}
     return box["out"]
@@ -119,6 +122,8 @@ def _handle(
         if turn is not None:
             call.defer = later.append
         context = handler(call, settings, project, state)
+        if origin["gave_up"].is_set():
+            return {}  # the agent was answered {} already: nothing of this call is kept
         if later:
             _after_answer(settings, call, state, later, turn)
             handed_over = True

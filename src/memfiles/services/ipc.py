@@ -90,7 +90,7 @@ def serve(path: Path, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> soc
                 reply: dict[str, Any] = {"ok": False, "error": "refused: this watcher answers its owner's user only"}
                 try:  # read its request first (never acted on): a reply and close before it is sent breaks its pipe
                     self.request.settimeout(5)
-                    self.rfile.readline(1 << 16)
+                    self.rfile.readline(1 << 24)  # a hook call carries a tool's output: read it all
                     self.wfile.write(json.dumps(reply).encode("utf-8") + b"\n")
                 except OSError:
                     pass
