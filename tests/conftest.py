@@ -14,6 +14,13 @@ from memfiles.cli.main import cli
 
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).resolve().parent.parent
+# Four unrelated entries (kind, title, area, body), one per kind, for the index and thin-client tests.
+SAMPLE_ENTRIES = [
+    ("decision", "Release builds are signed on the build host only", "release", "Keys never leave the host."),
+    ("fact", "The staging database is restored every night", "ops", "A job copies the backup at 02:00 UTC."),
+    ("friction", "Chroma hangs when two processes open one folder", "index", "One process must own the store."),
+    ("lesson", "Timing closes with --max-fanout 16", "synthesis", "Hold violations went away at sixteen sinks."),
+]
 
 
 @pytest.fixture(autouse=True)

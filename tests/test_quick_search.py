@@ -18,17 +18,11 @@ from memfiles.cli.search import memsearch
 from memfiles.config import load_settings
 from memfiles.services.watch import Watcher
 from memfiles.store.project import Project
+from tests.conftest import SAMPLE_ENTRIES as ENTRIES
 from tests.conftest import Run
 from tests.contract_shapes import check_command
 
 pytestmark = pytest.mark.integration
-
-ENTRIES = [
-    ("decision", "Release builds are signed on the build host only", "release", "Keys never leave the host."),
-    ("fact", "The staging database is restored every night", "ops", "A job copies the backup at 02:00 UTC."),
-    ("friction", "Chroma hangs when two processes open one folder", "index", "One process must own the store."),
-    ("lesson", "Timing closes with --max-fanout 16", "synthesis", "Hold violations went away at sixteen sinks."),
-]
 
 
 @pytest.fixture(autouse=True)
