@@ -549,6 +549,31 @@ class TestAnsweredByTheWatcher:
         configure(warm, hooks_timeout="soon")  # a bad value: the hook's own process answers (and logs it)
         assert hooks_timeout(str(warm)) is None
 
+    def test_a_bad_variable_in_the_agents_environment_is_logged_and_changes_nothing(self, warm: Path) -> None:
+        """MEMFILES_HOOKS=maybe travels with the call: the watcher refuses the setting by name, injects
+        nothing, keeps no session state and writes no working memory, even for a failure."""
+        before = sorted(p.name for p in (warm / "memory").rglob("*"))
+        out = executable_hook(warm, "PostToolUseFailure", recorded("post_tool_use_failure"), MEMFILES_HOOKS="maybe")
+        assert out == {}
+        assert "MEMFILES_HOOKS" in log_lines(warm)[-1]
+        assert sorted(p.name for p in (warm / "memory").rglob("*")) == before
+        assert not hook_state.state_path(warm / ".memfiles", SESSION).exists()
+
+    @pytest.mark.parametrize(
+        ("request_", "message"),
+        [
+            ({"op": "hook", "event": "UserPromptSubmit", "input": "{}"}, "needs root, input and env"),
+            ({"op": "hook", "root": "x", "input": 5, "env": {}}, "needs root, input and env"),
+            ({"op": "hook_settle"}, "needs a session"),
+        ],
+    )
+    def test_a_malformed_hook_op_is_refused_by_name(self, warm: Path, request_: dict, message: str) -> None:
+        """The socket's hook ops check their fields: a refusal saying what is missing, nothing run."""
+        from memfiles.cli.thin_wire import exchange
+
+        answer = exchange(str(warm / ".memsearch" / "watch.sock"), request_, 60)
+        assert isinstance(answer, dict) and answer["ok"] is False and message in answer["error"]
+
     def test_another_projects_call_is_refused(self, warm: Path) -> None:
         """A hook op naming another root is refused (its client then answers the call itself)."""
         from memfiles.cli.thin_wire import exchange
