@@ -202,7 +202,9 @@ class TestWatcherLeftBehind:
             )
             assert added.returncode == 0, added.stderr
             new_id = added.stdout.strip()
-            assert "one started in the background (pid" in added.stderr and "memfiles watch --stop" in added.stderr
+            assert (
+                "started a watcher in the background (pid" in added.stderr and "memfiles watch --stop" in added.stderr
+            )
             first = None
             for _ in range(600):  # the watcher loads the model and catches up with the files
                 hits = subprocess.run(

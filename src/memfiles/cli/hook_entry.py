@@ -158,14 +158,14 @@ def _settle(path: str, root: str, session: str) -> None:
 def _log_unanswered(event: str | None, root: str, raw: str, timeout: float, problem: str) -> None:
     """One log line for a call the watcher took and did not answer, as the hook's own deadline words it."""
     from memfiles.services import hooks
-    from memfiles.services.hook_run import _quiet_settings
+    from memfiles.services.hook_run import quiet_settings
 
     try:
         call = hooks.parse_call(event, raw)
     except Exception:
         call = None
     said = f"gave up after {timeout:g} s (hooks_timeout); no context" if "within" in problem else problem
-    hooks.guard(_quiet_settings(root, call), call, TimeoutError(said))
+    hooks.guard(quiet_settings(root, call), call, TimeoutError(said))
 
 
 def answer(event: str | None, root: str | None, raw: str, later: Later | None = None) -> str:

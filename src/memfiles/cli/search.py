@@ -99,7 +99,7 @@ def memsearch(
     from memfiles.config import load_settings
     from memfiles.format.validate import is_date
     from memfiles.index.filters import Filters
-    from memfiles.services.index_client import connect
+    from memfiles.services.index_client import connect, leave_watcher
     from memfiles.services.read import resolve_kinds, resolve_statuses
 
     # --batch answers in JSON lines whatever the flags, so its refusals are JSON too
@@ -122,8 +122,9 @@ def memsearch(
         results = client.search([(q, n) for _, q, n in items], filters, mode)
         for message in client.warnings:
             warn(message)
-        if client.where == "local" and settings.search_watch and not settings.index_url:
-            _leave_watcher(settings)
+        started = leave_watcher(settings, client, "so that the next search is fast")
+        if started is not None:
+            click.echo(f"memfiles: {started}", err=True)
         if batch_file is not None:
             for (item_id, text, _), hits in zip(items, results, strict=True):
                 line = json.dumps({"id": item_id, "query": text, "hits": hits}, ensure_ascii=False)
@@ -138,17 +139,3 @@ def memsearch(
         click.echo(NO_HITS, err=True)
     for line in hit_lines(hits, query):
         click.echo(line)
-
-
-def _leave_watcher(settings: Any) -> None:
-    """Start a watcher in the background after a search that found none, and say so on stderr: the next
-    memsearch answers warm through the thin client (cli/quick_search.py). Opt out: search_watch = false."""
-    from memfiles.services.watch.daemon import spawn_background
-
-    pid = spawn_background(settings)
-    if pid is not None:
-        click.echo(
-            f"memfiles: started a watcher in the background (pid {pid}) so that the next search is fast;"
-            " `memfiles watch --stop` stops it, search_watch = false (or MEMFILES_SEARCH_WATCH=0) turns this off",
-            err=True,
-        )

@@ -47,7 +47,7 @@ def run_hook(
         try:
             box["out"] = _handle(event, read_input, root, box, origin)
         except BaseException as problem:  # never to the agent: one log line
-            hooks.guard(box["settings"] or _quiet_settings(root, box["call"]), box["call"], problem, event)
+            hooks.guard(box["settings"] or quiet_settings(root, box["call"]), box["call"], problem, event)
         finally:
             done.set()
 
@@ -68,7 +68,7 @@ def run_hook(
     return box["out"]
 
 
-def _quiet_settings(root: str | Path | None, call: hooks.Call | None) -> Settings | None:
+def quiet_settings(root: str | Path | None, call: hooks.Call | None) -> Settings | None:
     """The project's settings for a log line about input that could not be read; None when there are none."""
     from memfiles.config import find_root, load_settings
 

@@ -255,17 +255,20 @@ class WatcherIndex:
         return answer
 
 
-def _leave_watcher(settings: Settings) -> str | None:
-    """Start a watcher in the background to index a write; what to tell the user, None when none started."""
+def leave_watcher(settings: Settings, client: IndexClient, purpose: str) -> str | None:
+    """When `client` opened the store here (no watcher answered) and `search_watch` allows it, start a
+    watcher in the background; what to tell the user, or None when none was started. Used after a search
+    (the next one is warm) and in place of a write's local update (the watcher indexes it)."""
+    if client.where != "local" or not settings.search_watch or settings.index_url:
+        return None
     from memfiles.services.watch.daemon import spawn_background
 
     pid = spawn_background(settings)
     if pid is None:
         return None
     return (
-        f"no watcher was running: one started in the background (pid {pid}) indexes this write and keeps the"
-        " index in step; `memfiles watch --stop` stops it, search_watch = false (or MEMFILES_SEARCH_WATCH=0)"
-        " updates the index in this command instead"
+        f"started a watcher in the background (pid {pid}) {purpose}; `memfiles watch --stop` stops it,"
+        " search_watch = false (or MEMFILES_SEARCH_WATCH=0) turns this off"
     )
 
 
@@ -319,11 +322,10 @@ def notify(project: Project, result: BatchResult) -> str | None:
     def work() -> None:
         try:
             client = connect(settings)
-            if isinstance(client, LocalIndex) and settings.search_watch and not settings.index_url:
-                started = _leave_watcher(settings)
-                if started is not None:
-                    outcome.append(started)
-                    return
+            started = leave_watcher(settings, client, "to index this write (none was running)")
+            if started is not None:
+                outcome.append(started)
+                return
             client.notify(paths, set(result.pruned), deadline, writing)
             outcome.append(None)
         except IndexUnavailable as error:
