@@ -236,6 +236,8 @@ class TestWatcherLeftBehind:
         assert len(watcher.debouncer) == 1
         refused = answer(watcher, {"op": "similar", "texts": ["x"], "k": 3})
         assert refused["ok"] is False and "catching up" in refused["error"]
+        refused = answer(watcher, {"op": "memsearch", "query": "signing keys", "k": 3})  # then the full command
+        assert refused["ok"] is False and "catching up" in refused["error"]
 
     @pytest.mark.parametrize("setting", ["MEMFILES_SEARCH_WATCH=0", "MEMFILES_CHROMA_URL"])
     def test_opted_out_or_a_server_starts_nothing(self, run: Run, root: Path, setting: str) -> None:

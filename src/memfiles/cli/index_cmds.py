@@ -59,6 +59,8 @@ def backfill(app: App, rebuild: bool, check_only: bool, as_json: bool) -> None:
 def _skipped(app: App, unreadable: list[str]) -> list[dict]:
     """The files the backfill could not read, as the read commands' `skipped` findings: each with the line
     where it broke (read again here: the backfill, perhaps run by the watcher, reports only the path)."""
+    if not unreadable:
+        return []  # the usual case: nothing to read again
     from memfiles.contract import finding
     from memfiles.services.read import read_project
 

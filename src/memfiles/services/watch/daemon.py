@@ -120,9 +120,10 @@ def spawn_background(settings: Settings) -> int | None:
     defaults of `memfiles watch`; its pid, or None when it could not be started. A second one started at
     the same moment exits on its own: one watcher per project (WatcherRunning)."""
     try:
-        folder = ensure_private_dir(settings.index_dir)
+        ensure_private_dir(settings.index_dir)
         command = watch_command(settings)
-        with open(folder / "watch.out", "wb") as out:
+        # appended, not truncated: a second spawn racing a running watcher must not wipe what it printed
+        with open(out_path(settings), "ab") as out:
             child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
     except OSError:
         return None

@@ -39,7 +39,7 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
             for path in request.get("paths", []):
                 watcher.debouncer.touched(str(path))
             return {"ok": True, "queued": True}
-        if op == "similar":
+        if op in ("similar", "memsearch"):  # memsearch: its thin client then runs the full command
             return {"ok": False, "error": "the watcher is still catching up with the files"}
     not_ready = _wait_ready(watcher)
     if not_ready:
