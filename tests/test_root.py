@@ -183,3 +183,28 @@ class TestGivenRoot:
         """`memfiles --help` describes --root: must exist; default the topmost folder up to the repository top."""
         text = " ".join(CliRunner().invoke(cli, ["--help"]).output.split())
         assert "must be an existing folder" in text and "topmost" in text and "repository top" in text
+
+
+def _command_names() -> list[str]:
+    return sorted(name for name, command in cli.commands.items() if not getattr(command, "hidden", False))
+
+
+@pytest.mark.parametrize("name", _command_names())
+def test_every_command_outside_a_project_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Each command run with no argument in a repository that has no memory/ (no --root, no MEMFILES_ROOT):
+    exit 2 with a one-line reason, never a traceback (`memfiles watch --stop` used to raise ConfigError
+    from the settings it read outside its error handling); nothing is created. `hook` is the exception by
+    design: an agent's hook never fails, it answers `{}` (docs/hooks.md); so is `lsp`, whose client's
+    stdin, empty here, ends it before a document names a project."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    monkeypatch.delenv("MEMFILES_ROOT", raising=False)
+    monkeypatch.chdir(tmp_path)
+    for args in ([name], [name, "--stop"] if name == "watch" else [name]):
+        result = CliRunner().invoke(cli, args, input="")
+        assert result.exception is None or isinstance(result.exception, SystemExit), (args, result.exception)
+        assert result.exit_code == (0 if name in ("hook", "lsp") else 2), (args, result.output)
+        assert "Traceback" not in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -123,6 +123,10 @@ class JsonErrorsGroup(click.Group):
             if "--json" in options and not getattr(error, "json_printed", False):
                 print_json(error_json(error))
             raise
+        except MemfilesError as error:  # raised outside a command's errors_to_exit (`app.settings` of a bad root)
+            if "--json" in options:
+                print_json(error_json(error))
+            raise CommandError(str(error), error.exit_code) from error
 
 
 def print_json(value: Any, one_line: bool = False) -> None:
