@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memfiles.cli.quick_search import quick, read_args
+from memfiles.cli.main import cli
+from memfiles.cli.quick_search import here, quick, read_args
 from memfiles.cli.search import memsearch
 from memfiles.config import load_settings
 from memfiles.services.watch import Watcher
@@ -92,6 +93,76 @@ class TestSameOutput:
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout)["hits"][0]["entry"]["id"] == "D-001"
         assert out.stderr.strip().splitlines()[-1] == "[]"
+
+
+@pytest.fixture
+def indexed(run: Run, root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for kind, title, area, body in ENTRIES:
+        assert run("add", "-k", kind, "-t", title, "-a", area, "--body", body).exit_code == 0
+    assert run("backfill").exit_code == 0
+    monkeypatch.setenv("MEMFILES_ROOT", str(root))
+    monkeypatch.setenv("MEMFILES_SEARCH_WATCH", "0")
+    return root
+
+
+def plain(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[bool, str, str]:
+    capsys.readouterr()
+    answered = here(list(args))
+    out = capsys.readouterr()
+    return answered, out.out, out.err
+
+
+class TestInProcess:
+    @pytest.mark.parametrize("args", CASES, ids=[" ".join(c) for c in CASES])
+    def test_no_watcher_prints_what_the_full_command_prints(
+        self, indexed: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...]
+    ) -> None:
+        """With no watcher, the plain form answered in process (no click) equals the full command byte for
+        byte, warnings about unreadable files included."""
+        decisions = indexed / "memory" / "decisions.md"
+        decisions.write_bytes(decisions.read_bytes() + b"\n\xff\n")  # a memory file that is not UTF-8
+        assert CliRunner().invoke(cli, ["backfill"]).exit_code == 0  # the file's entries kept as they were
+        answered, out, err = plain(capsys, *args)
+        assert "decisions.md" in err
+        assert answered, "a plain query with no watcher went to the full command"
+        assert (0, out, err) == full(*args)
+
+    def test_it_imports_no_click(self, indexed: Path) -> None:
+        """The in-process path loads neither click nor chromadb nor torch."""
+        code = (
+            "import sys\nfrom memfiles.cli.quick_search import here\n"
+            "assert here(['signing keys', '--json'])\n"
+            "heavy = ('click', 'chromadb', 'torch')\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy), file=sys.stderr)\n"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=300)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["hits"][0]["entry"]["id"] == "D-001"
+        assert out.stderr.strip().splitlines()[-1] == "[]"
+
+    def test_what_it_cannot_word_goes_to_the_full_command(
+        self, indexed: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A bad kind, status or date, a server, no index, a broken config: nothing printed here; the full
+        command words it (exit 2)."""
+        for args in (("q", "--kind", "nosuchkind"), ("q", "--status", "nosuch"), ("q", "--since", "2026-13-01")):
+            assert plain(capsys, *args) == (False, "", "")
+            assert full(*args)[0] == 2
+        monkeypatch.setenv("MEMFILES_CHROMA_URL", "http://localhost:1")
+        assert plain(capsys, "q") == (False, "", "")
+        monkeypatch.delenv("MEMFILES_CHROMA_URL")
+        (indexed / "memory" / "memfiles.toml").write_text("wrap = [\n", encoding="utf-8")
+        assert plain(capsys, "q") == (False, "", "")
+        code, _out, err = full("q")
+        assert code == 2 and "memfiles.toml" in err
+
+    def test_no_index_goes_to_the_full_command(
+        self, run: Run, root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("MEMFILES_ROOT", str(root))
+        assert plain(capsys, "anything") == (False, "", "")
+        code, _out, err = full("anything")
+        assert code == 2 and "memfiles backfill" in err
 
 
 class TestHandsOver:

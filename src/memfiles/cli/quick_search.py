@@ -7,6 +7,9 @@ again), and from memfiles only root.py and services/sockpath.py, which work on p
 watcher renders stdout and stderr with services/search_text.py, as the full command does, so the same
 hits give the same bytes (tests/test_quick_search.py).
 
+With no watcher, the same plain form is answered in this process by `here`, through the full command's
+client, filters and rendering but without click's command tree.
+
 The thin path takes only the plain form: one QUERY with -k, --kind, --area, --status, --path, --since,
 --mode, --json and --root. Anything else (--batch, --help, --chroma-url, a Chroma server configured, an
 option it does not know, a value it cannot read) goes to the full command, and so does every refusal
@@ -116,9 +119,46 @@ def quick(argv: list[str]) -> bool:
     return True
 
 
+def here(argv: list[str]) -> bool:
+    """With no watcher, a plain query answered in this process without click's command tree (the full
+    command's imports cost a cold search 60 ms), printing what the full command prints: the same client,
+    filters and rendering. False (nothing printed) for anything the full command must word: a form the
+    thin path does not take, a server, a watcher that answers (it refused the thin client), a bad kind,
+    status, date or config, no index."""
+    args = read_args(argv)
+    if args is None or os.environ.get("MEMFILES_CHROMA_URL"):
+        return False
+    from memfiles.config import load_settings
+    from memfiles.errors import MemfilesError
+    from memfiles.services.index_client import connect, leave_watcher
+    from memfiles.services.search_request import request_filters
+    from memfiles.services.search_text import rendered
+
+    try:
+        settings = load_settings(args["root"])  # type: ignore[arg-type]
+        if settings.index_url:
+            return False
+        filters = request_filters(settings.schema, args)
+        client = connect(settings)
+        if client.where != "local":
+            return False
+        query, k, mode = str(args["query"]), int(args["k"]), str(args["mode"])  # type: ignore[call-overload]
+        hits = client.search([(query, k)], filters, mode)[0]
+    except MemfilesError:
+        return False
+    started = leave_watcher(settings, client, "so that the next search is fast")
+    out, err = rendered(query, hits, bool(args["json"]), client.warnings, (started,) if started else ())
+    if err:
+        sys.stderr.write(err)
+        sys.stderr.flush()
+    sys.stdout.write(out)
+    sys.stdout.flush()
+    return True
+
+
 def main() -> None:
     try:
-        answered = quick(sys.argv[1:])
+        answered = quick(sys.argv[1:]) or here(sys.argv[1:])
     except BrokenPipeError:  # `memsearch ... | head -1`: the reader left; exit 1 as the full command does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise SystemExit(1) from None

@@ -39,9 +39,13 @@ def hit_lines(hits: list[dict[str, Any]], query: str) -> list[str]:
 NO_HITS = "no entries match"  # on stderr: nothing matched is an answer, not output
 
 
-def rendered(query: str, hits: list[dict[str, Any]], as_json: bool, warnings: list[str]) -> tuple[str, str]:
-    """(stdout, stderr) of a single memsearch query, as the full command prints them."""
+def rendered(
+    query: str, hits: list[dict[str, Any]], as_json: bool, warnings: list[str], notes: tuple[str, ...] = ()
+) -> tuple[str, str]:
+    """(stdout, stderr) of a single memsearch query, as the full command prints them: its warnings, then
+    its notes (a watcher it started), then "no entries match" when nothing did."""
     err = "".join(f"memfiles: warning: {message}\n" for message in warnings)
+    err += "".join(f"memfiles: {note}\n" for note in notes)
     if as_json:
         return json_text({"query": query, "hits": hits}), err
     if not hits:

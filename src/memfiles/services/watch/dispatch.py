@@ -121,28 +121,14 @@ def _memsearch(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     kinds by name or prefix, as the full command takes them, rendered as the full command renders them.
     A refusal sends the client to the full command, which prints the error as it always does."""
     from memfiles.errors import MemfilesError
-    from memfiles.format.validate import is_date
-    from memfiles.index.filters import Filters
     from memfiles.services.index_client import unreadable_warnings
-    from memfiles.services.read import resolve_kinds, resolve_statuses
+    from memfiles.services.search_request import request_filters
     from memfiles.services.search_text import rendered
 
-    schema = watcher.project.settings.schema
     try:  # the full command's rules: kinds by name or prefix, statuses any case, an unknown one refused
-        kinds = [found.name for found in resolve_kinds(schema, tuple(request.get("kind") or ()))]
-        statuses = resolve_statuses(schema, tuple(request.get("status") or ()))
+        filters = request_filters(watcher.project.settings.schema, request)
     except MemfilesError as error:
         return {"ok": False, "error": str(error)}
-    since = request.get("since")
-    if since is not None and not is_date(since):
-        return {"ok": False, "error": f"{since!r} is not a date (YYYY-MM-DD)"}
-    filters = Filters(
-        kind=tuple(kinds) or None,
-        area=tuple(request.get("area") or ()) or None,
-        status=tuple(statuses) or None,
-        path=request.get("path"),
-        since=since,
-    )
     keeper = watcher.keeper
     with keeper.mutex:
         found = keeper.searcher.search(str(request["query"]), int(request["k"]), filters, request.get("mode", "hybrid"))
