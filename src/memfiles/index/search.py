@@ -231,9 +231,9 @@ class Searcher:
             found.exact = self.exact_matches(query, filters)
         return found
 
-    def scored(self, found: Signals) -> list[Hit]:
-        """Every candidate, ranked (ids named first, verbatim holders next, then the fused relative
-        signals) and scored on the fixed scale of index/score.py; ties broken by id."""
+    def scored(self, found: Signals, limit: int | None = None) -> list[Hit]:
+        """Every candidate (or the first `limit`), ranked (ids named first, verbatim holders next, then the
+        fused relative signals) and scored on the fixed scale of index/score.py; ties broken by id."""
         lexical = found.lexical or {}
         dense = found.dense or {}
         both = found.lexical is not None and found.dense is not None
@@ -244,28 +244,32 @@ class Searcher:
             doc = self.catalog.docs.get(doc_id)
             if doc is None:
                 continue
-            lex = scoring.lexical_signal(lexical.get(doc_id, 0.0), found.query_weight)
-            den = scoring.dense_signal(dense.get(doc_id, -1.0))
             rank = weight * lexical_rank.get(doc_id, 0.0) + (1 - weight) * dense_rank.get(doc_id, 0.0)
-            score = scoring.fused_score(lex, den, weight)
             if doc_id in found.exact:
-                rank, score = rank + 2.0, scoring.exact_score(score)
+                rank += 2.0
             if doc_id in found.ids:
-                rank, score = 4.0 - 0.01 * found.ids.index(doc_id), scoring.ID_SCORE
+                rank = 4.0 - 0.01 * found.ids.index(doc_id)
+            candidates.append((rank, doc))
+        candidates.sort(key=lambda item: (-item[0], item[1].id))
+        hits, cap = [], 1.0
+        for _rank, doc in candidates[:limit]:  # a hit's score depends only on the hits above it
+            lex = scoring.lexical_signal(lexical.get(doc.id, 0.0), found.query_weight)
+            den = scoring.dense_signal(dense.get(doc.id, -1.0))
+            score = scoring.fused_score(lex, den, weight)
+            if doc.id in found.exact:
+                score = scoring.exact_score(score)
+            if doc.id in found.ids:
+                score = scoring.ID_SCORE
             signals = {
-                "id": doc_id in found.ids,
-                "exact": doc_id in found.exact,
+                "id": doc.id in found.ids,
+                "exact": doc.id in found.exact,
                 "lexical": round(lex, 6) if found.lexical is not None else None,
                 "dense": round(den, 6) if found.dense is not None else None,
             }
-            candidates.append((rank, score, signals, doc))
-        candidates.sort(key=lambda item: (-item[0], item[3].id))
-        hits, cap = [], 1.0
-        for _rank, score, signals, doc in candidates:
             cap = min(cap, score)  # a score never rises down the list
             hits.append(Hit(round(cap, 6), signals, doc))
         return hits
 
     def search(self, query: str, k: int = 10, filters: Filters | None = None, mode: str = "hybrid") -> list[Hit]:
         """The k best entries for `query` (none for an empty query), best first."""
-        return self.scored(self.signals(query, filters, mode))[:k]
+        return self.scored(self.signals(query, filters, mode), k)

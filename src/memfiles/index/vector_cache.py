@@ -49,6 +49,7 @@ class VectorCache:
         self.matrix = matrix
         self.token = token
         self._codes: tuple[Any, Any, bool] | None = None  # (catalog order it was computed for, codes, one row each)
+        self._rows: tuple[list[str], dict[str, list[int]]] | None = None  # (entries it was computed for, rows)
 
     @property
     def dimension(self) -> int:
@@ -166,6 +167,17 @@ class VectorCache:
             self._codes = (order, codes, single)
         return self._codes[1], self._codes[2]
 
+    def _rows_of(self) -> dict[str, list[int]]:
+        """Each entry's rows (its passages), computed once per version of the rows."""
+        cached = self._rows
+        if cached is None or cached[0] is not self.entries:
+            rows: dict[str, list[int]] = {}
+            for n, entry in enumerate(self.entries):
+                rows.setdefault(entry, []).append(n)
+            cached = (self.entries, rows)
+            self._rows = cached
+        return cached[1]
+
     def entry_scores(self, vector: np.ndarray, order: list[str], allowed: np.ndarray | None = None) -> np.ndarray:
         """Cosine of each catalog row's entry (its best passage) to `vector`; -inf for entries without
         vectors or that `allowed` (a mask over the catalog rows) excludes."""
@@ -218,8 +230,8 @@ class VectorCache:
 
         if not entries or not len(self.ids):
             return {}
-        wanted = set(entries)
-        rows = [n for n, e in enumerate(self.entries) if e in wanted]
+        rows_of = self._rows_of()
+        rows = [n for entry in dict.fromkeys(entries) for n in rows_of.get(entry, ())]
         if not rows:
             return {}
         scores = self.matrix[rows] @ np.asarray(vector, dtype=np.float32)
