@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import compile_memfiles
 from bench_recall import MEMFILES, build  # the same project as the recall benchmark
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "data" / "hooks"
@@ -71,6 +72,7 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
+    compile_memfiles()  # measured as installed (scripts/bench_common.py)
     rows: list[tuple[str, float]] = []
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)

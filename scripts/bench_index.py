@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from bench_common import compile_memfiles
 from eval_retrieval import CONFIG, DATA, as_body, read_jsonl
 
 BIN = Path(sys.executable).parent
@@ -207,6 +208,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json-out", type=Path, help="also write the figures by size as JSON here")
     args = parser.parse_args()
+    compile_memfiles()  # measured as installed (scripts/bench_common.py)
     sizes = [int(s) for s in args.sizes.split(",")]
     print("| what | time | rate | baseline (same run) | ratio | peak RSS |")
     print("|---|---|---|---|---|---|")

@@ -16,6 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import compile_memfiles
+
 from memfiles import parse
 
 
@@ -96,6 +99,7 @@ def bench_hanging_index(repeats: int = 3) -> tuple[float, float, float]:
 
 
 def main() -> None:
+    compile_memfiles()  # measured as installed (scripts/bench_common.py)
     print("| what (cold CLI process, median of 3) | seconds | entries/s | baseline (same run) | seconds | ratio |")
     print("|---|---|---|---|---|---|")
     for count in (1_000, 10_000):
