@@ -152,8 +152,10 @@ class TestExactSearch:
         per_entry = {e: -np.inf for e in order}
         for n, e in enumerate(entries):
             per_entry[e] = max(per_entry[e], float(matrix[n] @ query))
-        for share in (1.0, 0.5, 0.1, 0.01, 0.0):
-            allowed = rng.random(len(order)) < share
+        blocks = np.zeros(len(order), dtype=bool)
+        blocks[40:140] = blocks[300:380] = True  # two runs of kept rows, with passages: multiplied run by run
+        masks = [rng.random(len(order)) < share for share in (1.0, 0.5, 0.1, 0.01, 0.0)]  # full, gather
+        for allowed in [*masks, blocks, ~blocks]:
             got = cache.search(query, order, 20, allowed)
             exact = sorted(((e, s) for n, (e, s) in enumerate(per_entry.items()) if allowed[n]), key=lambda x: -x[1])
             assert list(got) == [e for e, _ in exact[:20]]

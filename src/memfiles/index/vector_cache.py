@@ -26,15 +26,26 @@ if TYPE_CHECKING:
 
 VECTORS_VERSION = 1
 INDEX_FILE = "vectors.json"
-# Below this share of kept rows, a filtered search multiplies only the kept rows (a gather is cheaper
-# than a product over the whole matrix); above it, the whole matrix and then the mask.
-GATHER_BELOW = 0.25
+# How a filtered search multiplies only the rows it keeps (scripts/bench_filter.py): kept rows in runs of
+# RUN_ROWS or more on average (a file's entries, usually a kind's: rows follow the files) are multiplied
+# run by run, in place; else, below GATHER_BELOW of the rows, they are copied out first (a copy costs
+# about five times a product per row); above it, the whole matrix is multiplied and then masked.
+RUN_ROWS = 32
+GATHER_BELOW = 0.15
 
 
 def entry_of(chroma_id: str, metadata: dict[str, Any] | None = None) -> str:
     """The entry a stored row belongs to: its `entry` metadata, else the id before any `#n` suffix."""
     entry = (metadata or {}).get("entry")
     return str(entry) if entry else chroma_id.split("#", 1)[0]
+
+
+def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the runs of True in `mask`, in order."""
+    import numpy as np
+
+    edges = np.flatnonzero(np.diff(mask.astype(np.int8), prepend=0, append=0))
+    return edges[0::2], edges[1::2]
 
 
 class VectorCache:
@@ -193,7 +204,11 @@ class VectorCache:
         kept = int(rows_kept.sum())
         if kept == 0:
             return best
-        if kept < GATHER_BELOW * len(codes):
+        runs = _runs(rows_kept) if kept < len(codes) else None
+        if runs is not None and len(runs[0]) * RUN_ROWS <= kept:
+            scores = np.concatenate([self.matrix[a:b] @ query for a, b in zip(*runs, strict=True)])
+            targets = codes[rows_kept]
+        elif kept < GATHER_BELOW * len(codes):
             rows = np.flatnonzero(rows_kept)
             scores = self.matrix[rows] @ query
             targets = codes[rows]
