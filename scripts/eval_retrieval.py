@@ -242,11 +242,18 @@ def defaults():
     return Setting(True, lexical.K1, lexical.B, lexical.TITLE_WEIGHT, score.LEXICAL_WEIGHT, search.DEPTH, "minmax")
 
 
-def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool = False) -> None:
+def plain(setting) -> bool:
+    """A setting of the ranking as the index has it: no passages, no feedback of either kind."""
+    return not setting.passages and not setting.prf and not setting.rm3_docs
+
+
+def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool = False, rm3: bool = False) -> None:
     """Held-out nDCG@10 of each idea: parameters chosen by LOCO among the settings it allows."""
     from retrieval_sweep import best, loco
 
-    old = dict(framing=True, k1=1.2, b=0.75, title_weight=2, depth=100, method="minmax", passages=False, prf=0.0)
+    old = dict(
+        framing=True, k1=1.2, b=0.75, title_weight=2, depth=100, method="minmax", passages=False, prf=0.0, rm3_docs=0
+    )
 
     def fixed(**free):
         return lambda s: all(getattr(s, k) == v for k, v in old.items() if k not in free)
@@ -266,17 +273,37 @@ def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool
                 fixed(weight=1, k1=1, b=1, title_weight=1, depth=1, framing=1, method=1)(s) and s.method == "zscore"
             ),
         ),
-        ("LOCO: everything (fusion min-max / z-score / weighted RRF)", lambda s: not s.passages and not s.prf),
-        ("LOCO: everything, framing forced off", lambda s: not s.passages and not s.framing and not s.prf),
+        ("LOCO: everything (fusion min-max / z-score / weighted RRF)", plain),
+        ("LOCO: everything, framing forced off", lambda s: plain(s) and not s.framing),
     ]
     if passages:
         rows.append(("LOCO: everything min-max, dense = best passage", lambda s: s.passages))
     if prf:
-        rows.append(("LOCO: everything + dense PRF (β 0, 0.5 or 1 chosen too)", lambda s: not s.passages))
-        rows.append(("LOCO: everything, dense PRF forced on (β chosen)", lambda s: s.prf > 0))
-        rows.append(("LOCO: everything min-max, dense PRF forced on", lambda s: s.prf > 0 and s.method == "minmax"))
+        rows.append(
+            ("LOCO: everything + dense PRF (β 0, 0.5 or 1 chosen too)", lambda s: not s.passages and not s.rm3_docs)
+        )
+        rows.append(("LOCO: everything, dense PRF forced on (β chosen)", lambda s: s.prf > 0 and not s.rm3_docs))
+        rows.append(
+            (
+                "LOCO: everything min-max, dense PRF forced on",
+                lambda s: s.prf > 0 and s.method == "minmax" and not s.rm3_docs,
+            )
+        )
+    if rm3:
+        rows.append(("LOCO: everything + RM3 (chosen or not)", lambda s: not s.passages and not s.prf))
+        rows.append(("LOCO: everything, RM3 forced on", lambda s: s.rm3_docs > 0 and not s.prf))
+        rows.append(
+            ("LOCO: everything min-max, RM3 forced on", lambda s: s.rm3_docs > 0 and not s.prf and s.method == "minmax")
+        )
+        rows.append(
+            ("LOCO: everything, RM3 forced on, framing off", lambda s: s.rm3_docs > 0 and not s.prf and not s.framing)
+        )
+    if rm3 and prf:
+        rows.append(("LOCO: everything + RM3 + dense PRF (each chosen or not)", lambda s: not s.passages))
+        rows.append(("LOCO: everything, RM3 and dense PRF both forced on", lambda s: s.rm3_docs > 0 and s.prf > 0))
     print("\n| experiment (held-out nDCG@10, ÷ same-run RRF) | " + " | ".join(names) + " | mean ratio |")
     print("|---|" + "---|" * (len(names) + 1))
+    choices = []
     for label, allowed in rows:
         if allowed is None:
             setting = next((s for s in results if fixed()(s) and s.weight == 0.6), None)
@@ -286,11 +313,18 @@ def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool
         elif not any(allowed(s) for s in results):
             continue
         else:
-            held = [figures[0] for _, _, figures in loco(results, names, allowed)]
+            folds = loco(results, names, allowed)
+            held = [figures[0] for _, _, figures in folds]
+            choices.append((label, folds))
         ratios = [h / rrf[n] for h, n in zip(held, names, strict=True)]
         cells = " | ".join(f"{h:.3f} ({r:.2f}×)" for h, r in zip(held, ratios, strict=True))
         print(f"| {label} | {cells} | {sum(ratios) / len(ratios):.3f}× |")
-    chosen = best(results, names, lambda s: not s.passages and not s.prf)
+    print("\n| experiment | held out | parameters chosen on the other two |")
+    print("|---|---|---|")
+    for label, folds in choices:
+        for held_out, setting, _ in folds:
+            print(f"| {label} | {held_out} | {setting.label()} |")
+    chosen = best(results, names, plain)
     print(f"\nThe rule's choice (best mean nDCG@10 over all folds' training sets): {chosen.label()}")
     print(f"Shipped now: {defaults().label()}")
 
@@ -304,6 +338,7 @@ def main() -> None:
     parser.add_argument("--all-modes", action="store_true", help="also memsearch --mode lexical and dense")
     parser.add_argument("--passages", action="store_true", help="also try scoring an entry by its best passage")
     parser.add_argument("--prf", action="store_true", help="also try dense pseudo-relevance feedback")
+    parser.add_argument("--rm3", action="store_true", help="also try lexical pseudo-relevance feedback (RM3)")
     args = parser.parse_args()
     from retrieval_sweep import Setting, grid, loco, prepare, sweep
 
@@ -323,18 +358,20 @@ def main() -> None:
             table[name][label] = figures(ranked, qrels)
         print(f"{name}: {len(corpus):,} entries, {len(qrels)} judged queries", file=sys.stderr)
         if not args.no_sweep:
-            prepared.append(prepare(name, folder, to_corpus, queries, qrels, exclude, args.passages, args.small))
+            prepared.append(
+                prepare(name, folder, to_corpus, queries, qrels, exclude, args.passages, args.small, args.rm3)
+            )
     results = folds = None
     if prepared:
         from tqdm import tqdm
 
-        settings = grid(args.passages, small=args.small, prf=args.prf)
+        settings = grid(args.passages, small=args.small, prf=args.prf, rm3=args.rm3)
         results = sweep(prepared, settings, lambda items: tqdm(items, disable=not sys.stderr.isatty()))
         shipped = defaults()
         for name in names:
             table[name]["memfiles hybrid, shipped defaults (sweep)"] = results[shipped][name]
         if len(names) > 1:
-            folds = loco(results, names, lambda s: not s.passages and not s.prf)
+            folds = loco(results, names, plain)
             for held, _, held_figures in folds:
                 table[held]["memfiles hybrid, parameters from the other two (LOCO)"] = held_figures
     print("| collection | ranking | nDCG@10 | recall@10 | MRR@10 | nDCG@10 ÷ RRF |")
@@ -350,7 +387,8 @@ def main() -> None:
             ratio = held_figures[0] / table[held]["RRF k=60"][0]
             print(f"| {held} | {chosen.label()} | {held_figures[0]:.3f} | {ratio:.2f}× |")
         if not args.small:
-            experiments(results, names, {n: table[n]["RRF k=60"][0] for n in names}, args.passages, args.prf)
+            rrf = {n: table[n]["RRF k=60"][0] for n in names}
+            experiments(results, names, rrf, args.passages, args.prf, args.rm3)
     for name in names:
         print(f"\n| {name}: hybrid score (CLI, top 10 of each query) | hits | judged relevant |")
         print("|---|---|---|")

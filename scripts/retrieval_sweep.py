@@ -27,6 +27,14 @@ DEPTHS = (50, 100, 200)
 METHODS = ("minmax", "zscore", "rrf")
 PRF_BETAS = (0.5, 1.0)  # dense pseudo-relevance feedback: the query vector moved towards its top entries
 PRF_DOCS = 3
+# Lexical pseudo-relevance feedback (RM3): the query's BM25 run again with terms of its top entries added.
+RM3_DOCS = (5, 10)  # feedback entries: the top of the first BM25 pass
+RM3_TERMS = (10, 20, 30)  # expansion terms kept
+RM3_ORIGINAL = (0.5, 0.7)  # weight of the original query's terms against the feedback terms
+RM3_MIN_DOCS = (1, 2)  # a feedback term must occur in this many feedback entries
+# RM3 is tried over a smaller BM25 grid than the plain ranking (time): every k1, b and title weight at
+# the depth every fold of the plain grid chose.
+RM3_DEPTHS = (50,)
 
 
 @dataclass(frozen=True)
@@ -42,9 +50,22 @@ class Setting:
     method: str
     passages: bool = False
     prf: float = 0.0
+    rm3_docs: int = 0  # 0: no lexical feedback
+    rm3_terms: int = 0
+    rm3_original: float = 1.0
+    rm3_min_docs: int = 1
+
+    @property
+    def rm3(self) -> tuple[int, int, float, int]:
+        return (self.rm3_docs, self.rm3_terms, self.rm3_original, self.rm3_min_docs)
 
     def label(self) -> str:
         extra = (" passages" if self.passages else "") + (f" prf β={self.prf:g}" if self.prf else "")
+        if self.rm3_docs:
+            extra += (
+                f" rm3 docs={self.rm3_docs} terms={self.rm3_terms} original={self.rm3_original:g}"
+                f" min-docs={self.rm3_min_docs}"
+            )
         return (
             f"w={self.weight:.1f} k1={self.k1} b={self.b} title×{self.title_weight} depth={self.depth} "
             f"{self.method} framing={'on' if self.framing else 'off'}{extra}"
@@ -64,13 +85,16 @@ class Collection:
     passage_dense: dict[bool, np.ndarray]  # the same, an entry scored by its best passage
     prf_dense: dict[tuple[bool, float], np.ndarray]  # (framing, beta) -> cosine of the fed-back query
     lexical: dict[tuple[bool, float, float, int], np.ndarray]  # (framing, k1, b, title weight) -> BM25
+    rm3: dict[tuple, np.ndarray]  # (framing, k1, b, title weight) + Setting.rm3 -> BM25 of the expanded query
 
     @property
     def qids(self) -> list[str]:
         return list(self.qrels)
 
 
-def prepare(name: str, folder: Path, to_corpus, queries, qrels, exclude, passages: bool, small: bool) -> Collection:
+def prepare(
+    name: str, folder: Path, to_corpus, queries, qrels, exclude, passages: bool, small: bool, rm3: bool = False
+) -> Collection:
     """Read one backfilled project's vectors and compute every raw signal the grid needs."""
     from memfiles.config import load_settings
     from memfiles.index.catalog import Catalog
@@ -110,17 +134,95 @@ def prepare(name: str, folder: Path, to_corpus, queries, qrels, exclude, passage
             moved = v + beta * centroid
             moved /= np.linalg.norm(moved, axis=1, keepdims=True)
             prf_dense[(framing, beta)] = moved @ matrix.T
-    lexical = {}
+    lexical, expanded = {}, {}
     title_tokens = [tokenize(d.title) for d in docs]
     body_tokens = [tokenize(d.body()) for d in docs]
+    own_rows = [row_of_corpus.get(exclude.get(qid, "")) for qid in qids]
+    with_rm3 = {(s.k1, s.b, s.title_weight) for s in grid(False, small, rm3=rm3) if s.rm3_docs}
     for k1, b, tw in {(s.k1, s.b, s.title_weight) for s in grid(False, small)}:
         tokens = [title * tw + body for title, body in zip(title_tokens, body_tokens, strict=True)]
         index = LexicalIndex.build(tokens, k1=k1, b=b)
         for framing in (True, False):
             lexical[(framing, k1, b, tw)] = np.stack([index.scores(t) for t in texts[int(framing)]])
+        if (k1, b, tw) in with_rm3:
+            for framing in (True, False):
+                for params, scores in rm3_scores(
+                    index, tokens, texts[int(framing)], lexical[(framing, k1, b, tw)], own_rows
+                ).items():
+                    expanded[(framing, k1, b, tw, *params)] = scores
     return Collection(
-        name, qrels, queries, exclude, [to_corpus[i] for i in order], dense, passage_dense, prf_dense, lexical
+        name,
+        qrels,
+        queries,
+        exclude,
+        [to_corpus[i] for i in order],
+        dense,
+        passage_dense,
+        prf_dense,
+        lexical,
+        expanded,
     )
+
+
+def rm3_scores(
+    index, tokens: list[list[str]], texts: list[str], first: np.ndarray, own_rows
+) -> dict[tuple, np.ndarray]:
+    """BM25 of every query expanded RM3-style, for every (feedback entries, terms, original weight,
+    minimum feedback entries per term): the top entries of the first BM25 pass (`first`; a query's
+    `own_rows` entry never) give a term distribution, sum over them of the entry's share of their BM25
+    times the term's share of the entry's tokens (the index's own tokens: stemmed, stop words out, title
+    repeated); its top terms, renormalised, are mixed with the query's own term distribution, and every
+    entry is scored by the weighted query: sum of term weight times the term's BM25 in the entry."""
+    from collections import Counter
+
+    from scipy import sparse
+
+    from memfiles.index.text import tokenize
+
+    vocab, size = index.vocab, index.size
+    bm25 = sparse.csc_matrix((index.weights, index.rows, index.indptr), shape=(size, len(vocab))).tocsr()
+    indptr, columns, shares = [0], [], []
+    for doc in tokens:
+        for term, count in Counter(doc).items():
+            columns.append(vocab[term])
+            shares.append(count / len(doc))
+        indptr.append(len(columns))
+    within = sparse.csr_matrix((shares, columns, indptr), shape=(size, len(vocab)), dtype=np.float64)
+    original = np.zeros((len(texts), len(vocab)))
+    for n, text in enumerate(texts):
+        for term, count in Counter(tokenize(text)).items():
+            if term in vocab:
+                original[n, vocab[term]] = count
+    original /= np.maximum(original.sum(axis=1, keepdims=True), 1e-12)
+    out = {}
+    for fb_docs in RM3_DOCS:
+        relevance = {min_docs: np.zeros_like(original) for min_docs in RM3_MIN_DOCS}
+        for n, scores in enumerate(first):
+            scores = scores.copy()
+            if own_rows[n] is not None:
+                scores[own_rows[n]] = 0.0
+            top = np.argsort(-scores, kind="stable")[:fb_docs]
+            top = top[scores[top] > 0]
+            if not len(top):
+                continue
+            part = within[top]
+            distribution = np.asarray(part.T @ (scores[top] / scores[top].sum())).ravel()
+            held_by = np.asarray((part > 0).sum(axis=0)).ravel()
+            for min_docs in RM3_MIN_DOCS:
+                relevance[min_docs][n] = np.where(held_by >= min_docs, distribution, 0.0)
+        for min_docs, feedback in relevance.items():
+            order = np.argsort(-feedback, axis=1, kind="stable")[:, : max(RM3_TERMS)]
+            for fb_terms in RM3_TERMS:
+                kept = np.zeros_like(feedback)
+                terms = order[:, :fb_terms]
+                np.put_along_axis(kept, terms, np.take_along_axis(feedback, terms, axis=1), axis=1)
+                total = kept.sum(axis=1, keepdims=True)
+                kept = np.divide(kept, total, out=np.zeros_like(kept), where=total > 0)
+                for weight in RM3_ORIGINAL:
+                    # a query without feedback keeps its own terms only (its first-pass BM25, scaled)
+                    mixed = np.where(total > 0, weight * original + (1 - weight) * kept, original)
+                    out[(fb_docs, fb_terms, weight, min_docs)] = np.asarray(bm25 @ mixed.T).T.astype(np.float32)
+    return out
 
 
 def passage_vectors(embedder, docs, words: int = 150, most: int = 6) -> dict[int, np.ndarray]:
@@ -184,7 +286,8 @@ def per_query(top: list[str], relevant: dict[str, int]) -> tuple[float, float, f
 
 def evaluate(collection: Collection, base: Setting) -> dict[Setting, tuple[float, float, float]]:
     """Mean nDCG@10, recall@10 and MRR@10 on `collection` of `base` under every weight and method."""
-    lexical = collection.lexical[(base.framing, base.k1, base.b, base.title_weight)]
+    key = (base.framing, base.k1, base.b, base.title_weight)
+    lexical = collection.rm3[(*key, *base.rm3)] if base.rm3_docs else collection.lexical[key]
     if base.prf:
         dense = collection.prf_dense[(base.framing, base.prf)]
     else:
@@ -206,10 +309,11 @@ def evaluate(collection: Collection, base: Setting) -> dict[Setting, tuple[float
     return {v: tuple(t / len(collection.qids)) for v, t in totals.items()}  # type: ignore[misc]
 
 
-def grid(passages: bool, small: bool = False, prf: bool = False) -> list[Setting]:
+def grid(passages: bool, small: bool = False, prf: bool = False, rm3: bool = False) -> list[Setting]:
     """Every BM25 setting, depth and framing choice; weight and method ("*") are expanded by evaluate.
     `small`: the shipped BM25 setting and depth only (a smoke run). `passages`, `prf`: each of those
-    settings again with the dense signal scored by best passage, or by the fed-back query."""
+    settings again with the dense signal scored by best passage, or by the fed-back query. `rm3`: the
+    settings at RM3_DEPTHS again with every RM3 parameter set (and with each dense PRF β too if `prf`)."""
     from memfiles.index import lexical, search
 
     k1s, bs, tws, depths = (
@@ -226,6 +330,25 @@ def grid(passages: bool, small: bool = False, prf: bool = False) -> list[Setting
         settings += [Setting(**{**asdict(s), "passages": True}) for s in plain if s.framing]
     if prf:
         settings += [Setting(**{**asdict(s), "prf": beta}) for s in plain for beta in PRF_BETAS]
+    if rm3:
+        betas = (0.0, *PRF_BETAS) if prf else (0.0,)
+        settings += [
+            Setting(
+                **{
+                    **asdict(s),
+                    "prf": beta,
+                    "rm3_docs": docs,
+                    "rm3_terms": terms,
+                    "rm3_original": weight,
+                    "rm3_min_docs": min_docs,
+                }
+            )
+            for s in plain
+            if small or s.depth in RM3_DEPTHS
+            for beta, docs, terms, weight, min_docs in itertools.product(
+                betas, RM3_DOCS, RM3_TERMS, RM3_ORIGINAL, RM3_MIN_DOCS
+            )
+        ]
     return settings
 
 
