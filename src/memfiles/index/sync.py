@@ -15,8 +15,11 @@ from memfiles.index.chroma import VectorStore
 from memfiles.index.embedder import Embedder
 from memfiles.index.vector_cache import VectorCache, entry_of
 
-EMBED_BATCH = 64
-PROGRESS_STEP = EMBED_BATCH * 4  # texts encoded between two updates of the progress bar
+# Texts per forward pass. On 2 CPU cores, 1,000 CACM entries sorted by length took 11.4 s in batches of 16,
+# 12.4 s of 32, 13.6 s of 64 and 18.6 s of 128 (sentence-transformers' own encode: 11.9 / 13.8 / 14.6 s for
+# 16 / 32 / 64): small batches keep each product in cache.
+EMBED_BATCH = 16
+PROGRESS_STEP = 256  # texts encoded between two updates of the progress bar
 
 
 @dataclass
@@ -67,7 +70,7 @@ def make_plan(
 
 
 def _progress(total: int, label: str) -> Any:
-    if total < 2 * EMBED_BATCH or not sys.stderr.isatty():
+    if total < PROGRESS_STEP or not sys.stderr.isatty():
         return None
     from tqdm import tqdm
 
