@@ -55,6 +55,21 @@ def thin(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[bool, str, str
     return answered, out.out, out.err
 
 
+def loaded_by(function: str, prefixes: tuple[str, ...], names: frozenset[str] | set[str] = frozenset()) -> str:
+    """In a fresh process, `function` of cli/quick_search.py answers `signing keys --json` with D-001 first;
+    the modules it loaded that start with one of `prefixes` or are among `names`, as a printed list."""
+    code = (
+        f"import sys\nfrom memfiles.cli.quick_search import {function}\n"
+        f"assert {function}(['signing keys', '--json'])\n"
+        f"heavy, names = {prefixes!r}, {sorted(names)!r}\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy) or m in names), file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["hits"][0]["entry"]["id"] == "D-001"
+    return out.stderr.strip().splitlines()[-1]
+
+
 CASES = [
     ("signing keys on the build host",),
     ("signing keys on the build host", "--json"),
@@ -82,17 +97,8 @@ class TestSameOutput:
     def test_thin_client_imports_neither_click_nor_numpy(self, watched: Path) -> None:
         """A query answered through the watcher loads none of click, numpy, chromadb or the format, nor even
         json, socket, pathlib or re."""
-        code = (
-            "import sys\nfrom memfiles.cli.quick_search import quick\n"
-            "assert quick(['signing keys', '--json'])\n"
-            "heavy = ('click', 'numpy', 'chromadb', 'torch', 'memfiles.format', 'memfiles.config')\n"
-            "stdlib = {'typing', 'json', 'socket', 'pathlib', 're'}\n"
-            "print(sorted(m for m in sys.modules if m.startswith(heavy) or m in stdlib), file=sys.stderr)\n"
-        )
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=300)
-        assert out.returncode == 0, out.stderr
-        assert json.loads(out.stdout)["hits"][0]["entry"]["id"] == "D-001"
-        assert out.stderr.strip().splitlines()[-1] == "[]"
+        heavy = ("click", "numpy", "chromadb", "torch", "memfiles.format", "memfiles.config")
+        assert loaded_by("quick", heavy, {"typing", "json", "socket", "pathlib", "re"}) == "[]"
 
 
 @pytest.fixture
@@ -129,16 +135,7 @@ class TestInProcess:
 
     def test_it_imports_no_click(self, indexed: Path) -> None:
         """The in-process path loads neither click nor chromadb nor torch."""
-        code = (
-            "import sys\nfrom memfiles.cli.quick_search import here\n"
-            "assert here(['signing keys', '--json'])\n"
-            "heavy = ('click', 'chromadb', 'torch')\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy), file=sys.stderr)\n"
-        )
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=300)
-        assert out.returncode == 0, out.stderr
-        assert json.loads(out.stdout)["hits"][0]["entry"]["id"] == "D-001"
-        assert out.stderr.strip().splitlines()[-1] == "[]"
+        assert loaded_by("here", ("click", "chromadb", "torch")) == "[]"
 
     def test_what_it_cannot_word_goes_to_the_full_command(
         self, indexed: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch

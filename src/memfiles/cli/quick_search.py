@@ -110,13 +110,16 @@ def quick(argv: list[str]) -> bool:
     answer = ask_watcher(args) if args is not None else None
     if answer is None:
         return False
-    out, err = answer
+    _print(*answer)
+    return True
+
+
+def _print(out: str, err: str) -> None:
     if err:
         sys.stderr.write(err)
         sys.stderr.flush()
     sys.stdout.write(out)
     sys.stdout.flush()
-    return True
 
 
 def here(argv: list[str]) -> bool:
@@ -147,12 +150,7 @@ def here(argv: list[str]) -> bool:
     except MemfilesError:
         return False
     started = leave_watcher(settings, client, "so that the next search is fast")
-    out, err = rendered(query, hits, bool(args["json"]), client.warnings, (started,) if started else ())
-    if err:
-        sys.stderr.write(err)
-        sys.stderr.flush()
-    sys.stdout.write(out)
-    sys.stdout.flush()
+    _print(*rendered(query, hits, bool(args["json"]), client.warnings, (started,) if started else ()))
     return True
 
 
