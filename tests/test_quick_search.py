@@ -153,13 +153,72 @@ class TestInProcess:
         code, _out, err = full("q")
         assert code == 2 and "memfiles.toml" in err
 
-    def test_no_index_goes_to_the_full_command(
+    def test_a_busy_index_is_said_here_once_as_the_full_command_says_it(
+        self, indexed: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Another process holds the store: the in-process path waits search_timeout once and exits as the
+        full command does (message, JSON error object, code), instead of handing over to wait again."""
+        monkeypatch.setenv("MEMFILES_SEARCH_TIMEOUT", "1")
+        code = (
+            "import sys, time\nfrom memfiles.config import load_settings\n"
+            "from memfiles.index.chroma import store_lock\n"
+            "with store_lock(load_settings(sys.argv[1]), 5):\n    print('held', flush=True)\n    time.sleep(120)\n"
+        )
+        holder = subprocess.Popen([sys.executable, "-c", code, str(indexed)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            for args in (("signing keys",), ("signing keys", "--json")):
+                capsys.readouterr()
+                with pytest.raises(SystemExit) as exited:
+                    here(list(args))
+                out = capsys.readouterr()
+                assert "the index is busy" in out.err
+                assert (exited.value.code, out.out, out.err) == full(*args)
+        finally:
+            holder.kill()
+            holder.wait()
+
+    def test_escape_sequences_in_a_body_are_removed_as_click_removes_them(
+        self, indexed: Path, run: Run, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A body holding ANSI escapes, printed to a pipe: the same bytes as the full command (click strips
+        them from a stream that is not a terminal)."""
+        body = "Shown in \033[1mbold\033[0m on a terminal."
+        assert (
+            run("add", "-k", "fact", "-t", "Escape colour codes in notes", "-a", "cli", "--body", body).exit_code == 0
+        )
+        assert run("backfill").exit_code == 0
+        answered, out, err = plain(capsys, "escape colour codes", "-k", "1")
+        assert answered and "\033" not in out and "bold" in out
+        assert (0, out, err) == full("escape colour codes", "-k", "1")
+
+    def test_ctrl_c_is_aborted_as_click_says_it(
+        self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import memfiles.cli.quick_search as quick_search
+
+        def interrupted(argv: list[str]) -> bool:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(quick_search, "quick", interrupted)
+        monkeypatch.setattr(sys, "argv", ["memsearch", "q"])
+        with pytest.raises(SystemExit) as exited:
+            quick_search.main()
+        assert exited.value.code == 1 and capsys.readouterr().err == "\nAborted!\n"
+
+    def test_no_index_is_said_as_the_full_command_says_it(
         self, run: Run, root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:
+        """No index yet: exit 2 naming `memfiles backfill`, the same bytes as the full command (and its JSON
+        error object with --json)."""
         monkeypatch.setenv("MEMFILES_ROOT", str(root))
-        assert plain(capsys, "anything") == (False, "", "")
-        code, _out, err = full("anything")
-        assert code == 2 and "memfiles backfill" in err
+        for args in (("anything",), ("anything", "--json")):
+            capsys.readouterr()
+            with pytest.raises(SystemExit) as exited:
+                here(list(args))
+            out = capsys.readouterr()
+            assert "memfiles backfill" in out.err
+            assert (exited.value.code, out.out, out.err) == full(*args)
 
 
 class TestHandsOver:
@@ -176,6 +235,8 @@ class TestHandsOver:
             ("q", "--mode", "fuzzy"),
             ("--", "-q"),
             ("q", "--unknown"),
+            ("q", "-k", "²"),  # a digit to str.isdigit, not to int()
+            ("q", "--root", ""),  # `.` to click, "not given" to root discovery
         ],
     )
     def test_forms_it_does_not_take_go_to_the_full_command(self, args: tuple[str, ...]) -> None:

@@ -202,7 +202,7 @@ def test_every_command_outside_a_project_is_a_clear_error(
     before = sorted(p.name for p in tmp_path.iterdir())
     monkeypatch.delenv("MEMFILES_ROOT", raising=False)
     monkeypatch.chdir(tmp_path)
-    for args in ([name], [name, "--stop"] if name == "watch" else [name]):
+    for args in [[name], [name, "--stop"]] if name == "watch" else [[name]]:
         result = CliRunner().invoke(cli, args, input="")
         assert result.exception is None or isinstance(result.exception, SystemExit), (args, result.exception)
         assert result.exit_code == (0 if name in ("hook", "lsp") else 2), (args, result.output)

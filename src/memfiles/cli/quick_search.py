@@ -67,8 +67,10 @@ def read_args(argv: list[str]) -> dict[str, object] | None:
     single = {name: values[-1] if values else None for name, values in got.items()}  # click: the last one wins
     k = single["-k"] or "10"
     mode = single["--mode"] or "hybrid"
-    if query is None or not query.strip() or not k.isdigit() or int(k) < 1 or mode not in MODES:
+    if query is None or not query.strip() or not (k.isascii() and k.isdigit()) or int(k) < 1 or mode not in MODES:
         return None
+    if single["--root"] == "":
+        return None  # click reads it as `.`, root discovery as "not given": the full command decides
     return {
         "query": query,
         "k": int(k),
@@ -115,11 +117,17 @@ def quick(argv: list[str]) -> bool:
 
 
 def _print(out: str, err: str) -> None:
-    if err:
-        sys.stderr.write(err)
-        sys.stderr.flush()
-    sys.stdout.write(out)
-    sys.stdout.flush()
+    """Write as click.echo does: ANSI escape sequences (a body may hold them) removed from a stream that is
+    not a terminal, so a pipe gets the full command's bytes."""
+    for text, stream in ((err, sys.stderr), (out, sys.stdout)):
+        if not text:
+            continue
+        if "\033" in text and not stream.isatty():
+            import re
+
+            text = re.sub(r"\033\[[0-?]*[ -/]*[@-~]", "", text)  # click's own pattern (click/_compat.py)
+        stream.write(text)
+        stream.flush()
 
 
 def here(argv: list[str]) -> bool:
@@ -127,7 +135,8 @@ def here(argv: list[str]) -> bool:
     command's imports cost a cold search 60 ms), printing what the full command prints: the same client,
     filters and rendering. False (nothing printed) for anything the full command must word: a form the
     thin path does not take, a server, a watcher that answers (it refused the thin client), a bad kind,
-    status, date or config, no index."""
+    status, date or config. An error of the search itself (no index, a busy index, a missing model) is
+    said here, worded and coded as the full command words it: handing it over would wait a second time."""
     args = read_args(argv)
     if args is None or os.environ.get("MEMFILES_CHROMA_URL"):
         return False
@@ -145,10 +154,17 @@ def here(argv: list[str]) -> bool:
         client = connect(settings)
         if client.where != "local":
             return False
-        query, k, mode = str(args["query"]), int(args["k"]), str(args["mode"])  # type: ignore[call-overload]
-        hits = client.search([(query, k)], filters, mode)[0]
     except MemfilesError:
         return False
+    query, k, mode = str(args["query"]), int(args["k"]), str(args["mode"])  # type: ignore[call-overload]
+    try:
+        hits = client.search([(query, k)], filters, mode)[0]
+    except MemfilesError as error:  # said here, as the full command says it: asking it would wait again
+        from memfiles.contract import error_for
+        from memfiles.services.search_text import json_text
+
+        _print(json_text(error_for(error)) if args["json"] else "", f"memfiles: {error}\n")
+        raise SystemExit(error.exit_code) from None
     started = leave_watcher(settings, client, "so that the next search is fast")
     _print(*rendered(query, hits, bool(args["json"]), client.warnings, (started,) if started else ()))
     return True
@@ -159,6 +175,9 @@ def main() -> None:
         answered = quick(sys.argv[1:]) or here(sys.argv[1:])
     except BrokenPipeError:  # `memsearch ... | head -1`: the reader left; exit 1 as the full command does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None
+    except KeyboardInterrupt:  # Ctrl-C while it waits for a busy index: as click says it
+        sys.stderr.write("\nAborted!\n")
         raise SystemExit(1) from None
     if not answered:
         from memfiles.cli.search import memsearch

@@ -35,7 +35,8 @@ class FileLock:
                     holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
                     os.close(fd)
                     raise LockTimeout(
-                        f"{self.what} are busy: another process (pid {holder}) has held {self.path}"
+                        f"{self.what} {'are' if self.what.endswith('files') else 'is'} busy: another process"
+                        f" (pid {holder}) has held {self.path}"
                         f" for more than {self.timeout:g} s"
                     ) from None
                 time.sleep(delay)
