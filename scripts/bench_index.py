@@ -80,9 +80,30 @@ def encode_baseline(items: list[tuple[str, str]]) -> float:
     model = SentenceTransformerEmbedder(*resolve_model(None)).model
     model.encode(["warm up"])
     start = time.perf_counter()
-    # the batch size memfiles encodes with (index/sync.py), the fastest here for sentence-transformers too
+    # at the batch size memfiles encodes with (index/sync.py): like with like (--encode-batches compares sizes)
     model.encode([f"{t}\n\n{b}" for t, b in items], batch_size=EMBED_BATCH, normalize_embeddings=True)
     return len(items) / (time.perf_counter() - start)
+
+
+def encode_batches(items: list[tuple[str, str]], sizes: list[int]) -> None:
+    """Seconds of a bare encode of the same texts at each batch size, by sentence-transformers and by
+    memfiles' torch recipe (index/bert_torch.py), warm; what index/sync.py's EMBED_BATCH was chosen on."""
+    from memfiles.index.bert_torch import TorchBertEmbedder
+    from memfiles.index.embedder import SentenceTransformerEmbedder, resolve_model
+
+    texts = [f"{t}\n\n{b}" for t, b in items]
+    model = SentenceTransformerEmbedder(*resolve_model(None)).model
+    recipe = TorchBertEmbedder(*resolve_model(None))
+    model.encode(["warm up"])
+    recipe.encode(["warm up"])
+    print(f"| batch size | sentence-transformers encode of {len(texts):,} texts | memfiles' torch recipe |")
+    print("|---|---|---|")
+    for size in sizes:
+        start = time.perf_counter()
+        model.encode(texts, batch_size=size, normalize_embeddings=True)
+        middle = time.perf_counter()
+        recipe.encode(sorted(texts, key=len), batch_size=size)
+        print(f"| {size} | {middle - start:.1f} s | {time.perf_counter() - middle:.1f} s |", flush=True)
 
 
 def interleaved(commands: dict[str, list[str]], env: dict[str, str], runs: int) -> dict[str, float]:
@@ -209,7 +230,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,3204,10000")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json-out", type=Path, help="also write the figures by size as JSON here")
+    parser.add_argument(
+        "--encode-batches", help="only time a bare encode of --sizes' first size at these batch sizes (16,32,64)"
+    )
     args = parser.parse_args()
+    if args.encode_batches:
+        encode_batches(texts(int(args.sizes.split(",")[0])), [int(n) for n in args.encode_batches.split(",")])
+        return
     compile_memfiles()  # measured as installed (scripts/bench_common.py)
     sizes = [int(s) for s in args.sizes.split(",")]
     print("| what | time | rate | baseline (same run) | ratio | peak RSS |")

@@ -98,9 +98,8 @@ def memsearch(
     """
     from memfiles.config import load_settings
     from memfiles.format.validate import is_date
-    from memfiles.index.filters import Filters
     from memfiles.services.index_client import connect, leave_watcher
-    from memfiles.services.read import resolve_kinds, resolve_statuses
+    from memfiles.services.search_request import request_filters
 
     # --batch answers in JSON lines whatever the flags, so its refusals are JSON too
     with errors_to_exit(as_json or batch_file is not None, one_line=batch_file is not None):
@@ -111,12 +110,10 @@ def memsearch(
         if since is not None and not is_date(since):
             raise click.BadParameter(f"{since!r} is not a date (YYYY-MM-DD)", param_hint="--since")
         settings = load_settings(root, index_url=chroma_url)
-        schema = settings.schema
-        kinds = split_values(kind)  # by name or prefix, any case; an unknown kind or status is refused, as list does
-        kinds = tuple(found.name for found in resolve_kinds(schema, kinds)) if kinds else None
-        statuses = split_values(status)
-        statuses = tuple(resolve_statuses(schema, statuses)) if statuses else None
-        filters = Filters(kind=kinds, area=split_values(area), status=statuses, path=path_glob, since=since)
+        # kinds by name or prefix, statuses in any case, an unknown one refused (as list does): the rule the
+        # watcher and the in-process plain path apply too
+        wanted = {"kind": split_values(kind), "area": split_values(area), "status": split_values(status)}
+        filters = request_filters(settings.schema, {**wanted, "path": path_glob, "since": since})
         items = _batch(batch_file) if batch_file is not None else [(None, query or "", k)]
         client = connect(settings)
         results = client.search([(q, n) for _, q, n in items], filters, mode)

@@ -122,8 +122,6 @@ def _saved_doc(item: dict[str, Any]) -> IndexDoc:
     """A document of a saved catalog. One with exactly the fields `Catalog.save` writes takes the saved
     values as they are, skipping the frozen dataclass's `__init__` (0.1 s of a cold search at 10,000
     entries went to it); any other shape goes through `__init__`."""
-    if not isinstance(item, dict):
-        raise ValueError("a catalog document that is not an object")
     if item.keys() == _FIELDS:
         doc = object.__new__(IndexDoc)
         doc.__dict__.update(item)

@@ -15,9 +15,9 @@ from memfiles.index.chroma import VectorStore
 from memfiles.index.embedder import Embedder
 from memfiles.index.vector_cache import VectorCache, entry_of
 
-# Texts per forward pass. On 2 CPU cores, 1,000 CACM entries sorted by length took 11.4 s in batches of 16,
-# 12.4 s of 32, 13.6 s of 64 and 18.6 s of 128 (sentence-transformers' own encode: 11.9 / 13.8 / 14.6 s for
-# 16 / 32 / 64): small batches keep each product in cache.
+# Texts per forward pass. On 2 CPU cores the torch recipe encoded 1,000 CACM entries in 9.0-12.4 s at 16
+# against 10.4-15.4 s at 64 and about 20 s at 128 (`python scripts/bench_index.py --sizes 1000
+# --encode-batches 16,32,64`, three runs; L-047): small batches keep each product in cache.
 EMBED_BATCH = 16
 PROGRESS_STEP = 256  # texts encoded between two updates of the progress bar
 

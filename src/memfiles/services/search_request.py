@@ -1,6 +1,6 @@
-"""The filters of a plain memsearch query, read from the options the thin client parsed
-(cli/quick_search.py `read_args`): kinds by name or prefix and statuses in any case, as the full command
-(cli/search.py) takes them. One rule for the two places that answer such a query without click: the
+"""The filters of a memsearch query, from its options as lists and strings (the full command's, or those
+the thin client parsed in cli/quick_search.py `read_args`): kinds by name or prefix and statuses in any
+case, an unknown one refused. One rule for the three places that answer such a query: the full command, the
 watcher (services/watch/dispatch.py) and the in-process plain path (cli/quick_search.py `here`)."""
 
 from __future__ import annotations
