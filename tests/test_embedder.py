@@ -90,3 +90,37 @@ class TestWeights:
         )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.integration
+class TestBatching:
+    def test_batches_follow_token_count_and_report_progress(self) -> None:
+        """The texts are batched by token count, not by characters: a text of few characters but many word
+        pieces waits for its peers. Each batch is reported to `progress`; the vectors keep the input order."""
+        light = load_embedder(None, light=True)
+        assert isinstance(light, NumpyBertEmbedder)
+        texts = ["∑∫∂√∞≈≠≤≥" * 3, "a plain sentence of words", "x", "ok", "another plain sentence here", "ⓐⓑⓒⓓⓔⓕ"]
+        lengths = [len(e.ids) for e in light.tokenizer.encode_batch(texts)]
+        seen: list[list[int]] = []
+        original = light._encode_batch
+
+        def spy(encodings: list) -> np.ndarray:
+            seen.append([len(e.ids) for e in encodings])
+            return original(encodings)
+
+        light._encode_batch = spy  # type: ignore[method-assign]
+        reported: list[int] = []
+        vectors = light.encode(texts, batch_size=2, progress=reported.append)
+        assert [n for batch in seen for n in batch] == sorted(lengths)
+        assert reported == [2, 2, 2]
+        one_by_one = np.stack([original(light.tokenizer.encode_batch([t]))[0] for t in texts])
+        assert np.abs(vectors - one_by_one).max() < 1e-5
+
+    def test_sentence_transformers_reports_progress_in_steps(self) -> None:
+        """The fallback encoder for other models reports progress too, and its vectors do not depend on it."""
+        heavy = SentenceTransformerEmbedder(*resolve_model(None))
+        texts = [f"entry number {n} about coverage" for n in range(300)]
+        reported: list[int] = []
+        stepped = heavy.encode(texts, batch_size=16, progress=reported.append)
+        assert reported == [256, 44]
+        assert np.abs(stepped - heavy.encode(texts, batch_size=16)).max() < 1e-5

@@ -33,16 +33,16 @@ class TorchBertEmbedder(NumpyBertEmbedder):
             weights[f"{p}.qkv.bias"] = torch.cat([weights[f"{p}.{m}.bias"] for m in ("query", "key", "value")])
         return {name: value.float() if value.is_floating_point() else value for name, value in weights.items()}
 
-    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+    def _encode_batch(self, encodings: list[Any]) -> np.ndarray:
         import torch
         import torch.nn.functional as F
 
         w = self.model
-        encodings = self.tokenizer.encode_batch(texts)
+        padded_ids, padded_mask, padded_types = self._padded(encodings)
         with torch.inference_mode():
-            ids = torch.tensor([e.ids for e in encodings], dtype=torch.long)
-            mask = torch.tensor([e.attention_mask for e in encodings], dtype=torch.bool)
-            types = torch.tensor([e.type_ids for e in encodings], dtype=torch.long)
+            ids = torch.from_numpy(padded_ids)
+            mask = torch.from_numpy(padded_mask).bool()
+            types = torch.from_numpy(padded_types)
             batch, length = ids.shape
             heads, head = self.heads, self.hidden // self.heads
 

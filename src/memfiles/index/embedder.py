@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
@@ -50,7 +50,9 @@ class Embedder(Protocol):
     @property
     def dimension(self) -> int: ...
 
-    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray: ...
+    def encode(
+        self, texts: list[str], batch_size: int = 32, progress: Callable[[int], object] | None = None
+    ) -> np.ndarray: ...
 
 
 def resolve_model(model: str | None) -> tuple[str, Path | None]:
@@ -125,13 +127,23 @@ class SentenceTransformerEmbedder:
         getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         return int(getter())
 
-    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+    def encode(
+        self, texts: list[str], batch_size: int = 32, progress: Callable[[int], object] | None = None
+    ) -> np.ndarray:
         import numpy as np
 
-        vectors = self.model.encode(
-            texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        # With a progress bar, in steps (sentence-transformers orders by length within each step).
+        step = max(1, len(texts)) if progress is None else max(batch_size, _PROGRESS_TEXTS)
+        parts = []
+        for start in range(0, len(texts), step):
+            part = texts[start : start + step]
+            options = {"normalize_embeddings": True, "show_progress_bar": False, "convert_to_numpy": True}
+            parts.append(self.model.encode(part, batch_size=batch_size, **options))
+            if progress is not None:
+                progress(len(part))
+        if not parts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.asarray(np.concatenate(parts), dtype=np.float32)
 
 
 _SAFETENSORS_DTYPES = {"F32": "<f4", "F16": "<f2", "BF16": None, "I64": "<i8", "I32": "<i4"}
@@ -163,6 +175,8 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
 
 # Up to this many texts, an encode runs BLAS on one thread (see _blas_threads).
 SMALL_ENCODE = 32
+# Texts sentence-transformers encodes between two reports to a progress bar.
+_PROGRESS_TEXTS = 256
 # Rows of the feed-forward step done at a time: its 1,536-wide intermediate stays in the CPU cache.
 _FFN_ROWS = 512
 # Attention scores computed for this many (sequence x head) matrices of length^2 floats at a time, ~4 MB.
@@ -205,7 +219,7 @@ class NumpyBertEmbedder:
     """A BERT encoder with mean pooling and L2 normalisation, in numpy: the all-MiniLM-L6-v2 recipe.
 
     The weights are a memory map of the model file (read once by the OS, shared between processes);
-    batches are sorted by length; the feed-forward step and the attention run in cache-sized pieces.
+    batches are ordered by token count; the feed-forward step and the attention run in cache-sized pieces.
     """
 
     def __init__(self, name: str, path: Path) -> None:
@@ -254,8 +268,22 @@ class NumpyBertEmbedder:
         except Exception as error:
             raise _model_failed(self.path, error, self.name == DEFAULT_MODEL) from error
         tokenizer.enable_truncation(max_length=self.max_length)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        return tokenizer
+        tokenizer.no_padding()  # tokenizer.json may ask for padding
+        return tokenizer  # unpadded: `encode` orders the texts by token count and pads each batch itself
+
+    def _padded(self, encodings: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, mask, type ids) of `encodings`, padded with zeros to the longest of them."""
+        import numpy as np
+
+        length = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), length), dtype=np.int64)
+        mask = np.zeros((len(encodings), length), dtype=np.int64)
+        types = np.zeros((len(encodings), length), dtype=np.int64)
+        for row, e in enumerate(encodings):
+            ids[row, : len(e.ids)] = e.ids
+            mask[row, : len(e.ids)] = 1
+            types[row, : len(e.ids)] = e.type_ids
+        return ids, mask, types
 
     @cached_property
     def weights(self) -> dict[str, np.ndarray]:
@@ -322,13 +350,11 @@ class NumpyBertEmbedder:
             context[start:end] = (scores @ v[start:end]).transpose(0, 2, 1, 3)
         return context.reshape(batch * length, self.hidden)
 
-    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+    def _encode_batch(self, encodings: list[Any]) -> np.ndarray:
         import numpy as np
 
-        encodings = self.tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
-        types = np.array([e.type_ids for e in encodings], dtype=np.int64)
+        ids, int_mask, types = self._padded(encodings)
+        mask = int_mask.astype(np.float32)
         w = self.weights
         batch, length = ids.shape
         x = w["embeddings.word_embeddings.weight"][ids]
@@ -354,18 +380,27 @@ class NumpyBertEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
-    def encode(self, texts: list[str], batch_size: int = 16) -> np.ndarray:
+    def encode(
+        self, texts: list[str], batch_size: int = 16, progress: Callable[[int], object] | None = None
+    ) -> np.ndarray:
+        """The unit vectors of `texts`, in their order; `progress` is told how many texts each batch did.
+
+        The texts are tokenized first and batched in order of their token count, so that a batch pads to
+        little more than its own length. Ordered by characters instead (as sentence-transformers does),
+        1,000 CACM entries in batches of 16 padded to 1.31x their tokens; by tokens, to 1.05x."""
         import numpy as np
 
         if not texts:
             return np.zeros((0, self.hidden), dtype=np.float32)
-        # Sort by length so padding stays small, then restore the order.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        encodings = self.tokenizer.encode_batch(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(texts), self.hidden), dtype=np.float32)
         with self._blas_threads(1 if len(texts) <= SMALL_ENCODE else None):
             for start in range(0, len(order), batch_size):
                 chunk = order[start : start + batch_size]
-                out[chunk] = self._encode_batch([texts[i] for i in chunk])
+                out[chunk] = self._encode_batch([encodings[i] for i in chunk])
+                if progress is not None:
+                    progress(len(chunk))
         return out
 
     @cached_property

@@ -19,7 +19,7 @@ from memfiles.index.vector_cache import VectorCache, entry_of
 # against 10.4-15.4 s at 64 and about 20 s at 128 (`python scripts/bench_index.py --sizes 1000
 # --encode-batches 16,32,64`, three runs; L-047): small batches keep each product in cache.
 EMBED_BATCH = 16
-PROGRESS_STEP = 256  # texts encoded between two updates of the progress bar
+PROGRESS_FROM = 256  # texts to encode from which a terminal shows a progress bar
 
 
 @dataclass
@@ -70,7 +70,7 @@ def make_plan(
 
 
 def _progress(total: int, label: str) -> Any:
-    if total < PROGRESS_STEP or not sys.stderr.isatty():
+    if total < PROGRESS_FROM or not sys.stderr.isatty():
         return None
     from tqdm import tqdm
 
@@ -139,27 +139,18 @@ def apply_plan(
 
 
 def encode_texts(embedder: Embedder, texts: list[str]) -> Any:
-    """The unit vectors of `texts`, in their order. Sorted by length across the whole list first (not
-    only within each call), so that every batch pads to nearly its own length; encoded in steps, so
-    that a progress bar can follow."""
+    """The unit vectors of `texts`, in their order, with a progress bar on a terminal for a long list.
+    The embedder orders the texts for batching itself (by token count for the BERT recipe)."""
     import numpy as np
 
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
-    order = sorted(range(len(texts)), key=lambda n: len(texts[n]))
     bar = _progress(len(texts), "embedding")
-    out: Any = None
-    for offset in range(0, len(order), PROGRESS_STEP):
-        rows = order[offset : offset + PROGRESS_STEP]
-        chunk = embedder.encode([texts[n] for n in rows], batch_size=EMBED_BATCH)
-        if out is None:
-            out = np.zeros((len(texts), chunk.shape[1]), dtype=np.float32)
-        out[rows] = chunk
+    try:
+        return embedder.encode(texts, batch_size=EMBED_BATCH, progress=bar.update if bar is not None else None)
+    finally:
         if bar is not None:
-            bar.update(len(rows))
-    if bar is not None:
-        bar.close()
-    return out
+            bar.close()
 
 
 def _mirror_vectors(
