@@ -131,24 +131,35 @@ class LocalIndex:
 
     def backfill(self, rebuild: bool = False, check: bool = False) -> dict[str, Any]:
         from memfiles.services.backfill import backfill_session, no_index_drift
+        from memfiles.services.index_session import early_encoder, entry_docs
 
         if check and not index_exists(self.settings):
             return {"drift": no_index_drift(self.project), "summary": "no index yet", "exists": False}
+        found = entry_docs(self.project)
+        # A first build or a rebuild starts its encoder now, in a child process, so that importing torch
+        # overlaps importing chromadb here (index/encode_worker.py).
+        bulk = None if check else early_encoder(self.settings, len(found.docs), rebuild)
         try:
-            with self._open(timeout=self.settings.lock_timeout, create=not check) as session:
-                result, _ = backfill_session(self.project, session, None, rebuild, check)
-                return result
-        except IndexUnavailable as error:
-            if not rebuild or check or self.settings.index_url or not _damaged(error):
-                raise
-        # --rebuild of an embedded store too damaged to open or reset: it is derived, so start from nothing.
-        from memfiles.index.chroma import discard_store
+            try:
+                with self._open(timeout=self.settings.lock_timeout, create=not check) as session:
+                    session.bulk = bulk
+                    result, _ = backfill_session(self.project, session, None, rebuild, check, found)
+                    return result
+            except IndexUnavailable as error:
+                if not rebuild or check or self.settings.index_url or not _damaged(error):
+                    raise
+            # --rebuild of an embedded store too damaged to open or reset: it is derived, so start from nothing.
+            from memfiles.index.chroma import discard_store
 
-        discard_store(self.settings, self.settings.lock_timeout)
-        with self._open(timeout=self.settings.lock_timeout, create=True) as session:
-            result, _ = backfill_session(self.project, session, None, rebuild, check)
-            result["summary"] = f"{result['summary']} (the damaged store was discarded)"
-            return result
+            discard_store(self.settings, self.settings.lock_timeout)
+            with self._open(timeout=self.settings.lock_timeout, create=True) as session:
+                session.bulk = bulk
+                result, _ = backfill_session(self.project, session, None, rebuild, check, found)
+                result["summary"] = f"{result['summary']} (the damaged store was discarded)"
+                return result
+        finally:
+            if bulk is not None:
+                bulk.close()
 
     def status(self) -> dict[str, Any]:
         from memfiles.services.backfill import backfill_session

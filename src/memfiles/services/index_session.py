@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from memfiles.index.catalog import Catalog, IndexDoc
     from memfiles.index.chroma import VectorStore
     from memfiles.index.embedder import Embedder
+    from memfiles.index.encode_worker import EncoderProcess
     from memfiles.index.filters import Filters
     from memfiles.index.search import Searcher
     from memfiles.index.sync import Plan
@@ -35,7 +36,7 @@ class IndexSession:
     embedder: Embedder
     settings: Settings
     _catalog: Catalog | None = field(default=None, repr=False)
-    _bulk: Embedder | None = field(default=None, repr=False)
+    bulk: Embedder | None = field(default=None, repr=False)  # the encoder for many entries, once needed
 
     @property
     def catalog(self) -> Catalog:
@@ -195,9 +196,31 @@ def embedder_for(session: IndexSession, plan: Plan) -> Embedder:
 
     if len(plan.embed) <= LIGHT_LIMIT or not isinstance(session.embedder, NumpyBertEmbedder):
         return session.embedder
-    if session._bulk is None:
-        session._bulk = _embedder(session.settings, light=False)
-    return session._bulk
+    if session.bulk is None:
+        session.bulk = _embedder(session.settings, light=False)
+    return session.bulk
+
+
+def early_encoder(settings: Settings, entries: int, rebuild: bool) -> EncoderProcess | None:
+    """The bulk encoder in a child process, started now so that it imports torch and loads the model
+    while this process opens the store (index/encode_worker.py); for a backfill that will embed more
+    than LIGHT_LIMIT entries: a rebuild, or a first build (no catalog saved beside the store yet).
+    None otherwise, and for models the torch recipe does not support."""
+    from memfiles.index.embedder import NumpyBertEmbedder, collection_name, resolve_model
+    from memfiles.index.encode_worker import EncoderProcess
+
+    if entries <= LIGHT_LIMIT:
+        return None
+    name, path = resolve_model(settings.model)
+    if path is None or not NumpyBertEmbedder.supports(path):
+        return None
+    try:
+        dimension = NumpyBertEmbedder(name, path).dimension
+    except (OSError, ValueError, KeyError):
+        return None  # the in-process path reports a broken model in its own words
+    if not rebuild and (settings.index_dir / collection_name(name, dimension) / "catalog.json").exists():
+        return None
+    return EncoderProcess(name, path, dimension)
 
 
 def nearest(searcher: Searcher, texts: list[str], filters: Filters, k: int) -> list[list[tuple[dict, float]]]:

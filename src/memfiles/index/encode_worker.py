@@ -1,0 +1,166 @@
+"""The bulk encoder in a child process, started before it is needed.
+
+A cold backfill imports torch (~2 s here) and chromadb (~2 s), each on one core. Started first, the
+child imports torch and loads the model while the parent imports chromadb and reads the files and
+the store; the parent then hands it the texts. On 2 cores that hides the shorter of the two imports.
+
+The wire, over the child's stdin and stdout, one request at a time:
+- request: one line of JSON, {"texts": [...], "batch_size": 16}
+- replies: lines {"done": n} as batches finish; then {"rows": r, "dimension": d} followed by r x d
+  little-endian float32 values; or {"error": "...", "model": true|false} instead.
+The child stops at the end of its input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from memfiles.errors import IndexUnavailable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class EncoderProcess:
+    """The torch BERT recipe (index/bert_torch.py) run by a child process; an Embedder."""
+
+    def __init__(self, name: str, path: Path, dimension: int) -> None:
+        self.name = name
+        self.path = path
+        self._dimension = dimension
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the child; closed by close())
+        self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
+            [sys.executable, "-m", "memfiles.index.encode_worker", name, str(path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+        )
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def encode(
+        self, texts: list[str], batch_size: int = 16, progress: Callable[[int], object] | None = None
+    ) -> np.ndarray:
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        process = self._process
+        if process is None or process.stdin is None or process.stdout is None:
+            raise IndexUnavailable("the encoder process was closed")
+        request = json.dumps({"texts": texts, "batch_size": batch_size}, ensure_ascii=False) + "\n"
+        try:
+            process.stdin.write(request.encode("utf-8"))
+            process.stdin.flush()
+        except OSError:
+            raise self._ended() from None
+        while True:
+            line = process.stdout.readline()
+            if not line:
+                raise self._ended()
+            try:
+                reply = json.loads(line)
+            except ValueError:
+                raise self._ended(f"said {line[:80]!r}") from None
+            if "done" in reply:
+                if progress is not None:
+                    progress(int(reply["done"]))
+                continue
+            if "error" in reply:
+                from memfiles.index.embedder import ModelUnavailable
+
+                raise (ModelUnavailable if reply.get("model") else IndexUnavailable)(reply["error"])
+            rows, dimension = int(reply["rows"]), int(reply["dimension"])
+            data = process.stdout.read(rows * dimension * 4)
+            if len(data) != rows * dimension * 4:
+                raise self._ended()
+            return np.frombuffer(data, dtype="<f4").reshape(rows, dimension).copy()
+
+    def _ended(self, what: str | None = None) -> IndexUnavailable:
+        """The error for a child that stopped answering (or `what` it said instead), with the last of
+        what it printed to stderr; the child is stopped."""
+        process = self._process
+        if process is not None and what is not None and process.poll() is None:
+            process.kill()
+        code = process.wait() if process is not None else None
+        self._stderr.seek(0)
+        said = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
+        last = f": {said[-1][:300]}" if said else ""
+        return IndexUnavailable(f"the encoder process ended unexpectedly ({what or f'exit {code}'}){last}")
+
+    def close(self) -> None:
+        """Stop the child (at once if it is still importing or encoding) and release its pipes."""
+        process, self._process = self._process, None
+        if process is not None:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            for pipe in (process.stdin, process.stdout):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):  # a request still buffered for a child that is gone
+                        pipe.close()
+        self._stderr.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_process", None) is not None:
+            self.close()
+
+
+def _serve(name: str, path: Path, requests: IO[bytes], replies: IO[bytes]) -> None:
+    from memfiles.index.bert_torch import TorchBertEmbedder
+    from memfiles.index.embedder import ModelUnavailable
+
+    def say(message: dict[str, Any]) -> None:
+        replies.write((json.dumps(message) + "\n").encode("utf-8"))
+        replies.flush()
+
+    embedder = TorchBertEmbedder(name, path)
+    try:  # load now, while the parent is still busy: that is the point of the child
+        embedder.model  # noqa: B018
+        embedder.tokenizer  # noqa: B018
+        failed: Exception | None = None
+    except (ModelUnavailable, OSError, ValueError) as error:
+        failed = error
+    for line in requests:
+        request = json.loads(line)
+        if failed is not None:
+            say({"error": str(failed), "model": isinstance(failed, ModelUnavailable)})
+            continue
+        try:
+            vectors = embedder.encode(
+                request["texts"], batch_size=int(request["batch_size"]), progress=lambda n: say({"done": n})
+            )
+        except (ModelUnavailable, OSError, ValueError) as error:
+            say({"error": str(error), "model": isinstance(error, ModelUnavailable)})
+            continue
+        say({"rows": int(vectors.shape[0]), "dimension": int(vectors.shape[1])})
+        replies.write(vectors.astype("<f4").tobytes())
+        replies.flush()
+
+
+def main() -> None:
+    import os
+
+    name, path = sys.argv[1], Path(sys.argv[2])
+    # The replies get stdout's pipe to themselves: whatever a library prints goes to stderr instead.
+    sys.stdout.flush()
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        _serve(name, path, sys.stdin.buffer, replies)
+    except (KeyboardInterrupt, BrokenPipeError):  # the parent was interrupted or went away
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

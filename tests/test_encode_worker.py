@@ -1,0 +1,177 @@
+"""The bulk encoder in a child process (index/encode_worker.py): the same vectors as in process, errors
+said in the in-process words, a child that dies or is left unused never hangs the parent, and a first
+backfill of many entries never imports torch in the process that opens the store."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memfiles.errors import IndexUnavailable
+from memfiles.index.bert_torch import TorchBertEmbedder
+from memfiles.index.embedder import ModelUnavailable, resolve_model
+from memfiles.index.encode_worker import EncoderProcess
+from tests.conftest import add_ops
+
+pytestmark = pytest.mark.integration
+
+BIN = Path(sys.executable).parent
+TEXTS = [
+    "coverage aggregation",
+    "The batch files cannot be used as the coverage map: merging them drops the lines no batch touched.",
+    "∑∫∂√∞≈ ⓐⓑⓒ",
+    "",
+    "long " * 400,
+    *[f"entry {n} about the hold violations of block {n % 7}" for n in range(40)],
+]
+
+
+def _child(path: Path | None = None) -> EncoderProcess:
+    name, bundled = resolve_model(None)
+    assert bundled is not None
+    return EncoderProcess(name, path or bundled, 384)
+
+
+def test_same_vectors_as_the_in_process_encoder_request_after_request() -> None:
+    child = _child()
+    try:
+        reported: list[int] = []
+        vectors = child.encode(TEXTS, batch_size=16, progress=reported.append)
+        expected = TorchBertEmbedder(*resolve_model(None)).encode(TEXTS, batch_size=16)
+        assert vectors.shape == (len(TEXTS), 384) and vectors.dtype == np.float32
+        assert np.abs(vectors - expected).max() < 1e-6
+        assert sum(reported) == len(TEXTS)
+        again = child.encode(TEXTS[:2])  # the child serves one request after another
+        assert np.abs(again - expected[:2]).max() < 1e-6
+        assert child.encode([]).shape == (0, 384)
+    finally:
+        child.close()
+
+
+def test_a_broken_model_is_said_in_the_in_process_words(tmp_path: Path) -> None:
+    """Weights truncated after the parent looked: ModelUnavailable, with the recovery the in-process
+    encoder gives, on every request; no traceback."""
+    broken = tmp_path / "model"
+    shutil.copytree(resolve_model(None)[1], broken)  # type: ignore[arg-type]
+    (broken / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{")
+    child = _child(broken)
+    try:
+        for _ in range(2):
+            with pytest.raises(ModelUnavailable) as caught:
+                child.encode(["anything"])
+            assert "cannot be loaded" in str(caught.value) and "backfill --rebuild" in str(caught.value)
+            assert "Traceback" not in str(caught.value)
+    finally:
+        child.close()
+
+
+def test_a_child_that_died_is_an_index_error_not_a_hang() -> None:
+    child = _child()
+    try:
+        assert child._process is not None
+        child._process.kill()
+        child._process.wait()
+        with pytest.raises(IndexUnavailable, match="encoder process ended unexpectedly"):
+            child.encode(["anything"])
+    finally:
+        child.close()
+
+
+def test_close_stops_a_child_still_loading() -> None:
+    child = _child()
+    process = child._process
+    assert process is not None
+    child.close()
+    assert process.returncode is not None
+    with pytest.raises(IndexUnavailable, match="closed"):
+        child.encode(["anything"])
+    child.close()  # twice is harmless
+
+
+BACKFILL = """
+import json, sys
+from memfiles.config import load_settings
+from memfiles.services.index_client import LocalIndex
+result = LocalIndex(load_settings(sys.argv[1])).backfill(rebuild=len(sys.argv) > 2)
+print(json.dumps({"torch": "torch" in sys.modules, "indexed": result["report"]["indexed"]}))
+"""
+
+
+@pytest.mark.slow
+def test_first_backfill_and_rebuild_encode_in_a_child(tmp_path: Path) -> None:
+    """A first build of 70 entries (above the light encoder's 64): the store is written by this process,
+    torch is imported only by the child; a rebuild too; the vectors are searchable."""
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "ops.json").write_text(add_ops(70))
+    env = {**os.environ, "MEMFILES_SEARCH_WATCH": "0"}
+    subprocess.run(
+        [str(BIN / "memfiles"), "--root", str(tmp_path), "import", str(tmp_path / "ops.json")], env=env, check=True
+    )
+    for extra in ([], ["rebuild"]):
+        done = subprocess.run(
+            [sys.executable, "-c", BACKFILL, str(tmp_path), *extra], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == {"torch": False, "indexed": 70}
+    found = subprocess.run(
+        [str(BIN / "memsearch"), "--root", str(tmp_path), "--json", "Entry number 42"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["hits"][0]["entry"]["title"] == "Entry number 42"
+
+
+@pytest.mark.slow
+def test_backfill_with_a_broken_model_exits_2_and_writes_no_index(tmp_path: Path) -> None:
+    broken = tmp_path / "model"
+    shutil.copytree(resolve_model(None)[1], broken)  # type: ignore[arg-type]
+    (broken / "model.safetensors").write_bytes(b"not weights")
+    project = tmp_path / "project"
+    (project / "memory").mkdir(parents=True)
+    (project / "ops.json").write_text(add_ops(70))
+    env = {**os.environ, "MEMFILES_SEARCH_WATCH": "0", "MEMFILES_MODEL": str(broken)}
+    subprocess.run(
+        [str(BIN / "memfiles"), "--root", str(project), "import", str(project / "ops.json")], env=env, check=True
+    )
+    done = subprocess.run(
+        [str(BIN / "memfiles"), "--root", str(project), "backfill"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "cannot be loaded" in done.stderr and "Traceback" not in done.stderr
+    assert not list((project / ".memsearch").rglob("catalog.json"))
+
+
+NOISY = """
+import sys
+import memfiles.index.encode_worker as worker
+served = worker._serve
+def noisy(*args):
+    print("a library talking on stdout")
+    served(*args)
+worker._serve = noisy
+worker.main()
+"""
+
+
+def test_what_the_child_prints_goes_to_stderr_not_into_the_replies() -> None:
+    name, path = resolve_model(None)
+    done = subprocess.run(
+        [sys.executable, "-c", NOISY, name, str(path)],
+        input=json.dumps({"texts": ["one text"], "batch_size": 16}).encode() + b"\n",
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"a library talking" in done.stderr and b"a library talking" not in done.stdout
+    first, second, vectors = done.stdout.split(b"\n", 2)
+    assert json.loads(first) == {"done": 1} and json.loads(second) == {"rows": 1, "dimension": 384}
+    assert len(vectors) == 384 * 4
