@@ -54,8 +54,13 @@ class EncoderProcess:
 
         if not texts:
             return np.zeros((0, self._dimension), dtype=np.float32)
+        self.submit(texts, batch_size)
+        return self.collect(progress)
+
+    def submit(self, texts: list[str], batch_size: int = 16) -> None:
+        """Hand the child `texts` to encode; `collect` waits for the vectors (meanwhile, this process is free)."""
         process = self._process
-        if process is None or process.stdin is None or process.stdout is None:
+        if process is None or process.stdin is None:
             raise IndexUnavailable("the encoder process was closed")
         request = json.dumps({"texts": texts, "batch_size": batch_size}, ensure_ascii=False) + "\n"
         try:
@@ -63,6 +68,14 @@ class EncoderProcess:
             process.stdin.flush()
         except OSError:
             raise self._ended() from None
+
+    def collect(self, progress: Callable[[int], object] | None = None) -> np.ndarray:
+        """The vectors of the texts last submitted, in their order; `progress` hears of every batch."""
+        import numpy as np
+
+        process = self._process
+        if process is None or process.stdout is None:
+            raise IndexUnavailable("the encoder process was closed")
         while True:
             line = process.stdout.readline()
             if not line:

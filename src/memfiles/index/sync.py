@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memfiles.index.catalog import Catalog, IndexDoc, same_tags
+from memfiles.index.catalog import Catalog, IndexDoc, lexical_index, same_tags
 from memfiles.index.chroma import VectorStore
 from memfiles.index.embedder import Embedder
+from memfiles.index.encode_worker import EncoderProcess
 from memfiles.index.vector_cache import VectorCache, entry_of
+
+if TYPE_CHECKING:
+    from memfiles.index.lexical import LexicalIndex
 
 # Texts per forward pass. On 2 CPU cores the torch recipe encoded 1,000 CACM entries in 9.0-12.4 s at 16
 # against 10.4-15.4 s at 64 and about 20 s at 128 (`python scripts/bench_index.py --sizes 1000
@@ -101,7 +105,15 @@ def apply_plan(
     ids = [d.id for d in plan.embed]
     documents = [d.text for d in plan.embed]
     metadatas = [d.metadata(model) for d in plan.embed]
-    vectors = encode_texts(embedder, documents)
+    # A backfill's catalog is final before any vector: its lexical index is built while a child encodes.
+    prebuilt: list[LexicalIndex] = []
+    final = catalog if complete and save else None
+
+    def meanwhile() -> None:
+        if final is not None:
+            prebuilt.append(lexical_index([final.docs[i] for i in final.order]))
+
+    vectors = encode_texts(embedder, documents, meanwhile)
     if deadline is not None and time.monotonic() > deadline:
         raise TimeoutError("the index update ran out of time before writing")
     if writing is not None:
@@ -134,20 +146,34 @@ def apply_plan(
         elif complete:
             catalog.generation = store.stamp().generation
         if save and (plan.drift or complete or not (store.sidecar / "catalog.json").exists()):
-            catalog.save(store.sidecar)
+            catalog.save(store.sidecar, prebuilt[0] if prebuilt else None)
     return SyncReport(len(plan.embed), len(plan.retag), plan.unchanged, len(plan.orphans), time.perf_counter() - start)
 
 
-def encode_texts(embedder: Embedder, texts: list[str]) -> Any:
+def encode_texts(embedder: Embedder, texts: list[str], meanwhile: Callable[[], object] | None = None) -> Any:
     """The unit vectors of `texts`, in their order, with a progress bar on a terminal for a long list.
-    The embedder orders the texts for batching itself (by token count for the BERT recipe)."""
+    The embedder orders the texts for batching itself (by token count for the BERT recipe).
+
+    `meanwhile` is work of this process that does not need the vectors: with an encoder in a child
+    process (index/encode_worker.py) it runs while the child encodes; otherwise after the encode."""
     import numpy as np
 
     if not texts:
+        if meanwhile is not None:
+            meanwhile()
         return np.zeros((0, 0), dtype=np.float32)
     bar = _progress(len(texts), "embedding")
+    update = bar.update if bar is not None else None
     try:
-        return embedder.encode(texts, batch_size=EMBED_BATCH, progress=bar.update if bar is not None else None)
+        if isinstance(embedder, EncoderProcess):
+            embedder.submit(texts, batch_size=EMBED_BATCH)
+            if meanwhile is not None:
+                meanwhile()
+            return embedder.collect(progress=update)
+        vectors = embedder.encode(texts, batch_size=EMBED_BATCH, progress=update)
+        if meanwhile is not None:
+            meanwhile()
+        return vectors
     finally:
         if bar is not None:
             bar.close()
