@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+_BOOT = "import sys; sys.path.append(sys.argv.pop(1)); from memfiles.index.encode_worker import main; main()"
+
+
 class EncoderProcess:
     """The torch BERT recipe (index/bert_torch.py) run by a child process; an Embedder."""
 
@@ -36,8 +40,11 @@ class EncoderProcess:
         self.path = path
         self._dimension = dimension
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the child; closed by close())
+        # The child imports this memfiles, wherever it came from (an install, or a checkout put on
+        # sys.path by hand): its folder is appended to the child's path, so it shadows nothing.
+        package_root = str(Path(__file__).resolve().parents[2])
         self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-            [sys.executable, "-m", "memfiles.index.encode_worker", name, str(path)],
+            [sys.executable, "-c", _BOOT, package_root, name, str(path)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
@@ -161,8 +168,6 @@ def _serve(name: str, path: Path, requests: IO[bytes], replies: IO[bytes]) -> No
 
 
 def main() -> None:
-    import os
-
     name, path = sys.argv[1], Path(sys.argv[2])
     # The replies get stdout's pipe to themselves: whatever a library prints goes to stderr instead.
     sys.stdout.flush()

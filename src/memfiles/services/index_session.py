@@ -220,7 +220,10 @@ def early_encoder(settings: Settings, entries: int, rebuild: bool) -> EncoderPro
         return None  # the in-process path reports a broken model in its own words
     if not rebuild and (settings.index_dir / collection_name(name, dimension) / "catalog.json").exists():
         return None
-    return EncoderProcess(name, path, dimension)
+    try:
+        return EncoderProcess(name, path, dimension)
+    except OSError:  # no process to be had (limits, no interpreter path): encode in this one
+        return None
 
 
 def nearest(searcher: Searcher, texts: list[str], filters: Filters, k: int) -> list[list[tuple[dict, float]]]:
