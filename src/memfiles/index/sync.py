@@ -19,9 +19,10 @@ from memfiles.index.vector_cache import VectorCache, entry_of
 if TYPE_CHECKING:
     from memfiles.index.lexical import LexicalIndex
 
-# Texts per forward pass. On 2 CPU cores the torch recipe encoded 1,000 CACM entries in 9.0-12.4 s at 16
-# against 10.4-15.4 s at 64 and about 20 s at 128 (`python scripts/bench_index.py --sizes 1000
-# --encode-batches 16,32,64`, three runs; L-047): small batches keep each product in cache.
+# Texts per forward pass. On 2 CPU cores, with batches cut in order of character count, the torch recipe
+# encoded 1,000 CACM entries in 9.0-12.4 s at 16 against 10.4-15.4 s at 64 (L-047). Cut in order of token
+# count, as now, the size matters less: 9.4 / 8.8 / 9.0 s at 16 / 32 / 64 in one run on 2026-12-01
+# (`python scripts/bench_index.py --sizes 1000 --encode-batches 16,32,64`), within this machine's noise.
 EMBED_BATCH = 16
 PROGRESS_FROM = 256  # texts to encode from which a terminal shows a progress bar
 
