@@ -206,6 +206,26 @@ def bench(size: int, runs: int, backfill_runs: int) -> list[str]:
     return rows
 
 
+def stop_watcher(said: str, env: dict[str, str]) -> None:
+    """Stop the watcher an add said it started, and wait until it is gone: `watch --stop` right after the
+    add can come before the watcher has registered, which left it running into the next timed command."""
+    import re
+    import signal
+
+    subprocess.run([str(BIN / "memfiles"), "watch", "--stop"], env=env, capture_output=True)
+    started = re.search(r"started a watcher in the background \(pid (\d+)\)", said)
+    if started is None:
+        return
+    pid = int(started.group(1))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+
+
 def add_rows(folder: Path, env: dict[str, str], size: int, runs: int) -> list[str]:
     """`memfiles add` with the index and no watcher, against `add` in a copy of the same memory with no
     index (the baseline), taking turns: with search_watch on (the default: the add leaves a watcher,
@@ -227,10 +247,10 @@ def add_rows(folder: Path, env: dict[str, str], size: int, runs: int) -> list[st
                 title = f"Benchmark entry {n} added {name} about cold paths"
                 command = [str(BIN / "memfiles"), "add", "-k", "fact", "-t", title, "-a", "bench", "--body", title]
                 start = time.perf_counter()
-                subprocess.run(command, env=run_env, capture_output=True, check=True)
+                done = subprocess.run(command, env=run_env, capture_output=True, check=True, text=True)
                 times[name].append(time.perf_counter() - start)
                 if name == "watch on":
-                    subprocess.run([str(BIN / "memfiles"), "watch", "--stop"], env=run_env, capture_output=True)
+                    stop_watcher(done.stderr, run_env)
     finally:
         shutil.rmtree(bare, ignore_errors=True)
     base = statistics.median(times["no index"])
@@ -266,7 +286,7 @@ def main() -> None:
     print("| what | time | rate | baseline (same run) | ratio | peak RSS |")
     print("|---|---|---|---|---|---|")
     for size in sizes:
-        for row in bench(size, args.runs, args.backfill_runs if size <= 3204 else 1):
+        for row in bench(size, args.runs, max(1, args.backfill_runs) if size <= 3204 else 1):
             print(row, flush=True)
         if args.json_out:  # after each size: a run cut short keeps what it measured
             document = {"script": "bench_index", "command": " ".join(sys.argv), "sizes": RESULTS}

@@ -32,6 +32,11 @@ if TYPE_CHECKING:
 _BOOT = "import sys; sys.path.append(sys.argv.pop(1)); from memfiles.index.encode_worker import main; main()"
 
 
+class EncoderFailed(IndexUnavailable):
+    """The encoder process failed as a process (ended, or answered nonsense): nothing to say about the
+    store, which a rebuild must not take for damaged."""
+
+
 class EncoderProcess:
     """The torch BERT recipe (index/bert_torch.py) run by a child process; an Embedder."""
 
@@ -39,16 +44,28 @@ class EncoderProcess:
         self.name = name
         self.path = path
         self._dimension = dimension
+        self._sent = 0
+        self._process: subprocess.Popen[bytes] | None = None
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the child; closed by close())
         # The child imports this memfiles, wherever it came from (an install, or a checkout put on
-        # sys.path by hand): its folder is appended to the child's path, so it shadows nothing.
+        # sys.path by hand): its folder is appended to the child's path, so it shadows nothing; -P keeps
+        # the current folder off it (a json.py there would be imported instead of the real one).
         package_root = str(Path(__file__).resolve().parents[2])
-        self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-            [sys.executable, "-c", _BOOT, package_root, name, str(path)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-        )
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-P", "-c", _BOOT, package_root, name, str(path)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+            )
+        except OSError:
+            self._stderr.close()
+            raise
+
+    @property
+    def alive(self) -> bool:
+        """True while the child runs and can take a request."""
+        return self._process is not None and self._process.poll() is None
 
     @property
     def dimension(self) -> int:
@@ -68,8 +85,9 @@ class EncoderProcess:
         """Hand the child `texts` to encode; `collect` waits for the vectors (meanwhile, this process is free)."""
         process = self._process
         if process is None or process.stdin is None:
-            raise IndexUnavailable("the encoder process was closed")
+            raise EncoderFailed("the encoder process was closed")
         request = json.dumps({"texts": texts, "batch_size": batch_size}, ensure_ascii=False) + "\n"
+        self._sent = len(texts)
         try:
             process.stdin.write(request.encode("utf-8"))
             process.stdin.flush()
@@ -82,30 +100,34 @@ class EncoderProcess:
 
         process = self._process
         if process is None or process.stdout is None:
-            raise IndexUnavailable("the encoder process was closed")
+            raise EncoderFailed("the encoder process was closed")
         while True:
             line = process.stdout.readline()
             if not line:
                 raise self._ended()
             try:
                 reply = json.loads(line)
-            except ValueError:
+                if "done" in reply:
+                    if progress is not None:
+                        progress(int(reply["done"]))
+                    continue
+                if "error" in reply:
+                    failed = str(reply["error"])
+                    break
+                rows, dimension = int(reply["rows"]), int(reply["dimension"])
+            except (ValueError, TypeError, KeyError):
                 raise self._ended(f"said {line[:80]!r}") from None
-            if "done" in reply:
-                if progress is not None:
-                    progress(int(reply["done"]))
-                continue
-            if "error" in reply:
-                from memfiles.index.embedder import ModelUnavailable
-
-                raise (ModelUnavailable if reply.get("model") else IndexUnavailable)(reply["error"])
-            rows, dimension = int(reply["rows"]), int(reply["dimension"])
+            if rows != self._sent or dimension != self._dimension:
+                raise self._ended(f"sent {rows} x {dimension} vectors for {self._sent} texts")
             data = process.stdout.read(rows * dimension * 4)
             if len(data) != rows * dimension * 4:
                 raise self._ended()
             return np.frombuffer(data, dtype="<f4").reshape(rows, dimension).copy()
+        from memfiles.index.embedder import ModelUnavailable
 
-    def _ended(self, what: str | None = None) -> IndexUnavailable:
+        raise (ModelUnavailable if reply.get("model") else EncoderFailed)(failed)
+
+    def _ended(self, what: str | None = None) -> EncoderFailed:
         """The error for a child that stopped answering (or `what` it said instead), with the last of
         what it printed to stderr; the child is stopped."""
         process = self._process
@@ -115,7 +137,7 @@ class EncoderProcess:
         self._stderr.seek(0)
         said = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
         last = f": {said[-1][:300]}" if said else ""
-        return IndexUnavailable(f"the encoder process ended unexpectedly ({what or f'exit {code}'}){last}")
+        return EncoderFailed(f"the encoder process ended unexpectedly ({what or f'exit {code}'}){last}")
 
     def close(self) -> None:
         """Stop the child (at once if it is still importing or encoding) and release its pipes."""

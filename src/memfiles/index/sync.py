@@ -168,9 +168,13 @@ def encode_texts(embedder: Embedder, texts: list[str], meanwhile: Callable[[], o
     try:
         if isinstance(embedder, EncoderProcess):
             embedder.submit(texts, batch_size=EMBED_BATCH)
-            if meanwhile is not None:
-                meanwhile()
-            return embedder.collect(progress=update)
+            try:
+                if meanwhile is not None:
+                    meanwhile()
+                return embedder.collect(progress=update)
+            except BaseException:
+                embedder.close()  # its reply to this request must never answer a later one
+                raise
         vectors = embedder.encode(texts, batch_size=EMBED_BATCH, progress=update)
         if meanwhile is not None:
             meanwhile()

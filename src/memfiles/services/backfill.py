@@ -18,17 +18,11 @@ if TYPE_CHECKING:
 
 
 def backfill_session(
-    project: Project,
-    session: IndexSession,
-    catalog: Catalog | None,
-    rebuild: bool,
-    check: bool,
-    found: FileDocs | None = None,
+    project: Project, session: IndexSession, catalog: Catalog | None, rebuild: bool, check: bool
 ) -> tuple[dict[str, Any], Catalog | None]:
     """The backfill itself, in an open session (the local client's, or the watcher's).
 
-    `catalog` is the one the caller holds (None: read the saved one); `found`, the files' entries when
-    the caller has read them already (entry_docs). Entries of files that do not
+    `catalog` is the one the caller holds (None: read the saved one). Entries of files that do not
     parse keep what the index has for them. Returns the result and, when anything was written, the
     catalog now saved beside the store.
     """
@@ -37,8 +31,7 @@ def backfill_session(
     from memfiles.index.vector_cache import VectorCache
     from memfiles.services.index_session import embedder_for, entry_docs
 
-    if found is None:
-        found = entry_docs(project)
+    found = entry_docs(project)
     store = session.store
     if rebuild and not check:
         store.reset()

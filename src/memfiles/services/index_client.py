@@ -135,15 +135,15 @@ class LocalIndex:
 
         if check and not index_exists(self.settings):
             return {"drift": no_index_drift(self.project), "summary": "no index yet", "exists": False}
-        found = entry_docs(self.project)
         # A first build or a rebuild starts its encoder now, in a child process, so that importing torch
-        # overlaps importing chromadb here (index/encode_worker.py).
-        bulk = None if check else early_encoder(self.settings, len(found.docs), rebuild)
+        # overlaps importing chromadb here (index/encode_worker.py). The files are counted for that
+        # only: the backfill reads them again under the store lock, so that no write slips between.
+        bulk = None if check else early_encoder(self.settings, len(entry_docs(self.project).docs), rebuild)
         try:
             try:
                 with self._open(timeout=self.settings.lock_timeout, create=not check) as session:
                     session.bulk = bulk
-                    result, _ = backfill_session(self.project, session, None, rebuild, check, found)
+                    result, _ = backfill_session(self.project, session, None, rebuild, check)
                     return result
             except IndexUnavailable as error:
                 if not rebuild or check or self.settings.index_url or not _damaged(error):
@@ -153,8 +153,8 @@ class LocalIndex:
 
             discard_store(self.settings, self.settings.lock_timeout)
             with self._open(timeout=self.settings.lock_timeout, create=True) as session:
-                session.bulk = bulk
-                result, _ = backfill_session(self.project, session, None, rebuild, check, found)
+                session.bulk = bulk if bulk is not None and bulk.alive else None
+                result, _ = backfill_session(self.project, session, None, rebuild, check)
                 result["summary"] = f"{result['summary']} (the damaged store was discarded)"
                 return result
         finally:
@@ -181,11 +181,13 @@ class LocalIndex:
 
 
 def _damaged(error: IndexUnavailable) -> bool:
-    """True for a store that failed as a store (not one busy with another process, not a missing model)."""
+    """True for a store that failed as a store (not one busy with another process, not a missing model,
+    not an encoder process that died)."""
     from memfiles.errors import LockTimeout
     from memfiles.index.embedder import ModelUnavailable
+    from memfiles.index.encode_worker import EncoderFailed
 
-    return not isinstance(error, ModelUnavailable) and not isinstance(error.__cause__, LockTimeout)
+    return not isinstance(error, (ModelUnavailable, EncoderFailed)) and not isinstance(error.__cause__, LockTimeout)
 
 
 def unreadable_warnings(broken: dict[str, str]) -> list[str]:
