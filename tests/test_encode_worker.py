@@ -244,3 +244,35 @@ def test_a_failure_while_the_child_encodes_closes_it() -> None:
             child.encode(["one text"])
     finally:
         child.close()
+
+
+ORPHAN = """
+import sys, os
+from memfiles.index.embedder import resolve_model
+from memfiles.index.encode_worker import EncoderProcess
+child = EncoderProcess(*resolve_model(None), 384)
+child.submit(["a text about coverage aggregation, again and again"] * 20000)
+print(child._process.pid, flush=True)
+os._exit(0)  # as if killed: nothing closes the child
+"""
+
+
+@pytest.mark.slow
+def test_a_child_leaves_soon_after_its_parent_is_killed() -> None:
+    """A parent killed mid-backfill does not leave the child encoding for minutes: the child's next
+    progress line, one per batch, meets a closed pipe."""
+    import time
+
+    done = subprocess.run([sys.executable, "-c", ORPHAN], capture_output=True, text=True, timeout=120)
+    pid = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        if Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+            return  # exited, waiting for init to reap it
+        time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail("the orphaned encoder child was still running 60 s after its parent died")
