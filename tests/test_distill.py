@@ -353,6 +353,21 @@ class TestFiling:
         assert distil(run)["updated"]
         assert "_Last distilled: 2031-01-01 from 6 experience records._" in path.read_text()
 
+    def test_a_later_day_changes_no_byte_with_the_low_signoff_flag_either(
+        self, run: Run, root: Path, monkeypatch
+    ) -> None:
+        """The flag sentence is wrapped in the file and one line when drafted: compared as words, a later
+        day with no new record still writes nothing (`make demo` dirtied the bundled sta sample)."""
+        import memfiles.services.distill as distill_module
+
+        write_log(root, "sta", [record(f"f{n}", n + 1, *FANOUT, signoff=n == 0) for n in range(5)])
+        run("distil", "--domain", "sta")
+        path = root / "memory" / "sta" / "knowledge.md"
+        before = path.read_bytes()
+        assert "under 50%" in path.read_text()
+        monkeypatch.setattr(distill_module, "today", lambda: "2031-01-01")
+        assert not distil(run, "sta")["updated"] and path.read_bytes() == before
+
     def test_notes_line_is_replaced_and_low_signoff_flagged(self, run: Run, root: Path) -> None:
         """One _Last distilled_ line, replaced on each run; under 50% signoff the failure modes are named."""
         failing = [record(f"f{n}", n + 1, *FANOUT, signoff=n == 0) for n in range(5)]

@@ -26,6 +26,12 @@ from memfiles.store.project import Project
 _LAST = re.compile(r"_Last distilled: \d{4}-\d{2}-\d{2} from")
 
 
+def _words(notes: str) -> list[str]:
+    """The Notes as words, without the date of the last distillation: the file wraps what is drafted as
+    one line, so only words tell whether anything but the date would change."""
+    return _LAST.sub("", notes).split()
+
+
 @dataclass
 class DomainReport:
     domain: str
@@ -209,7 +215,7 @@ def distil_domain(
         report.warnings.append(f"symptoms matched by word overlap: the model could not be loaded ({similarity.reason})")
     ops = _ops(knowns, domain, rel)
     intro = _notes(summary, records, today())
-    if ops or notes is None or _LAST.sub("", notes) != _LAST.sub("", intro):
+    if ops or notes is None or _words(notes) != _words(intro):
         ops.append({"op": "section", "file": rel, "section": NOTES, "intro": intro})
     new = [k for k in ordered(knowns) if k.id is None]
     report.dry_run = dry_run
