@@ -104,14 +104,30 @@ def encode_batches(items: list[tuple[str, str]], sizes: list[int]) -> None:
     recipe = TorchBertEmbedder(*resolve_model(None))
     model.encode(["warm up"])
     recipe.encode(["warm up"])
-    print(f"| batch size | sentence-transformers encode of {len(texts):,} texts | memfiles' torch recipe |")
-    print("|---|---|---|")
+    lengths = [len(e.ids) for e in recipe.tokenizer.encode_batch(texts)]
+    by_chars = sorted(range(len(texts)), key=lambda n: len(texts[n]))  # sentence-transformers' order
+    by_tokens = sorted(range(len(texts)), key=lambda n: lengths[n])  # memfiles' order
+
+    def padded(order: list[int], size: int) -> float:
+        """Positions the batches pad to, per word piece of the texts."""
+        cut = [order[n : n + size] for n in range(0, len(order), size)]
+        return sum(len(batch) * max(lengths[n] for n in batch) for batch in cut) / sum(lengths)
+
+    print(
+        f"| batch size | sentence-transformers encode of {len(texts):,} texts | memfiles' torch recipe |"
+        " padding, by characters | padding, by tokens |"
+    )
+    print("|---|---|---|---|---|")
     for size in sizes:
         start = time.perf_counter()
         model.encode(texts, batch_size=size, normalize_embeddings=True)
         middle = time.perf_counter()
         recipe.encode(texts, batch_size=size)
-        print(f"| {size} | {middle - start:.1f} s | {time.perf_counter() - middle:.1f} s |", flush=True)
+        print(
+            f"| {size} | {middle - start:.1f} s | {time.perf_counter() - middle:.1f} s |"
+            f" {padded(by_chars, size):.2f}x | {padded(by_tokens, size):.2f}x |",
+            flush=True,
+        )
 
 
 def interleaved(commands: dict[str, list[str]], env: dict[str, str], runs: int) -> dict[str, float]:

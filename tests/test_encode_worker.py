@@ -19,7 +19,7 @@ from memfiles.errors import IndexUnavailable
 from memfiles.index.bert_torch import TorchBertEmbedder
 from memfiles.index.embedder import ModelUnavailable, resolve_model
 from memfiles.index.encode_worker import EncoderFailed, EncoderProcess
-from tests.conftest import add_ops
+from tests.conftest import add_ops, snapshot
 
 pytestmark = pytest.mark.integration
 
@@ -179,12 +179,14 @@ def test_backfill_with_a_broken_model_exits_2_and_writes_no_index(tmp_path: Path
     subprocess.run(
         [str(BIN / "memfiles"), "--root", str(project), "import", str(project / "ops.json")], env=env, check=True
     )
+    before = snapshot(project)
     done = subprocess.run(
         [str(BIN / "memfiles"), "--root", str(project), "backfill"], env=env, capture_output=True, text=True
     )
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "cannot be loaded" in done.stderr and "Traceback" not in done.stderr
     assert not list((project / ".memsearch").rglob("catalog.json"))
+    assert snapshot(project) == before  # the memory files are untouched
 
 
 NOISY = """

@@ -387,7 +387,8 @@ class NumpyBertEmbedder:
 
         The texts are tokenized first and batched in order of their token count, so that a batch pads to
         little more than its own length. Ordered by characters instead (as sentence-transformers does),
-        1,000 CACM entries in batches of 16 padded to 1.31x their tokens; by tokens, to 1.05x."""
+        1,000 CACM entries in batches of 16 padded to 1.31x their tokens; by tokens, to 1.05x
+        (`python scripts/bench_index.py --sizes 1000 --encode-batches 16`)."""
         import numpy as np
 
         if not texts:

@@ -131,14 +131,13 @@ class LocalIndex:
 
     def backfill(self, rebuild: bool = False, check: bool = False) -> dict[str, Any]:
         from memfiles.services.backfill import backfill_session, no_index_drift
-        from memfiles.services.index_session import early_encoder, entry_docs
+        from memfiles.services.index_session import early_encoder
 
         if check and not index_exists(self.settings):
             return {"drift": no_index_drift(self.project), "summary": "no index yet", "exists": False}
         # A first build or a rebuild starts its encoder now, in a child process, so that importing torch
-        # overlaps importing chromadb here (index/encode_worker.py). The files are counted for that
-        # only: the backfill reads them again under the store lock, so that no write slips between.
-        bulk = None if check else early_encoder(self.settings, len(entry_docs(self.project).docs), rebuild)
+        # overlaps importing chromadb here (index/encode_worker.py).
+        bulk = None if check else early_encoder(self.project, rebuild)
         try:
             try:
                 with self._open(timeout=self.settings.lock_timeout, create=not check) as session:

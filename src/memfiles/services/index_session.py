@@ -201,16 +201,16 @@ def embedder_for(session: IndexSession, plan: Plan) -> Embedder:
     return session.bulk
 
 
-def early_encoder(settings: Settings, entries: int, rebuild: bool) -> EncoderProcess | None:
+def early_encoder(project: Project, rebuild: bool) -> EncoderProcess | None:
     """The bulk encoder in a child process, started now so that it imports torch and loads the model
     while this process opens the store (index/encode_worker.py); for a backfill that will embed more
     than LIGHT_LIMIT entries: a rebuild, or a first build (no catalog saved beside the store yet).
-    None otherwise, and for models the torch recipe does not support."""
+    None otherwise, and for models the torch recipe does not support. The files are read (to count
+    the entries) only when the rest says yes; the backfill reads them again under the store lock."""
     from memfiles.index.embedder import NumpyBertEmbedder, collection_name, resolve_model
     from memfiles.index.encode_worker import EncoderProcess
 
-    if entries <= LIGHT_LIMIT:
-        return None
+    settings = project.settings
     name, path = resolve_model(settings.model)
     if path is None or not NumpyBertEmbedder.supports(path):
         return None
@@ -219,6 +219,8 @@ def early_encoder(settings: Settings, entries: int, rebuild: bool) -> EncoderPro
     except (OSError, ValueError, KeyError):
         return None  # the in-process path reports a broken model in its own words
     if not rebuild and (settings.index_dir / collection_name(name, dimension) / "catalog.json").exists():
+        return None
+    if len(entry_docs(project).docs) <= LIGHT_LIMIT:
         return None
     try:
         return EncoderProcess(name, path, dimension)
