@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memfiles.index.lexical import LexicalIndex, document_tokens
+from memfiles.index.lexical import RECIPE, LexicalIndex, document_tokens
 from memfiles.index.text import strip_framing, tokenize
 
 
@@ -58,3 +58,73 @@ class TestBM25:
         index.save(tmp_path)
         loaded = LexicalIndex.load(tmp_path)
         assert (loaded.scores("body title").tolist()) == index.scores("body title").tolist()
+
+    def test_an_index_saved_by_another_recipe_is_not_loaded(self, tmp_path) -> None:
+        """An index saved with other BM25 parameters (an older memfiles) is refused, so the searcher
+        rebuilds it from the catalog instead of ranking with stale weights."""
+        import json
+
+        import pytest
+
+        index = LexicalIndex.build([document_tokens("a title", "a body of text"), document_tokens("other", "words")])
+        index.save(tmp_path)
+        vocab = tmp_path / "bm25-vocab.json"
+        data = json.loads(vocab.read_text())
+        assert data["recipe"] == RECIPE
+        for stale in ({**data, "recipe": "k1=1.2 b=0.75 title=2"}, {k: v for k, v in data.items() if k != "recipe"}):
+            vocab.write_text(json.dumps(stale))
+            with pytest.raises(ValueError, match="another recipe"):
+                LexicalIndex.load(tmp_path)
+
+
+class TestNeighbours:
+    """Score regularisation (index/score.py): a candidate's rank moves towards its nearest candidates'."""
+
+    @staticmethod
+    def unit(*rows: list[float]):
+        import numpy as np
+
+        matrix = np.asarray(rows, dtype=np.float32)
+        return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+    def test_a_candidate_among_good_neighbours_overtakes_an_isolated_one(self) -> None:
+        import numpy as np
+
+        from memfiles.index.score import nearest, neighbourly
+
+        # rows 0 and 1 sit in one cluster that scores well; row 2 scores a little higher but alone
+        vectors = self.unit([1, 0, 0], [0.9, 0.1, 0], [0, 0, 1], [0, 1, 0])
+        ranks = np.asarray([0.8, 0.9, 0.95, 0.1])
+        near = nearest(vectors, 2)
+        assert 1 in near[0][0].tolist() and 0 in near[0][1].tolist()
+        moved = neighbourly(ranks, near, 0.5, pool=0)
+        assert np.argmax(ranks) == 2 and moved[2] < min(moved[0], moved[1])
+        assert np.isclose(moved[2], ranks[2] / 2)  # its neighbours are orthogonal: they count nothing
+        assert np.isclose(moved[0], 0.5 * 0.8 + 0.5 * 0.9)  # its only similar neighbour is row 1
+
+    def test_shares_follow_cosine_and_ignore_dissimilar_rows(self) -> None:
+        import numpy as np
+
+        from memfiles.index.score import nearest
+
+        vectors = self.unit([1, 0], [1, 1], [-1, 0.01])
+        rows, shares = nearest(vectors, 2)
+        assert np.allclose(shares.sum(axis=1), [1, 1, 0]) or np.allclose(shares.sum(axis=1), [1, 1, 1])
+        for row, (neighbour, share) in enumerate(zip(rows.tolist(), shares.tolist(), strict=True)):
+            for n, s in zip(neighbour, share, strict=True):
+                cosine = float(vectors[row] @ vectors[n])
+                assert (s == 0) == (cosine <= 0)
+
+    def test_too_few_candidates_or_no_weight_leave_the_ranks(self) -> None:
+        import numpy as np
+
+        from memfiles.index.score import nearest, neighbourly
+
+        one = np.asarray([0.7])
+        assert neighbourly(one, nearest(self.unit([1, 0]), 10), 0.5, pool=0).tolist() == [0.7]
+        ranks = np.asarray([0.2, 0.9])
+        near = nearest(self.unit([1, 0], [1, 0.1]), 10)  # asks for 10, has 1
+        assert near[0].shape == (2, 1)
+        assert neighbourly(ranks, near, 0.0, pool=0).tolist() == [0.2, 0.9]
+        assert np.allclose(neighbourly(ranks, near, 0.5, pool=0), [0.55, 0.55])
+        assert neighbourly(ranks, near, 0.5, pool=3).tolist() == [0.2, 0.9]  # a pool smaller than `pool`

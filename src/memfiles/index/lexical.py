@@ -1,7 +1,7 @@
 """BM25 over the index's documents, in numpy: built at sync time, saved beside the store, loaded per query.
 
 Our own small implementation rather than bm25s: it costs nothing to import, and it lets the title count
-twice (field weighting) and compounds like `--max-fanout` count whole.
+more than once (field weighting) and compounds like `--max-fanout` count whole.
 """
 
 from __future__ import annotations
@@ -17,9 +17,12 @@ from memfiles.index.text import tokenize
 if TYPE_CHECKING:
     import numpy as np
 
+# Chosen with the rest of the ranking (index/score.py, docs/retrieval.md).
 K1 = 1.2
-B = 0.75
-TITLE_WEIGHT = 2  # how many times the title's tokens count
+B = 0.3
+TITLE_WEIGHT = 3  # how many times the title's tokens count
+# What a saved index was built with: one saved by another recipe is not loaded (the reader rebuilds it).
+RECIPE = f"k1={K1} b={B} title={TITLE_WEIGHT}"
 
 
 def document_tokens(title: str, body: str, title_weight: int = TITLE_WEIGHT) -> list[str]:
@@ -120,7 +123,10 @@ class LexicalIndex:
         np.savez(buffer, indptr=self.indptr, rows=self.rows, weights=self.weights, size=np.array([self.size]))
         _replace_bytes(folder / "bm25.npz", buffer.getvalue())
         self.token = token
-        atomic_write(folder / "bm25-vocab.json", json.dumps({"vocab": self.vocab, "ids": self.ids, "token": token}))
+        atomic_write(
+            folder / "bm25-vocab.json",
+            json.dumps({"vocab": self.vocab, "ids": self.ids, "token": token, "recipe": RECIPE}),
+        )
 
     @classmethod
     def load(cls, folder: Path) -> LexicalIndex:
@@ -128,6 +134,8 @@ class LexicalIndex:
 
         arrays = np.load(folder / "bm25.npz")
         data = json.loads((folder / "bm25-vocab.json").read_text(encoding="utf-8"))
+        if data.get("recipe") != RECIPE:
+            raise ValueError(f"{folder / 'bm25-vocab.json'} was built by another recipe ({data.get('recipe')})")
         index = cls(
             data["vocab"], arrays["indptr"], arrays["rows"], arrays["weights"], int(arrays["size"][0]), data["ids"]
         )

@@ -4,7 +4,9 @@ Two things are computed for every candidate, from the same two raw signals (BM25
 
 - its **rank**: BM25 and cosine each min-max normalised over the query's candidates and combined as
   LEXICAL_WEIGHT x lexical + the rest x dense (see @@D-013). Relative to the query on purpose: it is
-  what ranks best (CACM nDCG@10 0.595, where fixed transforms reached 0.585 at most).
+  what ranks best (CACM nDCG@10 0.595, where fixed transforms reached 0.585 at most). Then each
+  candidate's rank is moved towards the ranks of its nearest fellow candidates (`neighbourly`, see
+  @@D-089): an entry whose close neighbours also answer the query is more likely to answer it too.
 - its **score**, in [0, 1] and the same scale for every query: fixed transforms of the raw signals
   combined with the same weight. An unrelated query scores low (its best hit too); an id named in the
   query scores 1.0; an entry holding a code-like query verbatim at least EXACT_FLOOR. A score never
@@ -24,13 +26,23 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from memfiles.index.catalog import IndexDoc
 
 DENSE_ZERO = 0.2
 DENSE_ONE = 0.8
 LEXICAL_SCALE = 1.0
-LEXICAL_WEIGHT = 0.6  # chosen on SeaMonkey first; its held-out standing: docs/retrieval.md (eval_retrieval.py loco)
+# The ranking's parameters, chosen by one rule over three judged collections (docs/retrieval.md,
+# `python scripts/eval_retrieval.py loco`); each collection's held-out figure is there too.
+LEXICAL_WEIGHT = 0.5
 FUSION = "minmax"  # how the ranking puts the two signals on one scale (see relative)
+NEIGHBOURS = 10  # how many of a candidate's most similar fellow candidates `neighbourly` reads
+NEIGHBOUR_WEIGHT = 0.5  # the share of a candidate's rank that comes from those neighbours
+# Fewer candidates than this and the ranks stay as fused: it was chosen and measured on pools of 50 and
+# more (each ranking 50 deep), and in a small pool (a small project, a narrow filter) every candidate is
+# every other's neighbour, so moving ranks towards them only blurs the order (two candidates would tie).
+NEIGHBOUR_POOL = 50
 EXACT_FLOOR = 0.9
 ID_SCORE = 1.0
 
@@ -70,6 +82,39 @@ def relative(scores: dict[str, float], method: str = "minmax") -> dict[str, floa
     low, high = min(values), max(values)
     span = high - low
     return {key: (value - low) / span if span > 0 else 1.0 for key, value in scores.items()}
+
+
+def nearest(vectors: np.ndarray, neighbours: int = NEIGHBOURS) -> tuple[np.ndarray, np.ndarray]:
+    """For each candidate (a row of unit `vectors`): its `neighbours` most similar fellow candidates (row
+    numbers) and each one's share of its neighbourhood, by cosine (a negative cosine counts nothing)."""
+    import numpy as np
+
+    neighbours = min(neighbours, len(vectors) - 1)
+    if neighbours < 1:
+        return np.zeros((len(vectors), 0), dtype=np.intp), np.zeros((len(vectors), 0))
+    similar = vectors @ vectors.T
+    np.fill_diagonal(similar, -np.inf)
+    rows = np.argpartition(-similar, neighbours - 1, axis=1)[:, :neighbours]
+    closeness = np.take_along_axis(similar, rows, axis=1).clip(0).astype(np.float64)
+    total = closeness.sum(axis=1, keepdims=True)
+    return rows, np.divide(closeness, total, out=np.zeros_like(closeness), where=total > 0)
+
+
+def neighbourly(
+    ranks: np.ndarray,
+    near: tuple[np.ndarray, np.ndarray],
+    weight: float | None = None,
+    pool: int | None = None,
+) -> np.ndarray:
+    """Score regularisation over the query's candidates: each rank becomes (1 - weight) x its own plus
+    weight x the share-weighted mean rank of its neighbours (`near`, from `nearest`). `weight` 0, no
+    neighbours, or fewer ranks than `pool`: the ranks unchanged. Defaults: NEIGHBOUR_WEIGHT, NEIGHBOUR_POOL."""
+    rows, shares = near
+    weight = NEIGHBOUR_WEIGHT if weight is None else weight
+    pool = NEIGHBOUR_POOL if pool is None else pool
+    if weight <= 0 or not rows.shape[1] or len(ranks) < pool:
+        return ranks
+    return (1 - weight) * ranks + weight * (shares * ranks[rows]).sum(axis=1)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Hybrid search: ids named in the query first, then entries holding a code-like query verbatim, then
-BM25 and dense similarity fused relative to the query's candidates (see @@D-013). Every hit is scored
-on the fixed scale of index/score.py, which means the same for every query."""
+BM25 and dense similarity fused relative to the query's candidates (see @@D-013), each candidate's rank
+moved towards its nearest fellow candidates' (@@D-089). Every hit is scored on the fixed scale of
+index/score.py, which means the same for every query."""
 
 from __future__ import annotations
 
@@ -27,7 +28,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Filters", "Hit", "Searcher"]
 
-DEPTH = 100  # how deep each ranking goes before fusion: fusing only the top 10 loses relevant hits
+DEPTH = 50  # how deep each ranking goes before fusion: fusing only the top 10 loses relevant hits
+# Whether question framing (index/text.py) is taken off the query before both rankings. Off: the rule
+# that chose the ranking's parameters chose it off (docs/retrieval.md); the stop words still go.
+STRIP_FRAMING = False
 BY_ID_LIMIT = 256  # a filter matching this few rows reads their vectors by id (7.6 ms for 200 at 100k)
 BROAD_FRACTION = 0.1  # a filter matching this share of rows over-fetches an unfiltered query
 _CODE_LIKE = re.compile(r"[-_./:=`\"']|\w+\(")
@@ -178,6 +182,31 @@ class Searcher:
         stored = self.store.vectors(ids)
         return {i: float(np.dot(np.asarray(v, dtype=np.float32), vector)) for i, v in stored.items()}
 
+    def entry_vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
+        """One stored vector per entry of `ids` that the index has (the row under the entry's own id)."""
+        if self.vectors is not None:
+            return self.vectors.vectors_of(ids)
+        if self.store is None or not ids:
+            return {}
+        return self.store.vectors(ids)
+
+    def fused_ranks(self, lexical: dict[str, float], dense: dict[str, float], weight: float) -> dict[str, float]:
+        """The ranking's view of every candidate: both signals relative to the candidates, weighted, and,
+        when both ran, moved towards the ranks of the nearest fellow candidates (score.neighbourly)."""
+        import numpy as np
+
+        lexical_rank, dense_rank = scoring.relative(lexical, scoring.FUSION), scoring.relative(dense, scoring.FUSION)
+        ids = sorted({*lexical, *dense})
+        ranks = {i: weight * lexical_rank.get(i, 0.0) + (1 - weight) * dense_rank.get(i, 0.0) for i in ids}
+        if not lexical or not dense or len(ids) < max(2, scoring.NEIGHBOUR_POOL) or scoring.NEIGHBOUR_WEIGHT <= 0:
+            return ranks  # (no store read for a pool neighbourly would leave as it is)
+        vectors = self.entry_vectors(ids)
+        known = [i for i in ids if i in vectors]  # an entry not indexed yet keeps its own rank
+        matrix = np.asarray([vectors[i] for i in known], dtype=np.float32)
+        moved = scoring.neighbourly(np.asarray([ranks[i] for i in known]), scoring.nearest(matrix))
+        ranks.update(zip(known, moved.tolist(), strict=True))
+        return ranks
+
     def _id_of(self, key: tuple[str, int]) -> str:
         """The catalog's id for (prefix, number), whatever number of digits its file wrote it with."""
         if self._ids is None or self._ids[0] is not self.catalog.order:
@@ -210,7 +239,7 @@ class Searcher:
             doc = self.catalog.docs.get(self._id_of(key))
             if doc is not None and filters.accepts(doc) and doc.id not in found.ids:
                 found.ids.append(doc.id)
-        cleaned = strip_framing(query)
+        cleaned = strip_framing(query) if STRIP_FRAMING else query
         lexical_all = None
         if mode in ("hybrid", "lexical"):
             lexical_all = self.lexical_scores(cleaned, filters)
@@ -238,13 +267,13 @@ class Searcher:
         dense = found.dense or {}
         both = found.lexical is not None and found.dense is not None
         weight = self.lexical_weight if both else (1.0 if found.lexical is not None else 0.0)
-        lexical_rank, dense_rank = scoring.relative(lexical, scoring.FUSION), scoring.relative(dense, scoring.FUSION)
+        fused = self.fused_ranks(lexical, dense, weight)
         candidates = []
         for doc_id in {*found.ids, *lexical, *dense, *found.exact}:
             doc = self.catalog.docs.get(doc_id)
             if doc is None:
                 continue
-            rank = weight * lexical_rank.get(doc_id, 0.0) + (1 - weight) * dense_rank.get(doc_id, 0.0)
+            rank = fused.get(doc_id, 0.0)
             if doc_id in found.exact:
                 rank += 2.0
             if doc_id in found.ids:

@@ -257,10 +257,12 @@ class VectorCache:
                 found[entry] = score
         return found
 
-    def entry_vectors(self) -> dict[str, np.ndarray]:
-        """One vector per entry: the row stored under the entry's own id (its first passage)."""
-        first: dict[str, int] = {}
-        for n, (chroma_id, entry) in enumerate(zip(self.ids, self.entries, strict=True)):
-            if chroma_id == entry or entry not in first:
-                first[entry] = n
-        return {entry: self.matrix[n] for entry, n in first.items()}
+    def vectors_of(self, entries: list[str]) -> dict[str, np.ndarray]:
+        """One vector per entry of `entries` held here: the row under the entry's own id, else its first."""
+        rows_of = self._rows_of()
+        found = {}
+        for entry in entries:
+            rows = rows_of.get(entry)
+            if rows:
+                found[entry] = self.matrix[next((n for n in rows if self.ids[n] == entry), rows[0])]
+        return found
