@@ -239,7 +239,17 @@ def defaults():
 
     from memfiles.index import lexical, score, search
 
-    return Setting(True, lexical.K1, lexical.B, lexical.TITLE_WEIGHT, score.LEXICAL_WEIGHT, search.DEPTH, "minmax")
+    return Setting(
+        search.STRIP_FRAMING,
+        lexical.K1,
+        lexical.B,
+        lexical.TITLE_WEIGHT,
+        score.LEXICAL_WEIGHT,
+        search.DEPTH,
+        score.FUSION,
+        neighbours=score.NEIGHBOURS if score.NEIGHBOUR_WEIGHT else 0,
+        neighbour_weight=score.NEIGHBOUR_WEIGHT,
+    )
 
 
 def plain(setting) -> bool:
@@ -247,12 +257,25 @@ def plain(setting) -> bool:
     return not setting.passages and not setting.prf and not setting.rm3_docs
 
 
+# Every parameter free but score regularisation (the rows of the sessions before it).
+FREE_BUT_NEIGHBOURS = dict(weight=1, k1=1, b=1, title_weight=1, depth=1, framing=1, method=1)
+
+
 def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool = False, rm3: bool = False) -> None:
     """Held-out nDCG@10 of each idea: parameters chosen by LOCO among the settings it allows."""
     from retrieval_sweep import best, loco
 
     old = dict(
-        framing=True, k1=1.2, b=0.75, title_weight=2, depth=100, method="minmax", passages=False, prf=0.0, rm3_docs=0
+        framing=True,
+        k1=1.2,
+        b=0.75,
+        title_weight=2,
+        depth=100,
+        method="minmax",
+        passages=False,
+        prf=0.0,
+        rm3_docs=0,
+        neighbours=0,
     )
 
     def fixed(**free):
@@ -273,8 +296,18 @@ def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool
                 fixed(weight=1, k1=1, b=1, title_weight=1, depth=1, framing=1, method=1)(s) and s.method == "zscore"
             ),
         ),
-        ("LOCO: everything (fusion min-max / z-score / weighted RRF)", plain),
-        ("LOCO: everything, framing forced off", lambda s: plain(s) and not s.framing),
+        ("LOCO: everything but neighbours (fusion min-max / z-score / weighted RRF)", fixed(**FREE_BUT_NEIGHBOURS)),
+        (
+            "LOCO: everything but neighbours, framing forced off",
+            lambda s: fixed(**FREE_BUT_NEIGHBOURS)(s) and not s.framing,
+        ),
+        ("LOCO: everything + neighbours (on or off, k and share chosen too)", plain),
+        ("LOCO: everything, neighbours forced on", lambda s: plain(s) and s.neighbours > 0),
+        ("LOCO: everything + neighbours, framing forced off", lambda s: plain(s) and not s.framing),
+        (
+            "LOCO: everything min-max + neighbours, framing forced off",
+            lambda s: plain(s) and not s.framing and s.method == "minmax",
+        ),
     ]
     if passages:
         rows.append(("LOCO: everything min-max, dense = best passage", lambda s: s.passages))
@@ -301,6 +334,28 @@ def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool
     if rm3 and prf:
         rows.append(("LOCO: everything + RM3 + dense PRF (each chosen or not)", lambda s: not s.passages))
         rows.append(("LOCO: everything, RM3 and dense PRF both forced on", lambda s: s.rm3_docs > 0 and s.prf > 0))
+
+    def worst(allowed):  # chosen by the worst ratio to RRF over the training collections, not the mean nDCG
+        return ("worst", allowed)
+
+    from memfiles.index.search import DEPTH
+
+    rows += [
+        (
+            f"LOCO: everything + neighbours, depth {DEPTH} only (the shipped depth)",
+            lambda s: plain(s) and s.depth == DEPTH,
+        ),
+        (
+            f"LOCO: everything + neighbours, depth {DEPTH} only, framing forced off",
+            lambda s: plain(s) and s.depth == DEPTH and not s.framing,
+        ),
+        ("LOCO by the worst training ratio: everything + neighbours", worst(plain)),
+        (
+            "LOCO by the worst training ratio: everything + neighbours, framing off",
+            worst(lambda s: plain(s) and not s.framing),
+        ),
+        ("LOCO by the worst training ratio: everything but neighbours", worst(fixed(**FREE_BUT_NEIGHBOURS))),
+    ]
     print("\n| experiment (held-out nDCG@10, ÷ same-run RRF) | " + " | ".join(names) + " | mean ratio |")
     print("|---|" + "---|" * (len(names) + 1))
     choices = []
@@ -310,14 +365,18 @@ def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool
             if setting is None:
                 continue
             held = [results[setting][n][0] for n in names]
-        elif not any(allowed(s) for s in results):
+        elif not any((allowed[1] if isinstance(allowed, tuple) else allowed)(s) for s in results):
             continue
         else:
-            folds = loco(results, names, allowed)
+            if isinstance(allowed, tuple):
+                allowed = allowed[1]
+                folds = loco(results, names, allowed, objective=lambda f, n: f[0] / rrf[n], combine=min)
+            else:
+                folds = loco(results, names, allowed)
             held = [figures[0] for _, _, figures in folds]
             choices.append((label, folds))
         ratios = [h / rrf[n] for h, n in zip(held, names, strict=True)]
-        cells = " | ".join(f"{h:.3f} ({r:.2f}×)" for h, r in zip(held, ratios, strict=True))
+        cells = " | ".join(f"{h:.3f} ({r:.3f}×)" for h, r in zip(held, ratios, strict=True))
         print(f"| {label} | {cells} | {sum(ratios) / len(ratios):.3f}× |")
     print("\n| experiment | held out | parameters chosen on the other two |")
     print("|---|---|---|")
@@ -326,6 +385,8 @@ def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool
             print(f"| {label} | {held_out} | {setting.label()} |")
     chosen = best(results, names, plain)
     print(f"\nThe rule's choice (best mean nDCG@10 over all folds' training sets): {chosen.label()}")
+    at_depth = best(results, names, lambda s: plain(s) and s.depth == DEPTH)
+    print(f"The rule's choice at the shipped depth ({DEPTH}): {at_depth.label()}")
     print(f"Shipped now: {defaults().label()}")
 
 
@@ -339,6 +400,7 @@ def main() -> None:
     parser.add_argument("--passages", action="store_true", help="also try scoring an entry by its best passage")
     parser.add_argument("--prf", action="store_true", help="also try dense pseudo-relevance feedback")
     parser.add_argument("--rm3", action="store_true", help="also try lexical pseudo-relevance feedback (RM3)")
+    parser.add_argument("--save-sweep", type=Path, help="also pickle every setting's figures and the baselines here")
     args = parser.parse_args()
     from retrieval_sweep import Setting, grid, loco, prepare, sweep
 
@@ -367,6 +429,11 @@ def main() -> None:
 
         settings = grid(args.passages, small=args.small, prf=args.prf, rm3=args.rm3)
         results = sweep(prepared, settings, lambda items: tqdm(items, disable=not sys.stderr.isatty()))
+        if args.save_sweep:
+            import pickle
+
+            baseline_figures = {n: {k: v for k, v in table[n].items() if "(CLI)" not in k} for n in names}
+            args.save_sweep.write_bytes(pickle.dumps({"results": results, "baselines": baseline_figures}))
         shipped = defaults()
         for name in names:
             table[name]["memfiles hybrid, shipped defaults (sweep)"] = results[shipped][name]
@@ -379,13 +446,13 @@ def main() -> None:
     for name in names:
         rrf = table[name]["RRF k=60"][0]
         for label, (ndcg, recall, mrr) in table[name].items():
-            print(f"| {name} | {label} | {ndcg:.3f} | {recall:.3f} | {mrr:.3f} | {ndcg / rrf:.2f}× |")
+            print(f"| {name} | {label} | {ndcg:.3f} | {recall:.3f} | {mrr:.3f} | {ndcg / rrf:.3f}× |")
     if folds:
         print("\n| held out | parameters chosen on the other two | held-out nDCG@10 | ÷ RRF |")
         print("|---|---|---|---|")
         for held, chosen, held_figures in folds:
             ratio = held_figures[0] / table[held]["RRF k=60"][0]
-            print(f"| {held} | {chosen.label()} | {held_figures[0]:.3f} | {ratio:.2f}× |")
+            print(f"| {held} | {chosen.label()} | {held_figures[0]:.3f} | {ratio:.3f}× |")
         if not args.small:
             rrf = {n: table[n]["RRF k=60"][0] for n in names}
             experiments(results, names, rrf, args.passages, args.prf, args.rm3)

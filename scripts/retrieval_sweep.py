@@ -25,6 +25,8 @@ TITLE_WEIGHTS = (1, 2, 3)
 WEIGHTS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 DEPTHS = (50, 100, 200)
 METHODS = ("minmax", "zscore", "rrf")
+# Score regularisation (index/score.py neighbourly): (neighbours read, their share of the rank); (0, 0) off.
+NEIGHBOUR_GRID = ((0, 0.0), *((k, a) for a in (0.3, 0.5, 0.7) for k in (5, 10)))
 PRF_BETAS = (0.5, 1.0)  # dense pseudo-relevance feedback: the query vector moved towards its top entries
 PRF_DOCS = 3
 # Lexical pseudo-relevance feedback (RM3): the query's BM25 run again with terms of its top entries added.
@@ -54,6 +56,8 @@ class Setting:
     rm3_terms: int = 0
     rm3_original: float = 1.0
     rm3_min_docs: int = 1
+    neighbours: int = 0  # score regularisation off
+    neighbour_weight: float = 0.0
 
     @property
     def rm3(self) -> tuple[int, int, float, int]:
@@ -66,6 +70,8 @@ class Setting:
                 f" rm3 docs={self.rm3_docs} terms={self.rm3_terms} original={self.rm3_original:g}"
                 f" min-docs={self.rm3_min_docs}"
             )
+        if self.neighbours:
+            extra += f" neighbours={self.neighbours}×{self.neighbour_weight:g}"
         return (
             f"w={self.weight:.1f} k1={self.k1} b={self.b} title×{self.title_weight} depth={self.depth} "
             f"{self.method} framing={'on' if self.framing else 'off'}{extra}"
@@ -81,6 +87,7 @@ class Collection:
     queries: dict[str, str]
     exclude: dict[str, str]  # query id -> corpus id never counted (SeaMonkey: the report asked from)
     corpus_ids: list[str]  # corpus id of each catalog row
+    matrix: np.ndarray  # the stored vector of each catalog row (score regularisation reads them)
     dense: dict[bool, np.ndarray]  # framing -> (queries, rows) cosine
     passage_dense: dict[bool, np.ndarray]  # the same, an entry scored by its best passage
     prf_dense: dict[tuple[bool, float], np.ndarray]  # (framing, beta) -> cosine of the fed-back query
@@ -156,6 +163,7 @@ def prepare(
         queries,
         exclude,
         [to_corpus[i] for i in order],
+        matrix,
         dense,
         passage_dense,
         prf_dense,
@@ -285,7 +293,10 @@ def per_query(top: list[str], relevant: dict[str, int]) -> tuple[float, float, f
 
 
 def evaluate(collection: Collection, base: Setting) -> dict[Setting, tuple[float, float, float]]:
-    """Mean nDCG@10, recall@10 and MRR@10 on `collection` of `base` under every weight and method."""
+    """Mean nDCG@10, recall@10 and MRR@10 on `collection` of `base` under every weight, method and score
+    regularisation (NEIGHBOUR_GRID) when its method is "*"; else of `base` alone."""
+    from memfiles.index.score import nearest, neighbourly
+
     key = (base.framing, base.k1, base.b, base.title_weight)
     lexical = collection.rm3[(*key, *base.rm3)] if base.rm3_docs else collection.lexical[key]
     if base.prf:
@@ -295,16 +306,25 @@ def evaluate(collection: Collection, base: Setting) -> dict[Setting, tuple[float
     row_of = {c: n for n, c in enumerate(collection.corpus_ids)}
     ids = np.asarray(collection.corpus_ids)
     variants = [
-        Setting(**{**asdict(base), "weight": w, "method": m}) for m in METHODS for w in WEIGHTS if base.method == "*"
+        Setting(**{**asdict(base), "weight": w, "method": m, "neighbours": k, "neighbour_weight": a})
+        for m in METHODS
+        for w in WEIGHTS
+        for k, a in NEIGHBOUR_GRID
+        if base.method == "*"
     ] or [base]
     totals = {v: np.zeros(3) for v in variants}
     for n, qid in enumerate(collection.qids):
         skip = row_of.get(collection.exclude.get(qid, ""))
         rows = candidates(lexical[n], dense[n], base.depth, skip)
         scaled = {m: fused(lexical[n][rows], dense[n][rows], m) for m in {v.method for v in variants}}
+        vectors = collection.matrix[rows]
+        near = {k: nearest(vectors, k) for k in {v.neighbours for v in variants if v.neighbours}}
         for v in variants:
             lex, den = scaled[v.method]
-            top = ids[rows[np.argsort(-(v.weight * lex + (1 - v.weight) * den), kind="stable")[:10]]]
+            ranks = v.weight * lex + (1 - v.weight) * den
+            if v.neighbours:
+                ranks = neighbourly(ranks, near[v.neighbours], v.neighbour_weight)
+            top = ids[rows[np.argsort(-ranks, kind="stable")[:10]]]
             totals[v] += per_query(list(top), collection.qrels[qid])
     return {v: tuple(t / len(collection.qids)) for v, t in totals.items()}  # type: ignore[misc]
 
@@ -362,16 +382,24 @@ def sweep(collections: list[Collection], settings: list[Setting], progress) -> d
     return results
 
 
-def best(results: dict[Setting, dict[str, tuple]], names: list[str], allowed=lambda s: True) -> Setting:
-    """The allowed setting with the highest mean nDCG@10 over `names` (ties: the first in grid order)."""
+def best(
+    results: dict[Setting, dict[str, tuple]],
+    names: list[str],
+    allowed=lambda s: True,
+    objective=lambda figures, name: figures[0],
+    combine=lambda values: sum(values) / len(values),
+) -> Setting:
+    """The allowed setting with the best `combine` over `names` of `objective` (by default the mean
+    nDCG@10; ties: the first in grid order)."""
     candidates = [s for s in results if allowed(s)]
-    return max(candidates, key=lambda s: sum(results[s][n][0] for n in names) / len(names))
+    return max(candidates, key=lambda s: combine([objective(results[s][n], n) for n in names]))
 
 
-def loco(results, names: list[str], allowed=lambda s: True) -> list[tuple[str, Setting, tuple]]:
-    """For each collection: the setting chosen on the other two, and its figures on the one held out."""
+def loco(results, names: list[str], allowed=lambda s: True, **choice) -> list[tuple[str, Setting, tuple]]:
+    """For each collection: the setting chosen on the other two (`choice`: best's objective and
+    combine), and its figures on the one held out."""
     folds = []
     for held in names:
-        chosen = best(results, [n for n in names if n != held], allowed)
+        chosen = best(results, [n for n in names if n != held], allowed, **choice)
         folds.append((held, chosen, results[chosen][held]))
     return folds

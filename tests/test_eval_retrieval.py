@@ -48,5 +48,7 @@ def test_small_loco_run_prints_one_table_with_baselines_and_folds(tmp_path) -> N
             assert all(0.0 <= f <= 1.0 for f in figures), (name, ranking, figures)
         # the subset holds every judged document of its queries, so every ranking finds some
         assert rows[(name, "memfiles hybrid (CLI)")][0] > 0.0
+    for name in ("cacm", "cisi"):  # the sweep replays the CLI's ranking exactly (neighbours included)
+        assert rows[(name, "memfiles hybrid, shipped defaults (sweep)")] == rows[(name, "memfiles hybrid (CLI)")]
     folds = re.findall(r"^\| (cacm|cisi|seamonkey) \| w=", result.stdout, re.M)
     assert sorted(folds) == ["cacm", "cisi", "seamonkey"]
