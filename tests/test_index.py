@@ -519,6 +519,8 @@ class TestGeneration:
 
         import numpy as np
 
+        from memfiles.index.lexical import RECIPE
+
         run("backfill")
         folder = next(p for p in (filled / ".memsearch").iterdir() if (p / "catalog.json").exists())
         before = json.loads(memsearch("sixteen sinks placement", "--json").stdout)["hits"][0]
@@ -532,6 +534,11 @@ class TestGeneration:
         (folder / "bm25-vocab.json").write_text(json.dumps({**vocab, "recipe": "k1=1.2 b=0.75 title=2"}))
         after = json.loads(memsearch("sixteen sinks placement", "--json").stdout)["hits"][0]
         assert after == before
+        # a backfill with nothing to embed saves one of this recipe, so readers stop rebuilding it
+        assert run("backfill").exit_code == 0
+        assert json.loads((folder / "bm25-vocab.json").read_text())["recipe"] == RECIPE
+        assert np.load(folder / "bm25.npz")["weights"].any()
+        assert json.loads(memsearch("sixteen sinks placement", "--json").stdout)["hits"][0] == before
 
     def test_neighbours_move_the_ranks_from_the_cache_and_from_the_store_alike(
         self, filled: Path, run: Run, monkeypatch: pytest.MonkeyPatch

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -193,6 +194,29 @@ class TestOwnership:
         try:
             assert hits(root, "K-002")[0]["id"] == "K-002"
             assert no_drift(root)
+        finally:
+            again.stop()
+        watcher.stop = lambda: None  # already stopped; the fixture's stop must not run twice
+
+    def test_a_lexical_index_of_another_recipe_is_saved_again_by_the_watcher(
+        self, watcher: Watcher, root: Path
+    ) -> None:
+        """A bm25 index saved by another recipe (an older memfiles) when the watcher starts: its catch-up
+        backfill, with nothing to embed, saves one of this recipe, so commands that run without a
+        watcher stop rebuilding it on every open."""
+        from memfiles.index.lexical import RECIPE
+
+        watcher.stop()
+        vocab = next((root / ".memsearch").glob("*/bm25-vocab.json"))
+        vocab.write_text(json.dumps({**json.loads(vocab.read_text()), "recipe": "k1=1.2 b=0.75 title=2"}))
+        again = Watcher(Project(load_settings(root)), debounce=0.1)
+        again.start()
+        try:
+            assert first(root, "two writers hang")["id"] == "F-001"
+            deadline = time.monotonic() + 60
+            while json.loads(vocab.read_text()).get("recipe") != RECIPE and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert json.loads(vocab.read_text())["recipe"] == RECIPE
         finally:
             again.stop()
         watcher.stop = lambda: None  # already stopped; the fixture's stop must not run twice

@@ -143,6 +143,21 @@ class LexicalIndex:
         return index
 
 
+def saved_is_current(folder: Path, token: str | None) -> bool:
+    """Whether `folder` holds a lexical index of this recipe saved with the catalog save `token`: else
+    a reader would rebuild it on every open, so the next save should write one."""
+    try:
+        data = json.loads((folder / "bm25-vocab.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(data, dict)
+        and data.get("recipe") == RECIPE
+        and data.get("token") == token
+        and (folder / "bm25.npz").exists()
+    )
+
+
 def _replace_bytes(path: Path, data: bytes) -> None:
     """Derived data, so no fsync: a reader sees the old file or the new one, and a torn one is rebuilt."""
     import os

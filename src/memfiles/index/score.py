@@ -3,10 +3,10 @@
 Two things are computed for every candidate, from the same two raw signals (BM25 and cosine):
 
 - its **rank**: BM25 and cosine each min-max normalised over the query's candidates and combined as
-  LEXICAL_WEIGHT x lexical + the rest x dense (see @@D-013). Relative to the query on purpose: it is
-  what ranks best (CACM nDCG@10 0.595, where fixed transforms reached 0.585 at most). Then each
-  candidate's rank is moved towards the ranks of its nearest fellow candidates (`neighbourly`, see
-  @@D-089): an entry whose close neighbours also answer the query is more likely to answer it too.
+  LEXICAL_WEIGHT x lexical + the rest x dense. Relative to the query on purpose: it ranks better than
+  fixed transforms (@@D-040). Then each candidate's rank is moved towards the ranks of its nearest
+  fellow candidates (`neighbourly`, @@D-089): an entry whose close neighbours also answer the query is
+  more likely to answer it too.
 - its **score**, in [0, 1] and the same scale for every query: fixed transforms of the raw signals
   combined with the same weight. An unrelated query scores low (its best hit too); an id named in the
   query scores 1.0; an entry holding a code-like query verbatim at least EXACT_FLOOR. A score never
@@ -107,14 +107,18 @@ def neighbourly(
     pool: int | None = None,
 ) -> np.ndarray:
     """Score regularisation over the query's candidates: each rank becomes (1 - weight) x its own plus
-    weight x the share-weighted mean rank of its neighbours (`near`, from `nearest`). `weight` 0, no
-    neighbours, or fewer ranks than `pool`: the ranks unchanged. Defaults: NEIGHBOUR_WEIGHT, NEIGHBOUR_POOL."""
+    weight x the share-weighted mean rank of its neighbours (`near`, from `nearest`); a candidate none of
+    whose neighbours has a positive cosine keeps its rank. `weight` 0, no neighbours, or fewer ranks
+    than `pool`: the ranks unchanged. Defaults: NEIGHBOUR_WEIGHT, NEIGHBOUR_POOL."""
+    import numpy as np
+
     rows, shares = near
     weight = NEIGHBOUR_WEIGHT if weight is None else weight
     pool = NEIGHBOUR_POOL if pool is None else pool
     if weight <= 0 or not rows.shape[1] or len(ranks) < pool:
         return ranks
-    return (1 - weight) * ranks + weight * (shares * ranks[rows]).sum(axis=1)
+    moved = (1 - weight) * ranks + weight * (shares * ranks[rows]).sum(axis=1)
+    return np.where(shares.sum(axis=1) > 0, moved, ranks)  # no similar neighbour: its own rank stays
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Hybrid search: ids named in the query first, then entries holding a code-like query verbatim, then
-BM25 and dense similarity fused relative to the query's candidates (see @@D-013), each candidate's rank
+BM25 and dense similarity fused relative to the query's candidates, each candidate's rank
 moved towards its nearest fellow candidates' (@@D-089). Every hit is scored on the fixed scale of
 index/score.py, which means the same for every query."""
 
@@ -114,9 +114,10 @@ class Searcher:
         mask = self._mask(filters)
         return np.where(mask, scores, 0.0) if mask is not None else scores
 
-    def _top_rows(self, scores: np.ndarray, depth: int = DEPTH) -> list[int]:
+    def _top_rows(self, scores: np.ndarray, depth: int | None = None) -> list[int]:
         import numpy as np
 
+        depth = DEPTH if depth is None else depth
         rows = np.argpartition(-scores, depth)[:depth] if len(scores) > depth else np.arange(len(scores))
         return [int(r) for r in rows if scores[r] > 0]
 
@@ -129,7 +130,7 @@ class Searcher:
 
             self.catalog.add(list(store_docs(self.store, missing).values()))
 
-    def dense_scores(self, vector: np.ndarray, filters: Filters, depth: int = DEPTH) -> dict[str, float]:
+    def dense_scores(self, vector: np.ndarray, filters: Filters, depth: int | None = None) -> dict[str, float]:
         """Cosine similarity of the `depth` nearest entries that pass `filters`.
 
         Chroma's `where` costs ~130 ms at 100,000 entries however few rows match, so a filter is served
@@ -138,6 +139,7 @@ class Searcher:
         """
         import numpy as np
 
+        depth = DEPTH if depth is None else depth
         if self.vectors is not None:
             allowed = filters.mask(self.catalog) if filters.active else None
             return self.vectors.search(vector, self.catalog.order, depth, allowed)
@@ -183,7 +185,8 @@ class Searcher:
         return {i: float(np.dot(np.asarray(v, dtype=np.float32), vector)) for i, v in stored.items()}
 
     def entry_vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
-        """One stored vector per entry of `ids` that the index has (the row under the entry's own id)."""
+        """One stored vector per entry of `ids` that the index has: the row stored under the entry's own id
+        (its first passage; the cache falls back to its first row if that id is missing)."""
         if self.vectors is not None:
             return self.vectors.vectors_of(ids)
         if self.store is None or not ids:
@@ -203,7 +206,7 @@ class Searcher:
         vectors = self.entry_vectors(ids)
         known = [i for i in ids if i in vectors]  # an entry not indexed yet keeps its own rank
         matrix = np.asarray([vectors[i] for i in known], dtype=np.float32)
-        moved = scoring.neighbourly(np.asarray([ranks[i] for i in known]), scoring.nearest(matrix))
+        moved = scoring.neighbourly(np.asarray([ranks[i] for i in known]), scoring.nearest(matrix, scoring.NEIGHBOURS))
         ranks.update(zip(known, moved.tolist(), strict=True))
         return ranks
 

@@ -27,6 +27,7 @@ def backfill_session(
     catalog now saved beside the store.
     """
     from memfiles.index.catalog import Catalog
+    from memfiles.index.lexical import saved_is_current
     from memfiles.index.sync import apply_plan, make_plan, mirrored_catalog, store_docs
     from memfiles.index.vector_cache import VectorCache
     from memfiles.services.index_session import embedder_for, entry_docs
@@ -52,7 +53,13 @@ def backfill_session(
     in_step = mirrors and held.docs == target.docs and held.broken == target.broken
     if in_step and held.vectors is None:
         held.load_vectors(store.sidecar)
-    if not plan.drift and not rebuild and in_step and held.vectors is not None:
+    if (
+        not plan.drift
+        and not rebuild
+        and in_step
+        and held.vectors is not None
+        and saved_is_current(store.sidecar, held.saved_as)  # else: saved again below (a stale BM25 recipe)
+    ):
         report = apply_plan(store, session.embedder, plan)  # nothing to do: an empty report
         return {"drift": drift, "summary": report.summary(), "report": report_json(report)}, None
     # The vectors the new catalog starts from, updated by the plan: none yet in an empty store; the

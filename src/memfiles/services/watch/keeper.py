@@ -129,9 +129,14 @@ class IndexKeeper:
             return result
 
     def searcher_lexical_from_disk(self) -> Any:
+        """The lexical index the backfill just saved; built from the catalog if it cannot be read."""
+        from memfiles.index.catalog import lexical_index
         from memfiles.index.lexical import LexicalIndex
 
-        return LexicalIndex.load(self.session.store.sidecar)
+        try:
+            return LexicalIndex.load(self.session.store.sidecar)
+        except (OSError, ValueError, KeyError):
+            return lexical_index([self.catalog.docs[i] for i in self.catalog.order])
 
     def reconcile(self) -> None:
         """The whole tree against the catalog, by hash only; logs any drift it had to fix."""
