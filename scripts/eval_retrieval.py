@@ -383,11 +383,17 @@ def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool
     for label, folds in choices:
         for held_out, setting, _ in folds:
             print(f"| {label} | {held_out} | {setting.label()} |")
+
+    def on_each(setting) -> str:  # not held out: these settings are chosen on all three
+        if setting not in results:
+            return ""
+        return " (" + ", ".join(f"{n} {results[setting][n][0] / rrf[n]:.3f}×" for n in names) + ", not held out)"
+
     chosen = best(results, names, plain)
-    print(f"\nThe rule's choice (best mean nDCG@10 over all folds' training sets): {chosen.label()}")
+    print(f"\nThe rule's choice (best mean nDCG@10 over all folds' training sets): {chosen.label()}{on_each(chosen)}")
     at_depth = best(results, names, lambda s: plain(s) and s.depth == DEPTH)
-    print(f"The rule's choice at the shipped depth ({DEPTH}): {at_depth.label()}")
-    print(f"Shipped now: {defaults().label()}")
+    print(f"The rule's choice at the shipped depth ({DEPTH}): {at_depth.label()}{on_each(at_depth)}")
+    print(f"Shipped now: {defaults().label()}{on_each(defaults())}")
 
 
 def main() -> None:
