@@ -29,7 +29,8 @@ def main() -> None:
     args = parser.parse_args()
     folder = CACHE / "cacm"
     if not (folder / "ready.json").exists():
-        sys.exit(f"no backfilled CACM project in {folder}: run `python scripts/eval_retrieval.py loco` first")
+        print(f"no backfilled CACM project in {folder}: run `eval_retrieval.py loco` first", file=sys.stderr)
+        sys.exit(2)
     from memfiles.config import load_settings
     from memfiles.index import score, search
     from memfiles.services.index_session import open_index

@@ -335,8 +335,8 @@ def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool
         rows.append(("LOCO: everything + RM3 + dense PRF (each chosen or not)", lambda s: not s.passages))
         rows.append(("LOCO: everything, RM3 and dense PRF both forced on", lambda s: s.rm3_docs > 0 and s.prf > 0))
 
-    def worst(allowed):  # chosen by the worst ratio to RRF over the training collections, not the mean nDCG
-        return ("worst", allowed)
+    # chosen by the worst ratio to RRF over the training collections, not the mean nDCG@10
+    worst = dict(objective=lambda figures, name: figures[0] / rrf[name], combine=min)
 
     from memfiles.index.search import DEPTH
 
@@ -349,30 +349,28 @@ def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool
             f"LOCO: everything + neighbours, depth {DEPTH} only, framing forced off",
             lambda s: plain(s) and s.depth == DEPTH and not s.framing,
         ),
-        ("LOCO by the worst training ratio: everything + neighbours", worst(plain)),
+        ("LOCO by the worst training ratio: everything + neighbours", plain, worst),
         (
             "LOCO by the worst training ratio: everything + neighbours, framing off",
-            worst(lambda s: plain(s) and not s.framing),
+            lambda s: plain(s) and not s.framing,
+            worst,
         ),
-        ("LOCO by the worst training ratio: everything but neighbours", worst(fixed(**FREE_BUT_NEIGHBOURS))),
+        ("LOCO by the worst training ratio: everything but neighbours", fixed(**FREE_BUT_NEIGHBOURS), worst),
     ]
     print("\n| experiment (held-out nDCG@10, ÷ same-run RRF) | " + " | ".join(names) + " | mean ratio |")
     print("|---|" + "---|" * (len(names) + 1))
     choices = []
-    for label, allowed in rows:
+    for label, allowed, *how in rows:
+        choice = how[0] if how else {}
         if allowed is None:
             setting = next((s for s in results if fixed()(s) and s.weight == 0.6), None)
             if setting is None:
                 continue
             held = [results[setting][n][0] for n in names]
-        elif not any((allowed[1] if isinstance(allowed, tuple) else allowed)(s) for s in results):
+        elif not any(allowed(s) for s in results):
             continue
         else:
-            if isinstance(allowed, tuple):
-                allowed = allowed[1]
-                folds = loco(results, names, allowed, objective=lambda f, n: f[0] / rrf[n], combine=min)
-            else:
-                folds = loco(results, names, allowed)
+            folds = loco(results, names, allowed, **choice)
             held = [figures[0] for _, _, figures in folds]
             choices.append((label, folds))
         ratios = [h / rrf[n] for h, n in zip(held, names, strict=True)]

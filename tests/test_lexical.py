@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memfiles.index.lexical import RECIPE, LexicalIndex, document_tokens
+from memfiles.index.lexical import RECIPE, LexicalIndex, document_tokens, saved_is_current
 from memfiles.index.text import strip_framing, tokenize
 
 
@@ -73,8 +73,16 @@ class TestBM25:
         assert data["recipe"] == RECIPE
         for stale in ({**data, "recipe": "k1=1.2 b=0.75 title=2"}, {k: v for k, v in data.items() if k != "recipe"}):
             vocab.write_text(json.dumps(stale))
-            with pytest.raises(ValueError, match="another recipe"):
+            with pytest.raises(ValueError, match="not built by this recipe"):
                 LexicalIndex.load(tmp_path)
+            assert not saved_is_current(tmp_path, data["token"])
+        for garbage in ("[]", '"text"', "{"):  # a file of other JSON, or none: refused as ValueError too
+            vocab.write_text(garbage)
+            with pytest.raises(ValueError):
+                LexicalIndex.load(tmp_path)
+            assert not saved_is_current(tmp_path, data["token"])
+        vocab.write_text(json.dumps(data))
+        assert saved_is_current(tmp_path, data["token"]) and not saved_is_current(tmp_path, "another save")
 
 
 class TestNeighbours:

@@ -221,6 +221,16 @@ class TestOwnership:
             again.stop()
         watcher.stop = lambda: None  # already stopped; the fixture's stop must not run twice
 
+    def test_an_unreadable_lexical_index_after_a_backfill_is_built_from_the_catalog(
+        self, watcher: Watcher, root: Path
+    ) -> None:
+        """The watcher's reload after a backfill meets a vocabulary file it cannot use (another writer, a
+        torn disk): it builds the index from its catalog instead of raising."""
+        vocab = next((root / ".memsearch").glob("*/bm25-vocab.json"))
+        vocab.write_text("[]")
+        index = watcher.keeper.searcher_lexical_from_disk()
+        assert sorted(index.ids) == sorted(watcher.keeper.catalog.order) and index.scores("writers").any()
+
 
 TOPICS = [
     ("Signing keys rotate every ninety days", "The key service issues a new signing key each quarter."),

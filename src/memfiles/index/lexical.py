@@ -134,8 +134,8 @@ class LexicalIndex:
 
         arrays = np.load(folder / "bm25.npz")
         data = json.loads((folder / "bm25-vocab.json").read_text(encoding="utf-8"))
-        if data.get("recipe") != RECIPE:
-            raise ValueError(f"{folder / 'bm25-vocab.json'} was built by another recipe ({data.get('recipe')})")
+        if not _of_this_recipe(data):
+            raise ValueError(f"{folder / 'bm25-vocab.json'} was not built by this recipe ({RECIPE})")
         index = cls(
             data["vocab"], arrays["indptr"], arrays["rows"], arrays["weights"], int(arrays["size"][0]), data["ids"]
         )
@@ -150,12 +150,12 @@ def saved_is_current(folder: Path, token: str | None) -> bool:
         data = json.loads((folder / "bm25-vocab.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return (
-        isinstance(data, dict)
-        and data.get("recipe") == RECIPE
-        and data.get("token") == token
-        and (folder / "bm25.npz").exists()
-    )
+    return _of_this_recipe(data) and data.get("token") == token and (folder / "bm25.npz").exists()
+
+
+def _of_this_recipe(data: object) -> bool:
+    """Whether a saved vocabulary file's contents say it was built by RECIPE (any other JSON: no)."""
+    return isinstance(data, dict) and data.get("recipe") == RECIPE
 
 
 def _replace_bytes(path: Path, data: bytes) -> None:
