@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,21 @@ def run(root: Path) -> Run:
         return CliRunner().invoke(cli, ["--root", str(root), *args], input=input, catch_exceptions=False)
 
     return invoke
+
+
+@contextlib.contextmanager
+def watching(root: Path, **options: float) -> Iterator:
+    """A watcher on the project at `root`, in this process, for the block (debounce 0.1 s unless given)."""
+    from memfiles.config import load_settings
+    from memfiles.services.watch import Watcher
+    from memfiles.store.project import Project
+
+    watcher = Watcher(Project(load_settings(root)), **{"debounce": 0.1, **options})
+    watcher.start()
+    try:
+        yield watcher
+    finally:
+        watcher.stop()
 
 
 def snapshot(root: Path) -> dict[str, str]:

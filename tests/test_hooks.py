@@ -20,9 +20,7 @@ from memfiles.errors import ConfigError
 from memfiles.services import hook_state, hooks
 from memfiles.services.experiences import parse_record
 from memfiles.services.hook_text import CLOSE, OPEN, Item, render, strip_injected
-from memfiles.services.watch import Watcher
-from memfiles.store.project import Project
-from tests.conftest import DATA, REPO, Run
+from tests.conftest import DATA, REPO, Run, watching
 
 HOOKS = DATA / "hooks"
 SESSION = "4b1f2a9e-7c3d-4e21-9a58-0f6e2d8c1b77"
@@ -361,12 +359,8 @@ def warm(root: Path, run: Run) -> Iterator[Path]:
     assert run("import", "-", input=json.dumps(batch)).exit_code == 0
     configure(root, hooks_timeout=60, hooks_watch=False)  # a loaded CI machine answers slowly
     assert run("backfill").exit_code == 0
-    watcher = Watcher(Project(load_settings(root)), debounce=0.1)
-    watcher.start()
-    try:
+    with watching(root):
         yield root
-    finally:
-        watcher.stop()
 
 
 @pytest.mark.integration

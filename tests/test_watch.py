@@ -5,6 +5,7 @@ Waits are on conditions with timeouts (polling the watcher through its socket), 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -23,7 +24,7 @@ from memfiles.services import index_client
 from memfiles.services.ipc import request
 from memfiles.services.watch import Watcher, WatcherRunning
 from memfiles.store.project import Project
-from tests.conftest import Run
+from tests.conftest import Run, watching
 
 pytestmark = pytest.mark.integration
 BIN = Path(sys.executable).parent
@@ -74,10 +75,18 @@ def watcher(root: Path, run: Run) -> Iterator[Watcher]:
         "Two PersistentClients on one folder wait for minutes.",
     )
     run("backfill")
-    w = Watcher(Project(load_settings(root)), debounce=0.1, reconcile_every=1.0)
-    w.start()
-    yield w
-    w.stop()
+    with watching(root, reconcile_every=1.0) as w:
+        yield w
+
+
+@contextlib.contextmanager
+def restarted(watcher: Watcher, root: Path, while_down: Callable[[], object]) -> Iterator[Watcher]:
+    """Stop the fixture's watcher, do `while_down`, and run a new watcher for the block."""
+    watcher.stop()
+    watcher.stop = lambda: None  # type: ignore[method-assign]  # stopped: the fixture's stop must do nothing
+    while_down()
+    with watching(root) as again:
+        yield again
 
 
 def hits(root: Path, query: str, **filters: str) -> list[dict]:
@@ -187,16 +196,10 @@ class TestOwnership:
 
     def test_restart_catches_up_with_changes_made_while_down(self, watcher: Watcher, root: Path) -> None:
         """Stop, edit, start again: the new watcher indexes what changed meanwhile."""
-        watcher.stop()
-        (root / "memory" / "later.md").write_text(memory_file(entry("K-002", "Written while nobody watched", "b")))
-        again = Watcher(Project(load_settings(root)), debounce=0.1)
-        again.start()
-        try:
+        later = root / "memory" / "later.md"
+        with restarted(watcher, root, lambda: later.write_text(memory_file(entry("K-002", "Written meanwhile", "b")))):
             assert hits(root, "K-002")[0]["id"] == "K-002"
             assert no_drift(root)
-        finally:
-            again.stop()
-        watcher.stop = lambda: None  # already stopped; the fixture's stop must not run twice
 
     def test_a_lexical_index_of_another_recipe_is_saved_again_by_the_watcher(
         self, watcher: Watcher, root: Path
@@ -206,20 +209,14 @@ class TestOwnership:
         watcher stop rebuilding it on every open."""
         from memfiles.index.lexical import RECIPE
 
-        watcher.stop()
         vocab = next((root / ".memsearch").glob("*/bm25-vocab.json"))
-        vocab.write_text(json.dumps({**json.loads(vocab.read_text()), "recipe": "k1=1.2 b=0.75 title=2"}))
-        again = Watcher(Project(load_settings(root)), debounce=0.1)
-        again.start()
-        try:
+        stale = {**json.loads(vocab.read_text()), "recipe": "k1=1.2 b=0.75 title=2"}
+        with restarted(watcher, root, lambda: vocab.write_text(json.dumps(stale))):
             assert first(root, "two writers hang")["id"] == "F-001"
             deadline = time.monotonic() + 60
             while json.loads(vocab.read_text()).get("recipe") != RECIPE and time.monotonic() < deadline:
                 time.sleep(0.1)
             assert json.loads(vocab.read_text())["recipe"] == RECIPE
-        finally:
-            again.stop()
-        watcher.stop = lambda: None  # already stopped; the fixture's stop must not run twice
 
     def test_an_unreadable_lexical_index_after_a_backfill_is_built_from_the_catalog(
         self, watcher: Watcher, root: Path
