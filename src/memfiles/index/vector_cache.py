@@ -134,6 +134,10 @@ class VectorCache:
         temp = folder / f".{name}.tmp"
         with temp.open("wb") as handle:
             np.save(handle, np.ascontiguousarray(self.matrix, dtype=np.float32))
+            # On disk before the index below names it: after a crash, a named matrix of unwritten (zero)
+            # pages would load as vectors, where a missing one is rebuilt.
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(temp, folder / name)
         data = {"version": VECTORS_VERSION, "token": token, "file": name, "ids": self.ids}
         if self.entries != self.ids:
