@@ -254,14 +254,16 @@ def defaults():
 
 def plain(setting) -> bool:
     """A setting of the ranking as the index has it: no passages, no feedback of either kind."""
-    return not setting.passages and not setting.prf and not setting.rm3_docs
+    return not setting.passages and not setting.prf and not setting.rm3_docs and not setting.adaptive
 
 
 # Every parameter free but score regularisation (the rows of the sessions before it).
 FREE_BUT_NEIGHBOURS = dict(weight=1, k1=1, b=1, title_weight=1, depth=1, framing=1, method=1)
 
 
-def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool = False, rm3: bool = False) -> None:
+def experiments(
+    results, names, rrf: dict[str, float], passages: bool, prf: bool = False, rm3: bool = False, adaptive: bool = False
+) -> None:
     """Held-out nDCG@10 of each idea: parameters chosen by LOCO among the settings it allows."""
     from retrieval_sweep import best, loco
 
@@ -276,6 +278,7 @@ def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool
         prf=0.0,
         rm3_docs=0,
         neighbours=0,
+        adaptive=0.0,
     )
 
     def fixed(**free):
@@ -330,6 +333,15 @@ def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool
         )
         rows.append(
             ("LOCO: everything, RM3 forced on, framing off", lambda s: s.rm3_docs > 0 and not s.prf and not s.framing)
+        )
+    if adaptive:
+
+        def plain_but_adaptive(s) -> bool:
+            return not s.passages and not s.prf and not s.rm3_docs
+
+        rows.append(("LOCO: everything + neighbours + adaptive weight (g 0, 0.5 or 1 chosen too)", plain_but_adaptive))
+        rows.append(
+            ("LOCO: everything + neighbours, adaptive weight forced on", lambda s: plain_but_adaptive(s) and s.adaptive)
         )
     if rm3 and prf:
         rows.append(("LOCO: everything + RM3 + dense PRF (each chosen or not)", lambda s: not s.passages))
@@ -394,6 +406,36 @@ def experiments(results, names, rrf: dict[str, float], passages: bool, prf: bool
     print(f"Shipped now: {defaults().label()}{on_each(defaults())}")
 
 
+def ndcg_of_each(ranked: dict[str, list[str]], qrels) -> list[float]:
+    """nDCG@10 of each judged query, in the order of `qrels`."""
+    from retrieval_sweep import per_query
+
+    return [per_query(ranked.get(q, []), rel)[0] for q, rel in qrels.items()]
+
+
+def uncertainty(queries_of, rrf_queries, names: list[str], resamples: int) -> None:
+    """The held-out ratios under query resampling, the LOCO choice redone on every sample."""
+    import numpy as np
+    from retrieval_sweep import bootstrap_loco
+
+    if not resamples:
+        return
+    rrf = {n: np.asarray(rrf_queries[n]) for n in names}
+    ratios = bootstrap_loco(queries_of, rrf, names, plain, resamples)
+    print(
+        f"\nHow much the held-out ratios depend on which queries were judged ({resamples} bootstrap samples of"
+        " each collection's queries, drawn with replacement; every fold's choice made again on each sample):\n"
+    )
+    print("| held out | median ÷ RRF | 95% of samples between | samples ≥ 1.00× | samples ≥ 1.05× |")
+    print("|---|---|---|---|---|")
+    for name in names:
+        r = ratios[name]
+        low, mid, high = np.percentile(r, [2.5, 50, 97.5])
+        print(
+            f"| {name} | {mid:.3f}× | {low:.3f}× to {high:.3f}× | {np.mean(r >= 1.0):.0%} | {np.mean(r >= 1.05):.0%} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["loco"])
@@ -404,6 +446,15 @@ def main() -> None:
     parser.add_argument("--passages", action="store_true", help="also try scoring an entry by its best passage")
     parser.add_argument("--prf", action="store_true", help="also try dense pseudo-relevance feedback")
     parser.add_argument("--rm3", action="store_true", help="also try lexical pseudo-relevance feedback (RM3)")
+    parser.add_argument(
+        "--adaptive", action="store_true", help="also try a per-query lexical weight from the score distributions"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="processes the parameter sweep is shared among"
+    )
+    parser.add_argument(
+        "--resamples", type=int, default=1000, help="bootstrap samples of the held-out ratios (0: none)"
+    )
     parser.add_argument("--save-sweep", type=Path, help="also pickle every setting's figures and the baselines here")
     args = parser.parse_args()
     from retrieval_sweep import Setting, grid, loco, prepare, sweep
@@ -411,6 +462,7 @@ def main() -> None:
     names = args.only or NAMES
     table: dict[str, dict[str, tuple]] = {}
     bands, prepared = {}, []
+    rrf_queries: dict = {}  # collection -> the plain RRF's nDCG@10 of each judged query
     for name in names:
         corpus, queries, qrels, exclude = load(name, args.small)
         folder, to_corpus = project(name, corpus, args.small)
@@ -422,6 +474,8 @@ def main() -> None:
                 bands[name] = [(s, doc in qrels[q]) for q, hits in scored.items() for doc, s in hits]
         for label, ranked in baselines(folder, to_corpus, corpus, queries, exclude).items():
             table[name][label] = figures(ranked, qrels)
+            if label == "RRF k=60":
+                rrf_queries[name] = ndcg_of_each(ranked, qrels)
         print(f"{name}: {len(corpus):,} entries, {len(qrels)} judged queries", file=sys.stderr)
         if not args.no_sweep:
             prepared.append(
@@ -431,13 +485,18 @@ def main() -> None:
     if prepared:
         from tqdm import tqdm
 
-        settings = grid(args.passages, small=args.small, prf=args.prf, rm3=args.rm3)
-        results = sweep(prepared, settings, lambda items: tqdm(items, disable=not sys.stderr.isatty()))
+        settings = grid(args.passages, small=args.small, prf=args.prf, rm3=args.rm3, adaptive=args.adaptive)
+        queries_of: dict = {}
+        results = sweep(prepared, settings, lambda items: tqdm(items, disable=not sys.stderr.isatty()), queries_of)
         if args.save_sweep:
             import pickle
 
             baseline_figures = {n: {k: v for k, v in table[n].items() if "(CLI)" not in k} for n in names}
-            args.save_sweep.write_bytes(pickle.dumps({"results": results, "baselines": baseline_figures}))
+            args.save_sweep.write_bytes(
+                pickle.dumps(
+                    {"results": results, "baselines": baseline_figures, "queries": queries_of, "rrf": rrf_queries}
+                )
+            )
         shipped = defaults()
         for name in names:
             table[name]["memfiles hybrid, shipped defaults (sweep)"] = results[shipped][name]
@@ -457,9 +516,11 @@ def main() -> None:
         for held, chosen, held_figures in folds:
             ratio = held_figures[0] / table[held]["RRF k=60"][0]
             print(f"| {held} | {chosen.label()} | {held_figures[0]:.3f} | {ratio:.3f}× |")
+        if len(names) > 1:
+            uncertainty(queries_of, rrf_queries, names, args.resamples)
         if not args.small:
             rrf = {n: table[n]["RRF k=60"][0] for n in names}
-            experiments(results, names, rrf, args.passages, args.prf, args.rm3)
+            experiments(results, names, rrf, args.passages, args.prf, args.rm3, args.adaptive)
     for name in names:
         print(f"\n| {name}: hybrid score (CLI, top 10 of each query) | hits | judged relevant |")
         print("|---|---|---|")

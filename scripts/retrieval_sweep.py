@@ -27,6 +27,9 @@ DEPTHS = (50, 100, 200)
 METHODS = ("minmax", "zscore", "rrf")
 # Score regularisation (index/score.py neighbourly): (neighbours read, their share of the rank); (0, 0) off.
 NEIGHBOUR_GRID = ((0, 0.0), *((k, a) for a in (0.3, 0.5, 0.7) for k in (5, 10)))
+# Per-query fusion weight from the two rankings' score distributions (`adaptive`): the exponent g on
+# each ranking's confidence (0: the constant weight).
+ADAPTIVE = (0.5, 1.0)
 PRF_BETAS = (0.5, 1.0)  # dense pseudo-relevance feedback: the query vector moved towards its top entries
 PRF_DOCS = 3
 # Lexical pseudo-relevance feedback (RM3): the query's BM25 run again with terms of its top entries added.
@@ -58,6 +61,7 @@ class Setting:
     rm3_min_docs: int = 1
     neighbours: int = 0  # score regularisation off
     neighbour_weight: float = 0.0
+    adaptive: float = 0.0  # g of `adaptive_weight`; 0: the lexical weight is the constant `weight`
 
     @property
     def rm3(self) -> tuple[int, int, float, int]:
@@ -72,6 +76,8 @@ class Setting:
             )
         if self.neighbours:
             extra += f" neighbours={self.neighbours}×{self.neighbour_weight:g}"
+        if self.adaptive:
+            extra += f" adaptive g={self.adaptive:g}"
         return (
             f"w={self.weight:.1f} k1={self.k1} b={self.b} title×{self.title_weight} depth={self.depth} "
             f"{self.method} framing={'on' if self.framing else 'off'}{extra}"
@@ -271,6 +277,21 @@ def candidates(lexical: np.ndarray, dense: np.ndarray, depth: int, skip: int | N
     return rows[rows != skip] if skip is not None else rows
 
 
+def confidence(values: np.ndarray, depth: int) -> float:
+    """How clearly a ranking's best candidate stands out of its own top `depth`: (max - mean) / std."""
+    top = values[np.argpartition(-values, depth)[:depth]]
+    spread = top.std()
+    return float((top.max() - top.mean()) / spread) if spread > 0 else 0.0
+
+
+def adaptive_weight(weight: float, lexical: float, dense: float, g: float) -> float:
+    """The query's lexical weight: `weight` shifted towards the ranking more confident on this query."""
+    if not g or lexical <= 0 or dense <= 0:
+        return weight
+    a, b = weight * lexical**g, (1 - weight) * dense**g
+    return a / (a + b)
+
+
 def _ranks(values: np.ndarray) -> np.ndarray:
     ranks = np.empty(len(values))
     ranks[np.argsort(-values, kind="stable")] = np.arange(len(values))
@@ -292,9 +313,10 @@ def per_query(top: list[str], relevant: dict[str, int]) -> tuple[float, float, f
     return dcg / ideal, recall, mrr
 
 
-def evaluate(collection: Collection, base: Setting) -> dict[Setting, tuple[float, float, float]]:
-    """Mean nDCG@10, recall@10 and MRR@10 on `collection` of `base` under every weight, method and score
-    regularisation (NEIGHBOUR_GRID) when its method is "*"; else of `base` alone."""
+def evaluate(collection: Collection, base: Setting) -> dict[Setting, np.ndarray]:
+    """nDCG@10, recall@10 and MRR@10 of each judged query (one row each, in `collection.qids` order) on
+    `collection` of `base` under every weight, method and score regularisation (NEIGHBOUR_GRID) when its
+    method is "*"; else of `base` alone."""
     from memfiles.index.score import nearest, neighbourly
 
     key = (base.framing, base.k1, base.b, base.title_weight)
@@ -306,30 +328,40 @@ def evaluate(collection: Collection, base: Setting) -> dict[Setting, tuple[float
     row_of = {c: n for n, c in enumerate(collection.corpus_ids)}
     ids = np.asarray(collection.corpus_ids)
     variants = [
-        Setting(**{**asdict(base), "weight": w, "method": m, "neighbours": k, "neighbour_weight": a})
+        Setting(**{**asdict(base), "weight": w, "method": m, "neighbours": k, "neighbour_weight": a, "adaptive": g})
         for m in METHODS
         for w in WEIGHTS
         for k, a in NEIGHBOUR_GRID
+        for g in ((0.0, *ADAPTIVE) if base.adaptive else (0.0,))
         if base.method == "*"
     ] or [base]
-    totals = {v: np.zeros(3) for v in variants}
+    rows_of = {v: np.zeros((len(collection.qids), 3)) for v in variants}
     for n, qid in enumerate(collection.qids):
         skip = row_of.get(collection.exclude.get(qid, ""))
         rows = candidates(lexical[n], dense[n], base.depth, skip)
         scaled = {m: fused(lexical[n][rows], dense[n][rows], m) for m in {v.method for v in variants}}
         vectors = collection.matrix[rows]
         near = {k: nearest(vectors, k) for k in {v.neighbours for v in variants if v.neighbours}}
+        sure = (0.0, 0.0)
+        if any(v.adaptive for v in variants):
+            lex_row, dense_row = lexical[n].copy(), dense[n].copy()
+            if skip is not None:
+                lex_row[skip], dense_row[skip] = 0.0, -2.0
+            sure = (confidence(lex_row, base.depth), confidence(dense_row, base.depth))
         for v in variants:
             lex, den = scaled[v.method]
-            ranks = v.weight * lex + (1 - v.weight) * den
+            w = adaptive_weight(v.weight, *sure, v.adaptive)
+            ranks = w * lex + (1 - w) * den
             if v.neighbours:
                 ranks = neighbourly(ranks, near[v.neighbours], v.neighbour_weight)
             top = ids[rows[np.argsort(-ranks, kind="stable")[:10]]]
-            totals[v] += per_query(list(top), collection.qrels[qid])
-    return {v: tuple(t / len(collection.qids)) for v, t in totals.items()}  # type: ignore[misc]
+            rows_of[v][n] = per_query(list(top), collection.qrels[qid])
+    return rows_of
 
 
-def grid(passages: bool, small: bool = False, prf: bool = False, rm3: bool = False) -> list[Setting]:
+def grid(
+    passages: bool, small: bool = False, prf: bool = False, rm3: bool = False, adaptive: bool = False
+) -> list[Setting]:
     """Every BM25 setting, depth and framing choice; weight and method ("*") are expanded by evaluate.
     `small`: the shipped BM25 setting and depth only (a smoke run). `passages`, `prf`: each of those
     settings again with the dense signal scored by best passage, or by the fed-back query. `rm3`: the
@@ -345,6 +377,8 @@ def grid(passages: bool, small: bool = False, prf: bool = False, rm3: bool = Fal
         Setting(framing, k1, b, tw, 0.0, depth, "*")
         for framing, k1, b, tw, depth in itertools.product((True, False), k1s, bs, tws, depths)
     ]
+    if adaptive:  # evaluate expands each into g = 0 (the same as the plain setting) and every ADAPTIVE g
+        settings = [Setting(**{**asdict(s), "adaptive": 1.0}) for s in settings]
     plain = list(settings)
     if passages:
         settings += [Setting(**{**asdict(s), "passages": True}) for s in plain if s.framing]
@@ -372,13 +406,36 @@ def grid(passages: bool, small: bool = False, prf: bool = False, rm3: bool = Fal
     return settings
 
 
-def sweep(collections: list[Collection], settings: list[Setting], progress) -> dict[Setting, dict[str, tuple]]:
-    """Every setting's figures on every collection."""
+_SWEPT: list[Collection] = []  # the collections a forked sweep worker reads (set before the fork)
+
+
+def _sweep_one(base: Setting) -> list[tuple[Setting, str, np.ndarray]]:
+    return [(s, c.name, rows) for c in _SWEPT for s, rows in evaluate(c, base).items()]
+
+
+def sweep(
+    collections: list[Collection], settings: list[Setting], progress, queries: dict | None = None, workers: int = 1
+) -> dict[Setting, dict[str, tuple]]:
+    """Every setting's mean figures on every collection. `queries`, if given, also receives every
+    setting's nDCG@10 of each judged query: queries[setting][collection name] (for `bootstrap_loco`).
+    `workers` > 1: the settings are shared out among that many forked processes (same figures)."""
     results: dict[Setting, dict[str, tuple]] = {}
-    for base in progress(settings):
-        for collection in collections:
-            for setting, figures in evaluate(collection, base).items():
-                results.setdefault(setting, {})[collection.name] = figures
+    _SWEPT[:] = collections
+    try:
+        if workers > 1:
+            import multiprocessing
+
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                done = list(progress(pool.imap(_sweep_one, settings, chunksize=2), total=len(settings)))
+        else:
+            done = (_sweep_one(base) for base in progress(settings))
+        for batch in done:
+            for setting, name, rows in batch:
+                results.setdefault(setting, {})[name] = tuple(float(x) for x in rows.mean(axis=0))
+                if queries is not None:
+                    queries.setdefault(setting, {})[name] = rows[:, 0].copy()
+    finally:
+        _SWEPT.clear()
     return results
 
 
@@ -403,3 +460,33 @@ def loco(results, names: list[str], allowed=lambda s: True, **choice) -> list[tu
         chosen = best(results, [n for n in names if n != held], allowed, **choice)
         folds.append((held, chosen, results[chosen][held]))
     return folds
+
+
+def bootstrap_loco(
+    queries: dict[Setting, dict[str, np.ndarray]],
+    baseline: dict[str, np.ndarray],
+    names: list[str],
+    allowed=lambda s: True,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """How much the held-out ratios would move with other queries: the whole LOCO procedure redone on
+    each of `resamples` bootstrap samples (each collection's judged queries drawn with replacement),
+    choosing by the mean nDCG@10 on the other two as `loco` does. `queries`: each setting's nDCG@10 of
+    each query (from `sweep`); `baseline`: the same-run plain RRF's, in the same query order. Returns,
+    for each held-out collection, the held-out nDCG@10 ratio to the resampled RRF of every resample."""
+    settings = [s for s in queries if allowed(s)]
+    rng = np.random.default_rng(seed)
+    means, rrf = {}, {}
+    for name in names:
+        per_query = np.stack([queries[s][name] for s in settings]).astype(np.float64)  # (settings, queries)
+        count = per_query.shape[1]
+        draws = np.stack([np.bincount(rng.integers(0, count, count), minlength=count) for _ in range(resamples)])
+        means[name] = per_query @ draws.T / count  # (settings, resamples)
+        rrf[name] = draws @ baseline[name].astype(np.float64) / count  # (resamples,)
+    ratios = {}
+    for held in names:
+        training = sum(means[n] for n in names if n != held) / (len(names) - 1)
+        chosen = training.argmax(axis=0)  # ties: the first in grid order, as `best`
+        ratios[held] = means[held][chosen, np.arange(resamples)] / rrf[held]
+    return ratios

@@ -52,3 +52,8 @@ def test_small_loco_run_prints_one_table_with_baselines_and_folds(tmp_path) -> N
         assert rows[(name, "memfiles hybrid, shipped defaults (sweep)")] == rows[(name, "memfiles hybrid (CLI)")]
     folds = re.findall(r"^\| (cacm|cisi|seamonkey) \| w=", result.stdout, re.M)
     assert sorted(folds) == ["cacm", "cisi", "seamonkey"]
+    # every held-out ratio comes with its spread under query resampling
+    spread = re.findall(
+        r"^\| (cacm|cisi|seamonkey) \| [\d.]+× \| [\d.]+× to [\d.]+× \| \d+% \| \d+% \|$", result.stdout, re.M
+    )
+    assert sorted(spread) == ["cacm", "cisi", "seamonkey"]
