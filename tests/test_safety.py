@@ -154,5 +154,8 @@ class TestLock:
         from memfiles.store.lock import FileLock
 
         path = root / ".memfiles" / "write.lock"
-        with FileLock(path), pytest.raises(LockTimeout, match=f"pid {os.getpid()}"):
+        with FileLock(path), pytest.raises(LockTimeout, match=f"pid {os.getpid()}") as caught:
             FileLock(path, timeout=0.1).acquire()
+        assert str(caught.value).startswith("the memory files are busy: another process")
+        with FileLock(path), pytest.raises(LockTimeout, match=r"^the index is busy: "):
+            FileLock(path, timeout=0.0, busy="the index is busy").acquire()

@@ -180,7 +180,7 @@ def read_stamp(settings: Settings, name: str) -> Stamp | None:
 
 def store_lock(settings: Settings, timeout: float) -> FileLock:
     """The lock every process holds while it has the embedded store open (see @@D-012)."""
-    return FileLock(settings.index_dir / "store.lock", timeout, what="the index")
+    return FileLock(settings.index_dir / "store.lock", timeout, busy="the index is busy")
 
 
 def _client(settings: Settings, url: str | None) -> Any:
@@ -224,7 +224,7 @@ def open_store(settings: Settings, name: str, timeout: float = 10.0, create: boo
         if lock is not None:
             lock.acquire()
     except LockTimeout as error:
-        raise IndexUnavailable(f"index busy: {error}") from error
+        raise IndexUnavailable(str(error)) from error
     where = url or settings.index_dir / "chroma"
     try:
         try:
@@ -266,7 +266,7 @@ def discard_store(settings: Settings, timeout: float) -> None:
 
     from chromadb.api.client import SharedSystemClient
 
-    with FileLock(settings.index_dir / "store.lock", timeout, what="the index"):
+    with FileLock(settings.index_dir / "store.lock", timeout, busy="the index is busy"):
         SharedSystemClient.clear_system_cache()  # this process must not reuse a client of the old files
         for child in settings.index_dir.iterdir():
             if child.is_dir() and (child.name == "chroma" or child.name.startswith("memfiles-")):

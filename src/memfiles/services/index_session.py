@@ -153,7 +153,7 @@ def open_reader(settings: Settings, timeout: float = 10.0) -> Iterator[IndexSess
         try:
             lock.acquire()
         except LockTimeout as error:
-            raise IndexUnavailable(f"index busy: {error}") from error
+            raise IndexUnavailable(str(error)) from error
         try:
             saved = saved_index(settings, embedder)
             if saved is not None:

@@ -15,10 +15,10 @@ from memfiles.store.fileio import ensure_private_dir
 class FileLock:
     """An exclusive advisory lock held for a `with` block, waited for at most `timeout` seconds."""
 
-    def __init__(self, path: Path, timeout: float = 30.0, what: str = "the memory files") -> None:
+    def __init__(self, path: Path, timeout: float = 30.0, busy: str = "the memory files are busy") -> None:
         self.path = path
         self.timeout = timeout
-        self.what = what
+        self.busy = busy  # what the timeout's message starts with
         self._fd: int | None = None
 
     def acquire(self) -> None:
@@ -35,8 +35,7 @@ class FileLock:
                     holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
                     os.close(fd)
                     raise LockTimeout(
-                        f"{self.what} {'are' if self.what.endswith('files') else 'is'} busy: another process"
-                        f" (pid {holder}) has held {self.path}"
+                        f"{self.busy}: another process (pid {holder}) has held {self.path}"
                         f" for more than {self.timeout:g} s"
                     ) from None
                 time.sleep(delay)

@@ -65,7 +65,7 @@ class Watcher:
         from memfiles.services.watch.keeper import IndexKeeper
 
         ensure_private_dir(self.settings.index_dir)
-        owner = FileLock(self.settings.index_dir / "watch.lock", timeout=0.0, what="the watcher")
+        owner = FileLock(self.settings.index_dir / "watch.lock", timeout=0.0, busy="a watcher is running")
         try:
             owner.acquire()
         except LockTimeout:
