@@ -301,6 +301,35 @@ class TestWatcherLeftBehind:
         finally:
             subprocess.run([str(bin_dir / "memfiles"), "watch", "--stop"], env=env, capture_output=True, timeout=120)
 
+    def test_a_watcher_left_behind_exits_once_idle(self, run: Run, root: Path) -> None:
+        """The watcher a memsearch leaves behind exits by itself after `watch_idle_exit` seconds with no
+        query and no change (here MEMFILES_WATCH_IDLE_EXIT=2), and its log says why."""
+        from memfiles.services.ipc import request
+        from memfiles.services.watch.daemon import log_path
+
+        for kind, title, area, body in ENTRIES:
+            assert run("add", "-k", kind, "-t", title, "-a", area, "--body", body).exit_code == 0
+        assert run("backfill").exit_code == 0
+        env = {**os.environ, "MEMFILES_ROOT": str(root), "MEMFILES_SEARCH_WATCH": "1", "MEMFILES_WATCH_IDLE_EXIT": "2"}
+        settings = load_settings(root)
+        bin_dir = Path(sys.executable).parent
+        try:
+            first = subprocess.run(
+                [str(bin_dir / "memsearch"), "signing keys"], capture_output=True, text=True, env=env, timeout=600
+            )
+            assert first.returncode == 0 and "started a watcher in the background" in first.stderr, first.stderr
+            seen = False
+            for _ in range(1200):  # it starts, catches up, waits two idle seconds and exits
+                answer = request(settings, {"op": "ping"}, timeout=5)
+                seen = seen or answer is not None
+                if seen and answer is None:
+                    break
+                threading.Event().wait(0.25)
+            assert seen and answer is None
+            assert "idle exit after 2 s" in log_path(settings).read_text()
+        finally:
+            subprocess.run([str(bin_dir / "memfiles"), "watch", "--stop"], env=env, capture_output=True, timeout=120)
+
     def test_a_write_without_watcher_leaves_one_that_indexes_it(self, run: Run, root: Path) -> None:
         """With search_watch on, `add` with an index and no watcher does not open the store: it starts a
         watcher, says so, and the watcher indexes the new entry as it catches up."""

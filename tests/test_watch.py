@@ -175,6 +175,48 @@ class TestUsage:
         assert not (root / ".memsearch" / "watch.pid").exists()
 
 
+class TestIdleExit:
+    def test_a_watcher_with_no_query_and_no_change_stops_itself(self, watcher: Watcher, root: Path) -> None:
+        """--idle-exit: after that many seconds with nothing asked and nothing changed, the watcher stops
+        on its own; a ping (`status`, a client looking for it) does not count as use."""
+        watcher.stop()
+        watcher.stop = lambda: None  # type: ignore[method-assign]
+        settings = load_settings(root)
+        with watching(root, idle_exit=1.0) as idle:
+            deadline = time.monotonic() + 60
+            while not idle.stopping.is_set() and time.monotonic() < deadline:  # pinged all along, every 0.2 s
+                request(settings, {"op": "ping"}, timeout=30)
+                time.sleep(0.2)
+            assert idle.stopping.is_set()
+
+    def test_queries_and_edits_keep_it_running(self, watcher: Watcher, root: Path) -> None:
+        """Each query and each change to a memory file counts the idle time from zero again; once they
+        stop, so does the watcher."""
+        watcher.stop()
+        watcher.stop = lambda: None  # type: ignore[method-assign]
+        settings = load_settings(root)
+        notes = root / "memory" / "notes.md"
+        with watching(root, idle_exit=3.0) as idle:
+            busy_until = time.monotonic() + 7.0  # more than twice the idle exit
+            turn = 0
+            while time.monotonic() < busy_until:
+                if turn % 2:
+                    assert request(settings, {"op": "status"}, timeout=30) is not None
+                else:
+                    write_atomic(notes, memory_file(entry("K-010", f"Edited {turn} times", "b")))
+                turn += 1
+                time.sleep(0.3)
+                assert not idle.stopping.is_set()
+            wait_until(idle.stopping.is_set, timeout=60)
+
+    @pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+    def test_a_bad_idle_exit_is_exit_2(self, run: Run, root: Path, value: str) -> None:
+        """--idle-exit takes seconds, 0 (never) or more; anything else is refused before a watcher starts."""
+        result = run("watch", "--idle-exit", value)
+        assert result.exit_code == 2 and "--idle-exit" in result.stderr
+        assert not (root / ".memsearch" / "watch.pid").exists()
+
+
 class TestOwnership:
     def test_second_watcher_refuses(self, watcher: Watcher, root: Path) -> None:
         """One watcher per project; the second says which pid owns it."""

@@ -62,6 +62,9 @@ class Settings:
     # A memsearch that found no watcher starts one in the background, so that the next query is warm
     # (never with a Chroma server); false, or MEMFILES_SEARCH_WATCH=0, turns that off.
     search_watch: bool = True
+    # Such a watcher (and one the agent hooks start) exits after this many seconds without a query or a
+    # change to the memory files; 0: never. `memfiles watch` started by hand stays (its --idle-exit: 0).
+    watch_idle_exit: float = 7200.0
     llm_url: str | None = None
     llm_model: str | None = None
     # Agent hooks (services/hooks.py, docs/hooks.md).
@@ -97,6 +100,7 @@ _ENV = {
     "MEMFILES_LOCK_TIMEOUT": "lock_timeout",
     "MEMFILES_HOOKS": "hooks_enabled",
     "MEMFILES_SEARCH_WATCH": "search_watch",
+    "MEMFILES_WATCH_IDLE_EXIT": "watch_idle_exit",
 }
 
 
@@ -268,6 +272,7 @@ _RULES: dict[str, Rule] = {
     "title_limit": _whole(10, 1000),
     "body_limit": _whole(100, 1_000_000),
     "search_watch": _flag,
+    "watch_idle_exit": _seconds(7 * 86400, zero=True),  # up to a week
     "hooks_enabled": _flag,
     "hooks_budget": _whole(200, 100_000),
     "hooks_floor": _fraction,
@@ -283,6 +288,7 @@ _NUMBERS = {
     "index_timeout",
     "lock_timeout",
     "search_timeout",
+    "watch_idle_exit",
     "id_width",
     "title_limit",
     "body_limit",

@@ -82,10 +82,23 @@ def _skipped(app: App, unreadable: list[str]) -> list[dict]:
 @click.option(
     "--reconcile-every", type=float, default=30.0, show_default=True, help="Seconds between whole-tree hash checks."
 )
+@click.option(
+    "--idle-exit",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Exit after this many seconds without a query or a change to the memory files (0: never).",
+)
 @click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), hidden=True)
 @pass_app
 def watch(
-    app: App, foreground: bool, stop_: bool, debounce: float, reconcile_every: float, log_file: Path | None
+    app: App,
+    foreground: bool,
+    stop_: bool,
+    debounce: float,
+    reconcile_every: float,
+    idle_exit: float,
+    log_file: Path | None,
 ) -> None:
     """Keep the index in step with the memory files, and answer memsearch warm.
 
@@ -93,6 +106,8 @@ def watch(
     once it has been quiet for the debounce window, catches up on start, reconciles on a timer, and
     serves memsearch, the write path and backfill over .memsearch/watch.sock (owner-only). One per
     project. In the background it logs to .memsearch/watch.log, rotated at 1 MB (3 old files kept).
+    Started here it stays until stopped (or --idle-exit); one that memsearch, a write or the agent hooks
+    leave behind exits after the watch_idle_exit setting (2 h) without a query or a change.
 
     \b
     Example:
@@ -112,6 +127,10 @@ def watch(
         raise CommandError("the watcher serves the embedded index; with a Chroma server (index_url) it is not needed")
     with errors_to_exit():
         idle_seconds()  # a bad MEMFILES_WATCH_IDLE is refused here, not in a background process
+    if not 0 <= idle_exit < float("inf"):  # nan and inf too: a typo must not mean "never" silently
+        raise click.BadParameter(
+            f"must be a number of seconds, 0 (never) or more, got {idle_exit:g}", param_hint="'--idle-exit'"
+        )
     if stop_:
         with errors_to_exit():
             answer = request(settings, {"op": "ping"}, timeout=5)
@@ -130,12 +149,12 @@ def watch(
             click.echo(f"watcher already running (pid {running.get('pid') or pid_path(settings).read_text().strip()})")
             return
         with errors_to_exit():
-            pid = start_background(settings, debounce, reconcile_every)
+            pid = start_background(settings, debounce, reconcile_every, idle_exit)
         click.echo(f"watcher running (pid {pid}); log: {log_path(settings)}")
         return
     with errors_to_exit():
         setup_logging(log_file)
-        watcher = Watcher(app.project, debounce=debounce, reconcile_every=reconcile_every)
+        watcher = Watcher(app.project, debounce=debounce, reconcile_every=reconcile_every, idle_exit=idle_exit)
 
     def on_signal(number: int, _frame: object) -> None:
         watcher.stopping.set()

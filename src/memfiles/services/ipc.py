@@ -42,14 +42,41 @@ def pid_path(settings: Settings) -> Path:
     return settings.index_dir / "watch.pid"
 
 
+class _Left(OSError):
+    """The watcher took the connection and closed it without answering (it was shutting down)."""
+
+
 def request(settings: Settings, payload: dict[str, Any], timeout: float = 30.0) -> dict[str, Any] | None:
     """The watcher's answer to `payload`, or None when no watcher listens here.
 
-    Raises IndexUnavailable when a watcher listens but fails or does not answer in time.
+    A watcher that drops the connection unanswered and is gone a moment later was exiting (stopped, or
+    its idle exit): that is no watcher, and the caller goes on without it. One that is still there (or a
+    new one) is asked once more. Raises IndexUnavailable when a watcher listens but fails or does not
+    answer in time.
     """
     path = socket_path(settings)
-    if settings.index_url or not path.exists():
+    if settings.index_url:
         return None
+    for attempt in range(2):
+        if not path.exists():
+            return None
+        try:
+            answer = _ask(path, payload, timeout)
+        except _Left as error:
+            if attempt:
+                raise IndexUnavailable(f"the watcher's socket failed: {error}") from error
+            threading.Event().wait(0.2)  # its exit removes the socket file right after closing it
+            continue
+        if answer is None:
+            return None
+        if not answer.get("ok"):
+            raise IndexUnavailable(f"the watcher refused: {answer.get('error', 'no reason given')}")
+        return answer
+    return None  # unreachable: the second attempt returns or raises
+
+
+def _ask(path: Path, payload: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+    """One exchange; None when nobody listens. Raises _Left, or IndexUnavailable on a timeout or failure."""
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     client.settimeout(timeout)
     try:
@@ -58,22 +85,21 @@ def request(settings: Settings, payload: dict[str, Any], timeout: float = 30.0) 
         except (ConnectionRefusedError, FileNotFoundError):
             return None  # a socket left by a watcher that died: nobody listens
         client.sendall(json.dumps(payload).encode("utf-8") + b"\n")
-        answer = _read_line(client)
+        return _read_line(client)
+    except (ConnectionResetError, BrokenPipeError, _Left) as error:
+        raise _Left(str(error)) from error
     except TimeoutError as error:
         raise IndexUnavailable(f"the watcher did not answer within {timeout:g} s") from error
     except OSError as error:
         raise IndexUnavailable(f"the watcher's socket failed: {error}") from error
     finally:
         client.close()
-    if not answer.get("ok"):
-        raise IndexUnavailable(f"the watcher refused: {answer.get('error', 'no reason given')}")
-    return answer
 
 
 def _read_line(connection: socket.socket) -> dict[str, Any]:
     data = receive_line(connection)
     if not data:
-        raise OSError("the watcher closed the connection without answering")
+        raise _Left("the watcher closed the connection without answering")
     return json.loads(data)
 
 

@@ -88,12 +88,20 @@ def watch_command(settings: Settings, *options: str) -> list[str]:
     ]
 
 
-def start_background(settings: Settings, debounce: float, reconcile_every: float) -> int:
+def start_background(settings: Settings, debounce: float, reconcile_every: float, idle_exit: float = 0.0) -> int:
     """Start `memfiles watch --foreground` detached and return its pid once it answers; StartFailed at once
     when it exits or reports a failure (with what it printed), never a silent wait."""
     folder = ensure_private_dir(settings.index_dir)
     log_bytes()  # a bad MEMFILES_WATCH_LOG_BYTES is refused here, not in the child
-    command = watch_command(settings, "--debounce", str(debounce), "--reconcile-every", str(reconcile_every))
+    command = watch_command(
+        settings,
+        "--debounce",
+        str(debounce),
+        "--reconcile-every",
+        str(reconcile_every),
+        "--idle-exit",
+        f"{idle_exit:g}",
+    )
     with open(folder / "watch.out", "wb") as out:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
     deadline = time.monotonic() + START_WAIT
@@ -116,12 +124,13 @@ def start_background(settings: Settings, debounce: float, reconcile_every: float
 
 
 def spawn_background(settings: Settings) -> int | None:
-    """Start the watcher detached without waiting for it (memsearch leaves one behind this way), with the
-    defaults of `memfiles watch`; its pid, or None when it could not be started. A second one started at
-    the same moment exits on its own: one watcher per project (WatcherRunning)."""
+    """Start the watcher detached without waiting for it (memsearch and the hooks leave one behind this
+    way), with the defaults of `memfiles watch` but for its idle exit (the `watch_idle_exit` setting); its
+    pid, or None when it could not be started. A second one started at the same moment exits on its own:
+    one watcher per project (WatcherRunning)."""
     try:
         ensure_private_dir(settings.index_dir)
-        command = watch_command(settings)
+        command = watch_command(settings, "--idle-exit", f"{settings.watch_idle_exit:g}")
         # appended, not truncated: a second spawn racing a running watcher must not wipe what it printed
         with open(out_path(settings), "ab") as out:
             child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
+    if op != "ping":  # a ping asks whether it runs (`status`, a starting client), not for work
+        watcher.active()
     if op == "ping":
         return {"ok": True, "pid": os.getpid(), "ready": watcher.ready.is_set(), "failed": watcher.failed}
     if op == "hook":  # before the wait for readiness: a hook has its own deadline

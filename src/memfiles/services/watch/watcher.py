@@ -30,13 +30,17 @@ class WatcherRunning(MemfilesError):
 class Watcher:
     """The one owner of a project's embedded index while it runs."""
 
-    def __init__(self, project: Project, debounce: float = 0.15, reconcile_every: float = 30.0) -> None:
+    def __init__(
+        self, project: Project, debounce: float = 0.15, reconcile_every: float = 30.0, idle_exit: float = 0.0
+    ) -> None:
         from memfiles.services.watch.idle import idle_seconds
 
         self.project = project
         self.settings = project.settings
         self.reconcile_every = reconcile_every
         self.idle = idle_seconds()
+        self.idle_exit = idle_exit  # seconds without a query or a change before it exits on its own; 0: never
+        self.last_active = time.monotonic()
         self.debouncer = Debouncer(debounce)
         self.stopping = threading.Event()
         self.ready = threading.Event()
@@ -91,6 +95,7 @@ class Watcher:
             (self._work, "sync", ()),
             (self._reconcile_loop, "reconcile", ()),
             (rebuild_when_idle, "idle", (self.keeper, self.stopping, self.idle)),
+            *([(self._exit_when_idle, "idle-exit", ())] if self.idle_exit > 0 else []),
         ):
             thread = threading.Thread(target=target, args=args, name=f"memfiles-{name}", daemon=True)
             thread.start()
@@ -125,8 +130,13 @@ class Watcher:
 
     # --- events -----------------------------------------------------------------------------------
 
+    def active(self) -> None:
+        """A query or a change: the idle exit counts from now."""
+        self.last_active = time.monotonic()
+
     def touched(self, path: Path) -> None:
         if self.project.is_memory_path(path):
+            self.active()
             self.debouncer.touched(self.project.rel(path))
 
     def forget_folder(self, folder: Path) -> None:
@@ -183,6 +193,15 @@ class Watcher:
                     self.keeper.sync_paths(paths)
                 except Exception:  # an index fault is logged; the loop goes on
                     log.exception("sync of %d files failed", len(paths))
+
+    def _exit_when_idle(self) -> None:
+        """Stop the watcher once nothing has asked it anything or changed a memory file for `idle_exit` s."""
+        step = min(30.0, max(0.1, self.idle_exit / 10))
+        while not self.stopping.wait(step):
+            quiet = time.monotonic() - self.last_active
+            if quiet >= self.idle_exit:
+                log.info("no query and no change for %.0f s (idle exit after %g s): exiting", quiet, self.idle_exit)
+                self.stopping.set()
 
     def _reconcile_loop(self) -> None:
         while not self.stopping.wait(self.reconcile_every):

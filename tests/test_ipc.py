@@ -1,0 +1,80 @@
+"""The socket client against real Unix-socket servers that misbehave as an exiting watcher does."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from memfiles.config import load_settings
+from memfiles.errors import IndexUnavailable
+from memfiles.services.ipc import request, socket_path
+
+
+def listener(path: Path) -> socket.socket:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(4)
+    return server
+
+
+def drop(server: socket.socket, times: int, then=None) -> threading.Thread:
+    """Accept `times` connections and close each unanswered (as a server closing its backlog), then `then`."""
+
+    def serve() -> None:
+        for _ in range(times):
+            connection, _ = server.accept()
+            connection.close()
+        if then is not None:
+            then()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_watcher_that_drops_the_request_and_goes_is_no_watcher(root: Path) -> None:
+    """The watcher closed the connection unanswered and its socket file is gone a moment later (its idle
+    exit, or a stop): the client reads that as "no watcher", so the command goes on without one."""
+    settings = load_settings(root)
+    path = socket_path(settings)
+    server = listener(path)
+
+    def leave() -> None:
+        server.close()
+        path.unlink()
+
+    thread = drop(server, 1, then=leave)
+    assert request(settings, {"op": "ping"}, timeout=10) is None
+    thread.join(10)
+
+
+def test_a_watcher_that_keeps_dropping_requests_is_an_error(root: Path) -> None:
+    """A watcher still there that drops the request twice is a failing watcher, said as such."""
+    settings = load_settings(root)
+    server = listener(socket_path(settings))
+    thread = drop(server, 2)
+    with pytest.raises(IndexUnavailable, match="socket failed"):
+        request(settings, {"op": "ping"}, timeout=10)
+    thread.join(10)
+    server.close()
+
+
+def test_a_dropped_request_is_asked_again_of_the_watcher_that_is_there(root: Path) -> None:
+    """Dropped once, then answered (a new watcher took the socket): the client gets that answer."""
+    settings = load_settings(root)
+    server = listener(socket_path(settings))
+
+    def answer_next() -> None:
+        connection, _ = server.accept()
+        with connection:
+            connection.recv(1 << 16)
+            connection.sendall(b'{"ok": true, "pid": 7}\n')
+
+    thread = drop(server, 1, then=answer_next)
+    assert request(settings, {"op": "ping"}, timeout=10) == {"ok": True, "pid": 7}
+    thread.join(10)
+    server.close()
