@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
-    if op != "ping":  # a ping asks whether it runs (`status`, a starting client), not for work
+    if op != "ping":  # a ping only asks whether it runs (a client choosing its path), not for work
         watcher.active()
     if op == "ping":
         return {"ok": True, "pid": os.getpid(), "ready": watcher.ready.is_set(), "failed": watcher.failed}

@@ -90,6 +90,7 @@ class Watcher:
             self.failed = str(error) or type(error).__name__
             log.error("could not start: %s", self.failed)
             raise
+        self.active()  # the idle exit counts from the end of the catch-up, however long it took
         self.ready.set()
         for target, name, args in (
             (self._work, "sync", ()),
