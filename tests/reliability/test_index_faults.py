@@ -220,7 +220,7 @@ import sys, time
 from memfiles.config import load_settings
 from memfiles.store.lock import FileLock
 settings = load_settings(sys.argv[1])
-with FileLock(settings.index_dir / "store.lock", 60, what="the index"):
+with FileLock(settings.index_dir / "store.lock", 60, busy="the index is busy"):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
 """
