@@ -216,6 +216,19 @@ class TestBackfillAndWritePath:
         run("backfill")
         assert run("backfill", "--check").exit_code == 0
 
+    def test_a_project_of_no_entries_gets_an_empty_index(self, run: Run, root: Path, memsearch) -> None:
+        """backfill in a project with no entries yet makes an index that holds none: memsearch then says
+        no entries match (it used to send the user back to backfill, which could not help), status agrees
+        with itself, and the first entry added is found."""
+        assert run("backfill").exit_code == 0
+        empty = memsearch("anything")
+        assert empty.exit_code == 0 and "no entries match" in empty.stderr, empty.stderr
+        status = json.loads(run("status", "--json").stdout)
+        assert status["index"]["exists"] is True and status["index"]["entries"] == 0
+        added = run("add", "-k", "D", "-t", "First decision of an empty project", "-a", "x", "--body", "B.")
+        assert added.exit_code == 0
+        assert ids_of(memsearch("first decision", "--json")) == ["D-001"]
+
     def test_rebuild_starts_from_empty(self, filled: Path, run: Run) -> None:
         """--rebuild embeds everything again."""
         run("backfill")
