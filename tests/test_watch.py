@@ -209,7 +209,30 @@ class TestIdleExit:
                 assert not idle.stopping.is_set()
             wait_until(idle.stopping.is_set, timeout=60)
 
-    @pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+    def test_stop_right_after_a_spawn_stops_the_watcher_that_does_not_answer_yet(self, run: Run, root: Path) -> None:
+        """`memfiles watch --stop` at once after memsearch (or a hook) spawned a watcher, before it listens:
+        the spawner's pid file names it, so --stop stops it instead of saying no watcher runs."""
+        from memfiles.services.watch.daemon import _gone, spawn_background
+
+        run("add", "-k", "F", "-t", "A friction", "-a", "index", "--body", "Body.")
+        run("backfill")
+        env = {**os.environ, "MEMFILES_ROOT": str(root)}
+        pid = spawn_background(load_settings(root))
+        assert pid is not None
+        try:
+            stopped = subprocess.run(
+                [str(BIN / "memfiles"), "watch", "--stop"], capture_output=True, text=True, env=env, timeout=120
+            )
+            assert stopped.returncode == 0, stopped.stderr
+            assert stopped.stdout.strip() == f"stopped the watcher (pid {pid})"
+            assert _gone(pid)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        again = subprocess.run([str(BIN / "memfiles"), "watch", "--stop"], capture_output=True, text=True, env=env)
+        assert again.returncode == 1 and "no watcher is running" in again.stderr
+
+    @pytest.mark.parametrize("value", ["-1", "nan", "inf", "604801"])
     def test_a_bad_idle_exit_is_exit_2(self, run: Run, root: Path, value: str) -> None:
         """--idle-exit takes seconds, 0 (never) or more; anything else is refused before a watcher starts."""
         result = run("watch", "--idle-exit", value)
@@ -229,6 +252,9 @@ class TestOwnership:
         result = run("watch")
         assert result.exit_code == 0, result.output
         assert result.stdout.strip() == f"watcher already running (pid {os.getpid()})"
+        assert result.stderr == ""
+        told = run("watch", "--idle-exit", "60")  # nothing to apply it to: said, not silently dropped
+        assert told.exit_code == 0 and "--idle-exit not applied" in told.stderr
 
     def test_write_path_goes_through_the_watcher(self, watcher: Watcher, run: Run, root: Path) -> None:
         """memfiles add while watching: no 'index busy', the entry is searchable at once."""

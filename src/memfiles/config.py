@@ -25,6 +25,7 @@ from memfiles.root import find_root
 
 # The score a hit needs before a hook injects it: measured on labelled prompts (scripts/eval_hook_floor.py).
 HOOKS_FLOOR = 0.4
+WATCH_IDLE_EXIT_MAX = 7 * 86400  # a week: the longest idle exit, for the setting and `watch --idle-exit`
 # Commands that delete, force, deploy or migrate: a hook recalls the episodes of similar actions first.
 HOOKS_RISKY = (
     r"\brm\s+-[a-zA-Z]*[rf]",
@@ -64,7 +65,7 @@ class Settings:
     search_watch: bool = True
     # Such a watcher (and one the agent hooks start) exits after this many seconds without a query or a
     # change to the memory files; 0: never. `memfiles watch` started by hand stays (its --idle-exit: 0).
-    watch_idle_exit: float = 7200.0
+    watch_idle_exit: float = 7200.0  # at most WATCH_IDLE_EXIT_MAX
     llm_url: str | None = None
     llm_model: str | None = None
     # Agent hooks (services/hooks.py, docs/hooks.md).
@@ -272,7 +273,7 @@ _RULES: dict[str, Rule] = {
     "title_limit": _whole(10, 1000),
     "body_limit": _whole(100, 1_000_000),
     "search_watch": _flag,
-    "watch_idle_exit": _seconds(7 * 86400, zero=True),  # up to a week
+    "watch_idle_exit": _seconds(WATCH_IDLE_EXIT_MAX, zero=True),
     "hooks_enabled": _flag,
     "hooks_budget": _whole(200, 100_000),
     "hooks_floor": _fraction,

@@ -117,9 +117,16 @@ def watch(
     """
     import signal
 
+    from memfiles.config import WATCH_IDLE_EXIT_MAX
     from memfiles.services.ipc import pid_path, request
     from memfiles.services.watch import Watcher
-    from memfiles.services.watch.daemon import log_path, setup_logging, start_background, stop_running
+    from memfiles.services.watch.daemon import (
+        log_path,
+        setup_logging,
+        start_background,
+        stop_running,
+        unanswering_watchers,
+    )
     from memfiles.services.watch.idle import idle_seconds
 
     settings = app.settings
@@ -127,26 +134,33 @@ def watch(
         raise CommandError("the watcher serves the embedded index; with a Chroma server (index_url) it is not needed")
     with errors_to_exit():
         idle_seconds()  # a bad MEMFILES_WATCH_IDLE is refused here, not in a background process
-    if not 0 <= idle_exit < float("inf"):  # nan and inf too: a typo must not mean "never" silently
+    if not 0 <= idle_exit <= WATCH_IDLE_EXIT_MAX:  # nan and inf too: a typo must not mean "never" silently
         raise click.BadParameter(
-            f"must be a number of seconds, 0 (never) or more, got {idle_exit:g}", param_hint="'--idle-exit'"
+            f"must be a number of seconds from 0 (never) up to {WATCH_IDLE_EXIT_MAX}, got {idle_exit:g}",
+            param_hint="'--idle-exit'",
         )
     if stop_:
         with errors_to_exit():
             answer = request(settings, {"op": "ping"}, timeout=5)
-        if answer is None:
+        # one just spawned by memsearch or a hook may not listen yet: its pid file (or the spawner's) says
+        pids = [int(answer["pid"])] if answer is not None else unanswering_watchers(settings)
+        if not pids:
             click.echo("no watcher is running", err=True)
             raise SystemExit(1)
-        pid = int(answer["pid"])
-        if not stop_running(pid):
-            raise CommandError(f"the watcher (pid {pid}) is still running after SIGTERM: stop it with kill -9 {pid}", 1)
-        click.echo(f"stopped the watcher (pid {pid})")
+        for pid in pids:
+            if not stop_running(pid):
+                raise CommandError(
+                    f"the watcher (pid {pid}) is still running after SIGTERM: stop it with kill -9 {pid}", 1
+                )
+            click.echo(f"stopped the watcher (pid {pid})")
         return
     if not foreground:
         with errors_to_exit():
             running = request(settings, {"op": "ping"}, timeout=5)
         if running is not None:  # what was asked for holds: `memfiles watch && memfiles status` goes on
             click.echo(f"watcher already running (pid {running.get('pid') or pid_path(settings).read_text().strip()})")
+            if idle_exit:
+                click.echo("memfiles: --idle-exit not applied: the running watcher keeps its own", err=True)
             return
         with errors_to_exit():
             pid = start_background(settings, debounce, reconcile_every, idle_exit)

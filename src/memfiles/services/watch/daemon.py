@@ -8,6 +8,7 @@ each start truncates and a failed start quotes.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import logging.handlers
 import os
@@ -39,6 +40,11 @@ def log_path(settings: Settings) -> Path:
 
 def out_path(settings: Settings) -> Path:
     return settings.index_dir / "watch.out"
+
+
+def starting_path(settings: Settings) -> Path:
+    """The pid of a watcher spawned in the background that may not answer yet (`watch --stop` reads it)."""
+    return settings.index_dir / "watch.starting"
 
 
 def log_bytes() -> int:
@@ -136,7 +142,24 @@ def spawn_background(settings: Settings) -> int | None:
             child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
     except OSError:
         return None
+    with contextlib.suppress(OSError):  # until it owns watch.pid, `memfiles watch --stop` finds it here
+        starting_path(settings).write_text(f"{child.pid}\n")
     return child.pid
+
+
+def unanswering_watchers(settings: Settings) -> list[int]:
+    """Watchers of this project that run but do not answer on the socket (yet): the pids in watch.pid and
+    watch.starting whose process is alive and is `memfiles ... --root ROOT watch`."""
+    pids = []
+    for path in (settings.index_dir / "watch.pid", starting_path(settings)):
+        try:
+            pid = int(path.read_text().strip())
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if b"watch" in command and os.fsencode(str(settings.root)) in command and pid not in pids:
+            pids.append(pid)
+    return [pid for pid in pids if not _gone(pid)]
 
 
 def _gone(pid: int) -> bool:

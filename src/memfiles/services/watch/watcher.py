@@ -65,6 +65,7 @@ class Watcher:
     def start(self) -> None:
         """Take ownership, open the index, catch up, then watch and serve. Raises WatcherRunning."""
         from memfiles.services.index_session import open_index
+        from memfiles.services.watch.daemon import starting_path
         from memfiles.services.watch.idle import rebuild_when_idle
         from memfiles.services.watch.keeper import IndexKeeper
 
@@ -78,6 +79,7 @@ class Watcher:
         self._exit.callback(owner.release)
         pid_path(self.settings).write_text(f"{os.getpid()}\n")
         self._exit.callback(lambda: pid_path(self.settings).unlink(missing_ok=True))
+        starting_path(self.settings).unlink(missing_ok=True)  # the owner is known now
         self._serve()
         try:
             # The watcher holds the store lock for its whole life: no other process opens the embedded store.
@@ -201,7 +203,7 @@ class Watcher:
         while not self.stopping.wait(step):
             quiet = time.monotonic() - self.last_active
             if quiet >= self.idle_exit:
-                log.info("no query and no change for %.0f s (idle exit after %g s): exiting", quiet, self.idle_exit)
+                log.info("no query and no change for %.1f s (idle exit after %g s): exiting", quiet, self.idle_exit)
                 self.stopping.set()
 
     def _reconcile_loop(self) -> None:
