@@ -256,6 +256,45 @@ class TestOwnership:
         told = run("watch", "--idle-exit", "60")  # nothing to apply it to: said, not silently dropped
         assert told.exit_code == 0 and "--idle-exit not applied" in told.stderr
 
+    def test_a_command_waiting_on_the_store_hands_over_to_a_watcher_that_started_meanwhile(
+        self, watcher: Watcher, root: Path
+    ) -> None:
+        """A command that found no watcher and waits for the store lock, while a watcher starts and takes
+        the store for its life: it asks the watcher instead of waiting out lock_timeout and failing with
+        "busy" (a `status` right after a memsearch spawned one used to)."""
+        from memfiles.index.chroma import store_lock
+
+        watcher.stop()
+        watcher.stop = lambda: None  # type: ignore[method-assign]
+        settings = load_settings(root)
+        held = store_lock(settings, 5)
+        held.acquire()  # the store is busy (as a starting watcher makes it) before the command looks
+        answers: dict[str, object] = {}
+
+        def status() -> None:
+            try:
+                answers["status"] = index_client.connect(settings).status()
+            except Exception as error:  # said by the assertion below
+                answers["error"] = error
+
+        asking = threading.Thread(target=status)
+        asking.start()
+        time.sleep(0.3)  # it found no watcher and waits for the store
+        late = Watcher(Project(settings), debounce=0.1)
+        starting = threading.Thread(target=late.start)
+        starting.start()
+        try:
+            wait_until(lambda: request(settings, {"op": "ping"}, timeout=5) is not None, timeout=60)
+            time.sleep(1.5)  # past HANDOVER_AFTER: the command has asked whether a watcher answers now
+            held.release()  # the watcher gets the store, catches up and answers the command
+            asking.join(120)
+            starting.join(120)
+            assert "error" not in answers, answers.get("error")
+            assert answers["status"]["watcher"]["running"] is True  # type: ignore[index]
+        finally:
+            held.release()
+            late.stop()
+
     def test_write_path_goes_through_the_watcher(self, watcher: Watcher, run: Run, root: Path) -> None:
         """memfiles add while watching: no 'index busy', the entry is searchable at once."""
         result = run("add", "-k", "D", "-t", "Route writes through the owner", "-a", "index", "--body", "Always.")

@@ -149,6 +149,14 @@ class LockTimeout(MemfilesError):
 
     code = "lock"
 
+    def __init__(self, busy: str, holder: str = "unknown", path: str = "", waited: float = 0.0) -> None:
+        self.busy, self.holder, self.path = busy, holder, path
+        super().__init__(self.said(waited) if path else busy)
+
+    def said(self, waited: float) -> str:
+        """The message, for a wait of `waited` seconds in all (a caller may have waited in several goes)."""
+        return f"{self.busy}: another process (pid {self.holder}) holds {self.path}; waited {waited:g} s"
+
 
 class IndexUnavailable(MemfilesError):
     """The semantic index cannot be reached, is busy, or does not exist yet."""

@@ -15,8 +15,11 @@ answered by the watcher never loads numpy, chromadb or torch.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable
@@ -72,6 +75,31 @@ def index_exists(settings: Settings) -> bool:
 
 
 NO_WATCHER = {"running": False, "pid": None, "since": None, "last_sync": None, "syncs": 0, "pending_files": 0}
+# A local client waiting this long for the store lock asks whether a watcher has started meanwhile (it
+# holds the store for its whole life): if one answers, the call goes to it instead of waiting it out.
+HANDOVER_AFTER = 1.0
+
+Call = TypeVar("Call", bound=Callable[..., Any])
+
+
+class _WatcherHere(Exception):
+    """The store lock is held by a watcher that started after this client chose the local path."""
+
+
+def _handed_over(method: Call) -> Call:
+    """A LocalIndex call that finds a watcher took the store meanwhile is made through that watcher."""
+
+    @functools.wraps(method)
+    def call(self: LocalIndex, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except _WatcherHere:
+            watcher = WatcherIndex(self.settings)
+            result = getattr(watcher, method.__name__)(*args, **kwargs)
+            self.warnings, self.where = watcher.warnings, "watcher"  # no second watcher is left behind
+            return result
+
+    return call  # type: ignore[return-value]
 
 
 class LocalIndex:
@@ -90,14 +118,43 @@ class LocalIndex:
     def _open(self, timeout: float, create: bool = False) -> Any:
         from memfiles.services.index_session import open_index
 
-        return open_index(self.settings, timeout=timeout, create=create)
+        return self._waiting(lambda wait: open_index(self.settings, timeout=wait, create=create), timeout)
 
     def _read(self, timeout: float) -> Any:
         """For queries: the saved catalog and vectors when in step with the store (numpy only), else the store."""
         from memfiles.services.index_session import open_reader
 
-        return open_reader(self.settings, timeout=timeout)
+        return self._waiting(lambda wait: open_reader(self.settings, timeout=wait), timeout)
 
+    @contextlib.contextmanager
+    def _waiting(self, opener: Callable[[float], Any], timeout: float) -> Iterator[Any]:
+        """`opener(timeout)`'s session, waited for in slices of HANDOVER_AFTER: when the store is still
+        locked after one and a watcher now answers, _WatcherHere (the call goes to that watcher, which
+        holds the store for its whole life); else the wait goes on, `timeout` in all."""
+        from memfiles.errors import LockTimeout
+
+        deadline = time.monotonic() + timeout
+        with contextlib.ExitStack() as stack:
+            while True:
+                left = deadline - time.monotonic()
+                try:
+                    session = stack.enter_context(opener(max(0.0, min(left, HANDOVER_AFTER))))
+                    break
+                except IndexUnavailable as error:
+                    busy = error.__cause__
+                    if not isinstance(busy, LockTimeout) or self.settings.index_url:
+                        raise
+                    try:
+                        watcher = ipc.request(self.settings, {"op": "ping"}, timeout=5)
+                    except IndexUnavailable:
+                        watcher = None  # one that does not answer a ping is not one to hand over to
+                    if watcher is not None:
+                        raise _WatcherHere from error
+                    if left <= HANDOVER_AFTER:  # said for the whole wait, not its last slice
+                        raise IndexUnavailable(busy.said(timeout)) from busy
+            yield session
+
+    @_handed_over
     def search(self, queries: list[tuple[str, int]], filters: Filters, mode: str = "hybrid") -> list[Hits]:
         with self._read(timeout=self.settings.search_timeout) as session:
             if not session.exists():
@@ -106,6 +163,7 @@ class LocalIndex:
             self.warnings = unreadable_warnings(session.catalog.broken)
             return [hit_objects(searcher.search(query, k, filters, mode)) for query, k in queries]
 
+    @_handed_over
     def search_many(self, items: list[dict[str, Any]]) -> list[Hits]:
         from memfiles.services.recall import search_many
 
@@ -115,6 +173,7 @@ class LocalIndex:
             self.warnings = unreadable_warnings(session.catalog.broken)
             return search_many(session.searcher(), items)
 
+    @_handed_over
     def similar(self, texts: list[str], filters: Filters, k: int = 5) -> list[Neighbours]:
         from memfiles.services.index_session import nearest
 
@@ -123,12 +182,14 @@ class LocalIndex:
                 raise IndexUnavailable("there is no index yet")
             return nearest(session.searcher(), texts, filters, k)
 
+    @_handed_over
     def notify(self, paths: set[str], pruned: set[str], deadline: float, writing: Any = None) -> None:
         from memfiles.services.index_session import sync_files
 
         with self._open(timeout=max(0.05, deadline - time.monotonic())) as session:
             sync_files(self.project, session, paths, pruned, deadline, writing)
 
+    @_handed_over
     def backfill(self, rebuild: bool = False, check: bool = False) -> dict[str, Any]:
         from memfiles.services.backfill import backfill_session, no_index_drift
         from memfiles.services.index_session import early_encoder
@@ -160,6 +221,7 @@ class LocalIndex:
             if bulk is not None:
                 bulk.close()
 
+    @_handed_over
     def status(self) -> dict[str, Any]:
         from memfiles.services.backfill import backfill_session
 

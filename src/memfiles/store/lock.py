@@ -34,10 +34,7 @@ class FileLock:
                 if time.monotonic() >= deadline:
                     holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
                     os.close(fd)
-                    raise LockTimeout(
-                        f"{self.busy}: another process (pid {holder}) has held {self.path}"
-                        f" for more than {self.timeout:g} s"
-                    ) from None
+                    raise LockTimeout(self.busy, holder, str(self.path), self.timeout) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
         try:  # the holder's pid is for the busy message only: a full disk must not stop the lock
