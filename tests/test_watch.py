@@ -232,6 +232,28 @@ class TestIdleExit:
         again = subprocess.run([str(BIN / "memfiles"), "watch", "--stop"], capture_output=True, text=True, env=env)
         assert again.returncode == 1 and "no watcher is running" in again.stderr
 
+    def test_watch_right_after_a_spawn_reports_the_watcher_that_won(self, run: Run, root: Path) -> None:
+        """`memfiles watch` at once after memsearch spawned a watcher that does not listen yet: its own
+        child loses the race for the project (and exits), and the command reports the one that won, exit 0,
+        instead of "the watcher exited (code 1) before it answered"."""
+        from memfiles.services.watch.daemon import spawn_background
+
+        run("add", "-k", "F", "-t", "A friction", "-a", "index", "--body", "Body.")
+        run("backfill")
+        env = {**os.environ, "MEMFILES_ROOT": str(root)}
+        pid = spawn_background(load_settings(root))
+        assert pid is not None
+        try:
+            started = subprocess.run(
+                [str(BIN / "memfiles"), "watch"], capture_output=True, text=True, env=env, timeout=600
+            )
+            assert started.returncode == 0, started.stderr
+            assert f"(pid {pid})" in started.stdout, started.stdout
+        finally:
+            subprocess.run([str(BIN / "memfiles"), "watch", "--stop"], capture_output=True, env=env, timeout=120)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
     @pytest.mark.parametrize("value", ["-1", "nan", "inf", "604801"])
     def test_a_bad_idle_exit_is_exit_2(self, run: Run, root: Path, value: str) -> None:
         """--idle-exit takes seconds, 0 (never) or more; anything else is refused before a watcher starts."""

@@ -96,7 +96,9 @@ def watch_command(settings: Settings, *options: str) -> list[str]:
 
 def start_background(settings: Settings, debounce: float, reconcile_every: float, idle_exit: float = 0.0) -> int:
     """Start `memfiles watch --foreground` detached and return its pid once it answers; StartFailed at once
-    when it exits or reports a failure (with what it printed), never a silent wait."""
+    when it exits or reports a failure (with what it printed), never a silent wait. When another watcher
+    took the project first (one spawned a moment ago by memsearch or a hook), the pid of that one once it
+    answers."""
     folder = ensure_private_dir(settings.index_dir)
     log_bytes()  # a bad MEMFILES_WATCH_LOG_BYTES is refused here, not in the child
     command = watch_command(
@@ -113,7 +115,7 @@ def start_background(settings: Settings, debounce: float, reconcile_every: float
     deadline = time.monotonic() + START_WAIT
     while time.monotonic() < deadline:
         code = child.poll()
-        if code is not None:
+        if code is not None and not watcher_owns(settings):
             said = _tail(out_path(settings)) or _tail(log_path(settings))
             raise StartFailed(f"the watcher exited (code {code}) before it answered" + (f":\n{said}" if said else ""))
         try:
@@ -124,9 +126,23 @@ def start_background(settings: Settings, debounce: float, reconcile_every: float
             if answer.get("failed"):
                 raise StartFailed(f"the watcher could not start: {answer['failed']} (log: {log_path(settings)})")
             if answer.get("ready", True):
-                return child.pid
+                return int(answer.get("pid") or child.pid)
         time.sleep(0.1)
     raise StartFailed(f"the watcher did not answer within {START_WAIT:g} s; see {log_path(settings)}")
+
+
+def watcher_owns(settings: Settings) -> bool:
+    """True while some watcher holds this project's watch.lock (running, or still starting)."""
+    from memfiles.errors import LockTimeout
+    from memfiles.store.lock import FileLock
+
+    probe = FileLock(settings.index_dir / "watch.lock", timeout=0.0)
+    try:
+        probe.acquire()
+    except LockTimeout:
+        return True
+    probe.release()
+    return False
 
 
 def spawn_background(settings: Settings) -> int | None:
