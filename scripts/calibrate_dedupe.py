@@ -259,19 +259,23 @@ def notebook(sections: list[tuple[str, str]], path: Path) -> None:
             "metadata": {},
             "outputs": [],
             "source": [
-                "import sys; sys.path.insert(0, '../scripts')\n",
-                "from calibrate_dedupe import report\n",
+                "import sys\n",
+                "\n",
+                'sys.path.insert(0, "../scripts")\n',
+                "from calibrate_dedupe import report  # found through the path above\n",
+                "\n",
                 "sections = report()",
             ],
         },
     ]
     for n, (title, table) in enumerate(sections, start=2):
+        cells.append({"cell_type": "markdown", "metadata": {}, "source": [f"### {title}"]})  # ruff-clean: no long lines
         cells.append(
             {
                 "cell_type": "code",
                 "execution_count": n,
                 "metadata": {},
-                "source": [f"print(sections[{n - 2}][1])  # {title}"],
+                "source": [f"print(sections[{n - 2}][1])"],
                 "outputs": [{"output_type": "stream", "name": "stdout", "text": [title + "\n\n", table + "\n"]}],
             }
         )

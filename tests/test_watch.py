@@ -39,6 +39,12 @@ def wait_until(predicate: Callable[[], object], timeout: float = 15.0) -> None:
     raise AssertionError(f"condition not met within {timeout} s")
 
 
+def watch(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`memfiles watch ARGS` on the project at `root`, as its own process."""
+    env = {**os.environ, "MEMFILES_ROOT": str(root)}
+    return subprocess.run([str(BIN / "memfiles"), "watch", *args], capture_output=True, text=True, env=env, timeout=600)
+
+
 def entry(entry_id: str, title: str, body: str, status: str = "open") -> str:
     return f"### {entry_id}: {title}\n\n- date: 2026-11-01\n- area: test\n- status: {status}\n\n{body}\n"
 
@@ -209,50 +215,44 @@ class TestIdleExit:
                 assert not idle.stopping.is_set()
             wait_until(idle.stopping.is_set, timeout=60)
 
-    def test_stop_right_after_a_spawn_stops_the_watcher_that_does_not_answer_yet(self, run: Run, root: Path) -> None:
-        """`memfiles watch --stop` at once after memsearch (or a hook) spawned a watcher, before it listens:
-        the spawner's pid file names it, so --stop stops it instead of saying no watcher runs."""
-        from memfiles.services.watch.daemon import _gone, spawn_background
-
-        run("add", "-k", "F", "-t", "A friction", "-a", "index", "--body", "Body.")
-        run("backfill")
-        env = {**os.environ, "MEMFILES_ROOT": str(root)}
-        pid = spawn_background(load_settings(root))
-        assert pid is not None
-        try:
-            stopped = subprocess.run(
-                [str(BIN / "memfiles"), "watch", "--stop"], capture_output=True, text=True, env=env, timeout=120
-            )
-            assert stopped.returncode == 0, stopped.stderr
-            assert stopped.stdout.strip() == f"stopped the watcher (pid {pid})"
-            assert _gone(pid)
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        again = subprocess.run([str(BIN / "memfiles"), "watch", "--stop"], capture_output=True, text=True, env=env)
-        assert again.returncode == 1 and "no watcher is running" in again.stderr
-
-    def test_watch_right_after_a_spawn_reports_the_watcher_that_won(self, run: Run, root: Path) -> None:
-        """`memfiles watch` at once after memsearch spawned a watcher that does not listen yet: its own
-        child loses the race for the project (and exits), and the command reports the one that won, exit 0,
-        instead of "the watcher exited (code 1) before it answered"."""
+    @pytest.fixture
+    def spawned(self, run: Run, root: Path) -> Iterator[int]:
+        """A watcher just spawned in the background as memsearch or a hook spawns one (not listening yet);
+        its pid. Killed afterwards if a test left it running."""
         from memfiles.services.watch.daemon import spawn_background
 
         run("add", "-k", "F", "-t", "A friction", "-a", "index", "--body", "Body.")
         run("backfill")
-        env = {**os.environ, "MEMFILES_ROOT": str(root)}
         pid = spawn_background(load_settings(root))
         assert pid is not None
         try:
-            started = subprocess.run(
-                [str(BIN / "memfiles"), "watch"], capture_output=True, text=True, env=env, timeout=600
-            )
-            assert started.returncode == 0, started.stderr
-            assert f"(pid {pid})" in started.stdout, started.stdout
+            yield pid
         finally:
-            subprocess.run([str(BIN / "memfiles"), "watch", "--stop"], capture_output=True, env=env, timeout=120)
+            watch(root, "--stop")
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+    def test_stop_right_after_a_spawn_stops_the_watcher_that_does_not_answer_yet(
+        self, spawned: int, root: Path
+    ) -> None:
+        """`memfiles watch --stop` at once after memsearch (or a hook) spawned a watcher, before it listens:
+        the spawner's pid file names it, so --stop stops it instead of saying no watcher runs."""
+        from memfiles.services.watch.daemon import _gone
+
+        stopped = watch(root, "--stop")
+        assert stopped.returncode == 0, stopped.stderr
+        assert stopped.stdout.strip() == f"stopped the watcher (pid {spawned})"
+        assert _gone(spawned)
+        again = watch(root, "--stop")
+        assert again.returncode == 1 and "no watcher is running" in again.stderr
+
+    def test_watch_right_after_a_spawn_reports_the_watcher_that_won(self, spawned: int, root: Path) -> None:
+        """`memfiles watch` at once after memsearch spawned a watcher that does not listen yet: its own
+        child loses the race for the project (and exits), and the command reports the one that won, exit 0,
+        instead of "the watcher exited (code 1) before it answered"."""
+        started = watch(root)
+        assert started.returncode == 0, started.stderr
+        assert f"(pid {spawned})" in started.stdout, started.stdout
 
     @pytest.mark.parametrize("value", ["-1", "nan", "inf", "604801"])
     def test_a_bad_idle_exit_is_exit_2(self, run: Run, root: Path, value: str) -> None:
