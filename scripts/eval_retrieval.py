@@ -487,7 +487,13 @@ def main() -> None:
 
         settings = grid(args.passages, small=args.small, prf=args.prf, rm3=args.rm3, adaptive=args.adaptive)
         queries_of: dict = {}
-        results = sweep(prepared, settings, lambda items: tqdm(items, disable=not sys.stderr.isatty()), queries_of)
+        results = sweep(
+            prepared,
+            settings,
+            lambda items, **total: tqdm(items, disable=not sys.stderr.isatty(), **total),
+            queries_of,
+            workers=args.workers,
+        )
         if args.save_sweep:
             import pickle
 

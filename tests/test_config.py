@@ -212,6 +212,8 @@ BAD_ENV = [
     ("MEMFILES_CHROMA_URL", "ht tp://x", "http:// or https:// URL (or host:port)"),
     ("MEMFILES_CHROMA_URL", "http://", 'got "http://"'),
     ("MEMFILES_LLM_URL", "localhost:8080", "http:// or https:// URL"),
+    ("MEMFILES_WATCH_IDLE_EXIT", "2h", 'from 0 up to 604800, got "2h"'),
+    ("MEMFILES_WATCH_IDLE_EXIT", "604801", 'got "604801"'),
 ]
 
 

@@ -184,7 +184,7 @@ class TestUsage:
 class TestIdleExit:
     def test_a_watcher_with_no_query_and_no_change_stops_itself(self, watcher: Watcher, root: Path) -> None:
         """--idle-exit: after that many seconds with nothing asked and nothing changed, the watcher stops
-        on its own; a ping (`status`, a client looking for it) does not count as use."""
+        on its own; a ping (a client only asking whether a watcher runs) does not count as use."""
         watcher.stop()
         watcher.stop = lambda: None  # type: ignore[method-assign]
         settings = load_settings(root)

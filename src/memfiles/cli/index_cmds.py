@@ -121,11 +121,11 @@ def watch(
     from memfiles.services.ipc import pid_path, request
     from memfiles.services.watch import Watcher
     from memfiles.services.watch.daemon import (
+        live_watchers,
         log_path,
         setup_logging,
         start_background,
         stop_running,
-        unanswering_watchers,
     )
     from memfiles.services.watch.idle import idle_seconds
 
@@ -143,7 +143,7 @@ def watch(
         with errors_to_exit():
             answer = request(settings, {"op": "ping"}, timeout=5)
         # one just spawned by memsearch or a hook may not listen yet: its pid file (or the spawner's) says
-        pids = [int(answer["pid"])] if answer is not None else unanswering_watchers(settings)
+        pids = [int(answer["pid"])] if answer is not None else live_watchers(settings)
         if not pids:
             click.echo("no watcher is running", err=True)
             raise SystemExit(1)

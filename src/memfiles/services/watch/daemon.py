@@ -115,7 +115,7 @@ def start_background(settings: Settings, debounce: float, reconcile_every: float
     deadline = time.monotonic() + START_WAIT
     while time.monotonic() < deadline:
         code = child.poll()
-        if code is not None and not watcher_owns(settings):
+        if code is not None and not live_watchers(settings):  # else it lost the project to one spawned just before
             said = _tail(out_path(settings)) or _tail(log_path(settings))
             raise StartFailed(f"the watcher exited (code {code}) before it answered" + (f":\n{said}" if said else ""))
         try:
@@ -129,20 +129,6 @@ def start_background(settings: Settings, debounce: float, reconcile_every: float
                 return int(answer.get("pid") or child.pid)
         time.sleep(0.1)
     raise StartFailed(f"the watcher did not answer within {START_WAIT:g} s; see {log_path(settings)}")
-
-
-def watcher_owns(settings: Settings) -> bool:
-    """True while some watcher holds this project's watch.lock (running, or still starting)."""
-    from memfiles.errors import LockTimeout
-    from memfiles.store.lock import FileLock
-
-    probe = FileLock(settings.index_dir / "watch.lock", timeout=0.0)
-    try:
-        probe.acquire()
-    except LockTimeout:
-        return True
-    probe.release()
-    return False
 
 
 def spawn_background(settings: Settings) -> int | None:
@@ -163,9 +149,10 @@ def spawn_background(settings: Settings) -> int | None:
     return child.pid
 
 
-def unanswering_watchers(settings: Settings) -> list[int]:
-    """Watchers of this project that run but do not answer on the socket (yet): the pids in watch.pid and
-    watch.starting whose process is alive and is `memfiles ... --root ROOT watch`."""
+def live_watchers(settings: Settings) -> list[int]:
+    """Watchers of this project whose process runs, answering on the socket or not (yet): the pids in
+    watch.pid and watch.starting whose process is alive and is `memfiles ... --root ROOT watch`. Read from
+    files only: probing watch.lock instead could take it from a watcher in the middle of starting."""
     pids = []
     for path in (settings.index_dir / "watch.pid", starting_path(settings)):
         try:
