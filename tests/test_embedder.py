@@ -3,11 +3,15 @@ same bundled model."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from memfiles.index.bert_torch import TorchBertEmbedder
 from memfiles.index.embedder import (
+    ModelUnavailable,
     NumpyBertEmbedder,
     SentenceTransformerEmbedder,
     collection_name,
@@ -47,6 +51,29 @@ class TestNumpyEncoder:
         for batch_size in (1, 4, 64):
             assert np.abs(bulk.encode(TEXTS, batch_size=batch_size) - expected).max() < 1e-5
 
+    def test_a_few_texts_run_torch_on_one_thread(self) -> None:
+        """A query holds torch to one thread for its encode (robust on a busy machine, bulk/bert_torch.py)
+        and gives back the count it found; a bulk encode runs on what is set."""
+        import torch
+
+        bulk = TorchBertEmbedder(*resolve_model(None))
+        seen: list[int] = []
+        encode_batch = bulk._encode_batch
+
+        def spy(encodings: list[object]) -> np.ndarray:
+            seen.append(torch.get_num_threads())
+            return encode_batch(encodings)
+
+        bulk._encode_batch = spy  # type: ignore[method-assign]
+        before = torch.get_num_threads()
+        torch.set_num_threads(2)
+        try:
+            bulk.encode(["one query"])
+            bulk.encode(["many texts"] * 40, batch_size=64)
+            assert seen == [1, 2] and torch.get_num_threads() == 2
+        finally:
+            torch.set_num_threads(before)
+
     def test_vectors_are_unit_length(self) -> None:
         """Normalised like the model's Normalize module."""
         vectors = load_embedder(None, light=True).encode(TEXTS[:3])
@@ -77,6 +104,25 @@ class TestWeights:
         assert table.shape == (30522, 384) and table.dtype == np.float32
         assert not table.flags.writeable
         assert isinstance(table.base, np.memmap) or isinstance(getattr(table.base, "base", None), np.memmap)
+
+    def test_torch_encoder_shares_the_memory_map(self) -> None:
+        """The torch recipe's tensors are the numpy recipe's arrays (the file's pages), not a second copy."""
+        torch_embedder = TorchBertEmbedder(*resolve_model(None))
+        table = torch_embedder.model["embeddings.word_embeddings.weight"]
+        assert np.shares_memory(table.numpy(), torch_embedder.weights["embeddings.word_embeddings.weight"])
+
+    @pytest.mark.parametrize("light", [True, False])
+    @pytest.mark.parametrize("content", [b"not weights", b"\xff" * 8 + b"{}", b""])
+    def test_a_model_file_that_is_not_safetensors_is_refused_by_name(
+        self, tmp_path: Path, light: bool, content: bytes
+    ) -> None:
+        """Garbage where the weights should be (its first 8 bytes read as a header length of exabytes):
+        ModelUnavailable naming the folder, not a MemoryError from reading that many bytes."""
+        broken = tmp_path / "model"
+        shutil.copytree(resolve_model(None)[1], broken)  # type: ignore[arg-type]
+        (broken / "model.safetensors").write_bytes(content)
+        with pytest.raises(ModelUnavailable, match="cannot be loaded"):
+            load_embedder(str(broken), light=light).encode(["x"])
 
     def test_bulk_loading_does_not_import_sentence_transformers(self) -> None:
         """The bulk encoder of the bundled model never imports sentence-transformers or transformers."""

@@ -156,6 +156,8 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
 
     with path.open("rb") as handle:
         size = int.from_bytes(handle.read(8), "little")
+        if size > path.stat().st_size - 8:  # not a safetensors file: its first 8 bytes are no header length
+            raise ValueError(f"{path.name}: not a safetensors file (its header length {size} exceeds the file)")
         header = json.loads(handle.read(size))
     data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + size)
     tensors = {}
