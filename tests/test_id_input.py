@@ -190,6 +190,15 @@ class TestHandWrittenSpelling:
 
 
 class TestReadSide:
+    def test_show_of_an_unknown_prefix_names_the_prefixes(self, three: Run) -> None:
+        """show Z-9: no kind has the prefix Z, and the message says which prefixes there are; an unknown
+        number of a known prefix stays a plain "no entry"."""
+        result = three("show", "z-9")
+        assert result.exit_code == 2
+        assert "no entry Z-009 (no kind has the prefix Z; the prefixes are D, F, T, L, K, P, E, I, W)" in result.stderr
+        known = three("show", "D-404")
+        assert known.exit_code == 2 and known.stderr.strip().endswith("no entry D-404")
+
     def test_refs_resolve_an_unpadded_reference_and_say_the_spelling(self, three: Run, root: Path) -> None:
         """`@@T-1` in code while T-001 exists: ref-ok (not dangling), the message says to write @@T-001."""
         (root / "app.py").write_text("# see " + "@@" + "T-1 for why\n")

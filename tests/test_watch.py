@@ -504,3 +504,54 @@ class TestWarmClient:
         first, modules = json.loads(out.strip().splitlines()[-1])
         assert first == "F-001"
         assert not {"torch", "chromadb", "numpy", "sentence_transformers"} & set(modules)
+
+
+class TestTorchQueries:
+    """A watcher asked its first query answers the next ones with the torch encoder (bert_torch.py), loaded
+    in the background; the same hits and scores as the numpy encoder gave; off with `watch_torch`."""
+
+    @staticmethod
+    def scored(root: Path, query: str) -> list[tuple[str, float]]:
+        settings = load_settings(root)
+        return [(h["entry"]["id"], h["score"]) for h in index_client.search(settings, [(query, 5)], Filters())[0]]
+
+    def test_the_first_query_switches_queries_to_torch(self, watcher: Watcher, root: Path, run: Run) -> None:
+        from memfiles.index.bert_torch import TorchBertEmbedder
+        from memfiles.index.embedder import NumpyBertEmbedder
+
+        run("add", "-k", "F", "-t", "Backfill stalls on a locked store", "-a", "index", "--body", "It waits.")
+        wait_until(lambda: first(root, "locked store").get("id") == "F-002", timeout=120)
+        assert type(watcher.keeper.searcher.embedder) in (NumpyBertEmbedder, TorchBertEmbedder)
+        wait_until(lambda: isinstance(watcher.keeper.searcher.embedder, TorchBertEmbedder), timeout=120)
+        assert watcher.session.bulk is watcher.keeper.searcher.embedder  # one torch model, shared with syncs
+        with_torch = self.scored(root, "two writers hang")
+        watcher.keeper.searcher.embedder = watcher.session.embedder  # numpy, for the same query
+        with_numpy = self.scored(root, "two writers hang")
+        assert [i for i, _ in with_torch] == [i for i, _ in with_numpy] and with_torch[0][0] == "F-001"
+        assert all(abs(a - b) < 1e-4 for (_, a), (_, b) in zip(with_torch, with_numpy, strict=True))
+
+    def test_watch_torch_off_keeps_numpy(self, root: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+        from memfiles.index.embedder import NumpyBertEmbedder
+
+        run("add", "-k", "F", "-t", "Chroma hangs with two writers", "-a", "index", "--body", "They wait.")
+        run("backfill")
+        monkeypatch.setenv("MEMFILES_WATCH_TORCH", "0")
+        with watching(root) as w:
+            assert first(root, "two writers hang")["id"] == "F-001"
+            assert w.keeper._torch_queries is None and type(w.keeper.searcher.embedder) is NumpyBertEmbedder
+
+    def test_torch_that_cannot_load_leaves_numpy_answering(
+        self, root: Path, run: Run, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """torch missing (its module cannot be imported): a warning in the log, queries go on in numpy."""
+        from memfiles.index.embedder import NumpyBertEmbedder
+
+        run("add", "-k", "F", "-t", "Chroma hangs with two writers", "-a", "index", "--body", "They wait.")
+        run("backfill")
+        monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+        with watching(root) as w:
+            assert first(root, "two writers hang")["id"] == "F-001"
+            w.keeper.settle(timeout=120)
+            assert type(w.keeper.searcher.embedder) is NumpyBertEmbedder
+            assert first(root, "two writers hang")["id"] == "F-001"
+        assert "queries stay on the numpy encoder: torch could not be loaded" in caplog.text

@@ -117,6 +117,8 @@ def find_entry(reading: Reading, text: str, schema: Schema) -> Located | PrunedE
             # code `parse`, with the file and the line where it broke (not the entry's: it cannot be read)
             raise ParseError(rel, problem.line, f"{entry_id} is in this file, which does not parse: {problem.message}")
     unsure = f" ({reading.pruned.rel} does not parse)" if reading.pruned.problem else ""
+    if schema.kind_of(shown) is None:  # a typo'd or foreign prefix: say so rather than only "no entry"
+        unsure += f" (no kind has the prefix {wanted[0]}; the prefixes are {', '.join(schema.prefixes)})"
     raise MemfilesError(f"no entry {shown}{unsure}")
 
 

@@ -47,6 +47,8 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     if not_ready:
         return {"ok": False, "error": not_ready}
     keeper = watcher.keeper
+    if op in ("search", "memsearch", "search_many", "similar"):
+        keeper.torch_for_queries()
     if op == "search":
         from memfiles.index.filters import Filters
 
@@ -111,6 +113,7 @@ def _hook(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
         if watcher.failed or not watcher.ready.is_set():
             raise IndexUnavailable(watcher.failed or "the watcher is still catching up with the files")
         keeper = watcher.keeper
+        keeper.torch_for_queries()
         with keeper.mutex:
             return search_many(keeper.searcher, items)
 

@@ -110,6 +110,8 @@ class Watcher:
         self.debouncer.wake.set()
         for thread in self._threads:
             thread.join(timeout=5)
+        if hasattr(self, "keeper"):
+            self.keeper.settle(timeout=30)
         try:
             if hasattr(self, "keeper"):
                 self.keeper.persist()
