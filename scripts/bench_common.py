@@ -8,8 +8,10 @@ source (0.1-0.2 s a search), and the baselines' packages (numpy, Python's own) w
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 
@@ -19,3 +21,22 @@ def compile_memfiles() -> None:
 
     folder = Path(memfiles.__file__).parent
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(folder)], check=True, stdout=subprocess.DEVNULL)
+
+
+def warm_watcher(root: Path, query: list[str], timeout: float = 120.0) -> None:
+    """Bring the project's running watcher to its steady state before it is timed: run `query` (a
+    command that searches) once, then wait until the watcher's log says its queries use the torch
+    encoder it loads in the background after a first query (services/watch/keeper.py). With
+    watch_torch off, or when torch could not be loaded, the log says so or says nothing: after
+    `timeout` seconds the benchmark goes on and times what the watcher answers with."""
+    subprocess.run(query, capture_output=True, check=False, env={**os.environ, "MEMFILES_ROOT": str(root)})
+    log = root / ".memsearch" / "watch.log"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        if "queries now use the torch encoder" in text or "queries stay on the numpy encoder" in text:
+            return
+        if os.environ.get("MEMFILES_WATCH_TORCH", "1").lower() in ("0", "false", "off", "no"):
+            return
+        time.sleep(0.2)
+    print(f"warning: the watcher did not say within {timeout:g} s which encoder answers its queries", file=sys.stderr)

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import compile_memfiles
+from bench_common import compile_memfiles, warm_watcher
 from bench_recall import MEMFILES, build  # the same project as the recall benchmark
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "data" / "hooks"
@@ -84,6 +84,7 @@ def main() -> None:
         rows.append(("python -c pass (baseline)", base))
         subprocess.run([MEMFILES, *env_root, "watch"], check=True, capture_output=True)
         try:
+            warm_watcher(root, [str(Path(MEMFILES).parent / "memsearch"), "warm up"])  # its torch encoder loaded
             for event, name, changes, gap, should in CASES:
                 command = [MEMFILES, *env_root, "hook", event]
                 warmup = inputs(name, changes, 1, root, tag=f"w{gap}")
