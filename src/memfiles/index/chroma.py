@@ -66,6 +66,10 @@ class VectorStore:
             )
         return self._collection
 
+    def create(self) -> None:
+        """Make the collection now if it does not exist (a project of no entries still has an index)."""
+        _ = self.collection
+
     def exists(self) -> bool:
         return any(getattr(c, "name", c) == self.name for c in self.client.list_collections())
 

@@ -66,7 +66,7 @@ def backfill_session(
     # held catalog's when it mirrors the store; else apply_plan reads them from the store.
     if not stored:
         target.vectors = VectorCache.empty(0)
-        store.collection  # noqa: B018  (made now even with nothing to embed: a project of no entries has an index)
+        store.create()  # made now even with nothing to embed: a project of no entries has an index
     elif mirrors and (held.vectors is not None or held.load_vectors(store.sidecar) is not None):
         target.vectors = held.vectors.copy()
     report = apply_plan(store, embedder_for(session, plan), plan, target, complete=True)
