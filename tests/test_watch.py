@@ -254,6 +254,30 @@ class TestIdleExit:
         assert started.returncode == 0, started.stderr
         assert f"(pid {spawned})" in started.stdout, started.stdout
 
+    def test_status_calls_a_watcher_that_does_not_answer_yet_starting(self, run: Run, root: Path) -> None:
+        """A live watcher process of this project that does not answer (yet) is `starting` with its pid in
+        `status`, text and JSON, not "not running"; once it is gone, status says not running again. The
+        process stands still (it sleeps under a watcher's command line), so the test does not race it."""
+        from memfiles.services.watch.daemon import starting_path
+
+        run("add", "-k", "F", "-t", "A friction", "-a", "index", "--body", "Body.")
+        run("backfill")
+        code = "import time; time.sleep(120)"
+        still = subprocess.Popen([sys.executable, "-c", code, "--root", str(root), "watch", "--foreground"])
+        try:
+            starting_path(load_settings(root)).write_text(f"{still.pid}\n")
+            shown = run("status", "--json")
+            assert shown.exit_code == 0, shown.output
+            watcher = json.loads(shown.stdout)["watcher"]
+            assert (watcher["running"], watcher["starting"], watcher["pid"]) == (False, True, still.pid)
+            text = run("status")
+            assert f"watcher:  starting, pid {still.pid} (it does not answer yet)" in text.stdout
+        finally:
+            still.kill()
+            still.wait()
+        after = json.loads(run("status", "--json").stdout)["watcher"]
+        assert (after["running"], after["starting"], after["pid"]) == (False, False, None)
+
     @pytest.mark.parametrize("value", ["-1", "nan", "inf", "604801"])
     def test_a_bad_idle_exit_is_exit_2(self, run: Run, root: Path, value: str) -> None:
         """--idle-exit takes seconds, 0 (never) or more; anything else is refused before a watcher starts."""

@@ -209,7 +209,12 @@ def status(app: App, as_json: bool) -> None:
         print_json(report)
         return
     watcher, index = report["watcher"], report["index"]
-    click.echo(f"watcher:  {'running, pid ' + str(watcher['pid']) if watcher['running'] else 'not running'}")
+    if watcher["running"]:
+        click.echo(f"watcher:  running, pid {watcher['pid']}")
+    elif watcher.get("starting"):
+        click.echo(f"watcher:  starting, pid {watcher['pid']} (it does not answer yet)")
+    else:
+        click.echo("watcher:  not running")
     if drift is None:
         click.echo(f"entries:  {sum(1 for _ in reading.loaded.entries())} on disk")
         click.echo("index:    none yet (run memfiles backfill)")

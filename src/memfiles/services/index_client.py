@@ -74,7 +74,15 @@ def index_exists(settings: Settings) -> bool:
     return store_exists(settings)
 
 
-NO_WATCHER = {"running": False, "pid": None, "since": None, "last_sync": None, "syncs": 0, "pending_files": 0}
+NO_WATCHER = {
+    "running": False,
+    "starting": False,
+    "pid": None,
+    "since": None,
+    "last_sync": None,
+    "syncs": 0,
+    "pending_files": 0,
+}
 # A local client waiting this long for the store lock asks whether a watcher has started meanwhile (it
 # holds the store for its whole life): if one answers, the call goes to it instead of waiting it out.
 HANDOVER_AFTER = 1.0
@@ -238,7 +246,16 @@ class LocalIndex:
             with self._open(timeout=self.settings.lock_timeout) as session:
                 index.update(index_facts(session, session.catalog))
                 drift = backfill_session(self.project, session, session.catalog, rebuild=False, check=True)[0]["drift"]
-        return {"watcher": NO_WATCHER, "index": index, "drift": drift}
+        return {"watcher": not_answering_watcher(self.settings), "index": index, "drift": drift}
+
+
+def not_answering_watcher(settings: Settings) -> dict[str, Any]:
+    """The watcher object when none answered: a watcher process of this project that is alive but does not
+    answer yet (one memsearch or a write spawned a moment ago, still loading) is `starting`, with its pid."""
+    from memfiles.services.watch.daemon import live_watchers
+
+    pids = live_watchers(settings)
+    return {**NO_WATCHER, "starting": True, "pid": pids[0]} if pids else dict(NO_WATCHER)
 
 
 def _damaged(error: IndexUnavailable) -> bool:

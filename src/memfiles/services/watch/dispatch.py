@@ -164,6 +164,7 @@ def status(watcher: Watcher) -> dict[str, Any]:
     return {
         "watcher": {
             "running": True,
+            "starting": False,
             "pid": os.getpid(),
             "since": iso_instant(state.started),
             "last_sync": iso_instant(state.last_sync),
