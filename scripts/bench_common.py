@@ -29,6 +29,9 @@ def warm_watcher(root: Path, query: list[str], timeout: float = 120.0) -> None:
     encoder it loads in the background after a first query (services/watch/keeper.py). With
     watch_torch off, or when torch could not be loaded, the log says so or says nothing: after
     `timeout` seconds the benchmark goes on and times what the watcher answers with."""
+    from memfiles.config import load_settings
+
+    settings = load_settings(root)  # the environment and the project's config, as the watcher read them
     subprocess.run(query, capture_output=True, check=False, env={**os.environ, "MEMFILES_ROOT": str(root)})
     log = root / ".memsearch" / "watch.log"
     deadline = time.monotonic() + timeout
@@ -36,7 +39,7 @@ def warm_watcher(root: Path, query: list[str], timeout: float = 120.0) -> None:
         text = log.read_text(errors="replace") if log.exists() else ""
         if "queries now use the torch encoder" in text or "queries stay on the numpy encoder" in text:
             return
-        if os.environ.get("MEMFILES_WATCH_TORCH", "1").lower() in ("0", "false", "off", "no"):
+        if not settings.watch_torch:
             return
         time.sleep(0.2)
     print(f"warning: the watcher did not say within {timeout:g} s which encoder answers its queries", file=sys.stderr)

@@ -51,8 +51,16 @@ class TestNumpyEncoder:
         for batch_size in (1, 4, 64):
             assert np.abs(bulk.encode(TEXTS, batch_size=batch_size) - expected).max() < 1e-5
 
+    def test_vectors_are_unit_length(self) -> None:
+        """Normalised like the model's Normalize module."""
+        vectors = load_embedder(None, light=True).encode(TEXTS[:3])
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.integration
+class TestTorchEncoder:
     def test_a_few_texts_run_torch_on_one_thread(self) -> None:
-        """A query holds torch to one thread for its encode (robust on a busy machine, bulk/bert_torch.py)
+        """A query holds torch to one thread for its encode (robust on a busy machine, index/bert_torch.py)
         and gives back the count it found; a bulk encode runs on what is set."""
         import torch
 
@@ -74,10 +82,15 @@ class TestNumpyEncoder:
         finally:
             torch.set_num_threads(before)
 
-    def test_vectors_are_unit_length(self) -> None:
-        """Normalised like the model's Normalize module."""
-        vectors = load_embedder(None, light=True).encode(TEXTS[:3])
-        assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    def test_a_watchers_torch_encoder_shares_the_numpy_encoders_arrays(self) -> None:
+        """TorchBertEmbedder.sharing (the watcher's query encoder): the numpy encoder's arrays themselves,
+        fused query-key-value included, and its vectors within 1e-5 of numpy's."""
+        light = NumpyBertEmbedder(*resolve_model(None))
+        fast = TorchBertEmbedder.sharing(light)
+        fast.warm_up()
+        for name in ("embeddings.word_embeddings.weight", "encoder.layer.0.attention.self.qkv.weight"):
+            assert np.shares_memory(fast.model[name].numpy(), light.weights[name])
+        assert np.abs(fast.encode(TEXTS) - light.encode(TEXTS)).max() < 1e-5
 
 
 class TestModels:
@@ -112,7 +125,7 @@ class TestWeights:
         assert np.shares_memory(table.numpy(), torch_embedder.weights["embeddings.word_embeddings.weight"])
 
     @pytest.mark.parametrize("light", [True, False])
-    @pytest.mark.parametrize("content", [b"not weights", b"\xff" * 8 + b"{}", b""])
+    @pytest.mark.parametrize("content", [b"not weights", b"\xff" * 8 + b"{}", b"", b"\x02" + b"\x00" * 7 + b"[]"])
     def test_a_model_file_that_is_not_safetensors_is_refused_by_name(
         self, tmp_path: Path, light: bool, content: bytes
     ) -> None:

@@ -302,6 +302,29 @@ class TestOwnership:
         told = run("watch", "--idle-exit", "60")  # nothing to apply it to: said, not silently dropped
         assert told.exit_code == 0 and "--idle-exit not applied" in told.stderr
 
+    def test_stop_works_while_the_config_is_broken(self, run: Run, root: Path) -> None:
+        """A config broken while a watcher runs does not keep `watch --stop` from stopping it: the error is
+        said as a warning, the watcher is stopped, exit 0; other commands still refuse the config."""
+        from memfiles.services.watch.daemon import _gone
+
+        run("add", "-k", "F", "-t", "A friction", "-a", "index", "--body", "Body.")
+        run("backfill")
+        started = watch(root)
+        assert started.returncode == 0, started.stderr
+        pid = int(started.stdout.split("pid ")[1].split(")")[0])
+        try:
+            (root / "memory" / "memfiles.toml").write_text('watch_torch = "yes"\n')
+            stopped = watch(root, "--stop")
+            assert stopped.returncode == 0, stopped.stderr
+            assert stopped.stdout.strip() == f"stopped the watcher (pid {pid})" and _gone(pid)
+            assert "warning: memory/memfiles.toml: watch_torch" in stopped.stderr
+            assert "stopping the watcher all the same" in stopped.stderr
+            again = watch(root)
+            assert again.returncode == 2 and "memory/memfiles.toml: watch_torch" in again.stderr
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
     def test_a_command_waiting_on_the_store_hands_over_to_a_watcher_that_started_meanwhile(
         self, watcher: Watcher, root: Path
     ) -> None:
@@ -545,14 +568,60 @@ class TestTorchQueries:
 
         run("add", "-k", "F", "-t", "Backfill stalls on a locked store", "-a", "index", "--body", "It waits.")
         wait_until(lambda: first(root, "locked store").get("id") == "F-002", timeout=120)
-        assert type(watcher.keeper.searcher.embedder) in (NumpyBertEmbedder, TorchBertEmbedder)
         wait_until(lambda: isinstance(watcher.keeper.searcher.embedder, TorchBertEmbedder), timeout=120)
         assert watcher.session.bulk is watcher.keeper.searcher.embedder  # one torch model, shared with syncs
         with_torch = self.scored(root, "two writers hang")
-        watcher.keeper.searcher.embedder = watcher.session.embedder  # numpy, for the same query
+        with watcher.keeper.mutex:
+            watcher.keeper.searcher.embedder = watcher.session.embedder  # numpy, for the same query
+        assert type(watcher.keeper.searcher.embedder) is NumpyBertEmbedder
         with_numpy = self.scored(root, "two writers hang")
         assert [i for i, _ in with_torch] == [i for i, _ in with_numpy] and with_torch[0][0] == "F-001"
         assert all(abs(a - b) < 1e-4 for (_, a), (_, b) in zip(with_torch, with_numpy, strict=True))
+
+    def test_queries_go_on_in_numpy_while_torch_loads(
+        self, root: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The load runs without the keeper's mutex: held at its start (a gate the test opens), queries,
+        a status and a write's sync are answered meanwhile, in numpy; once it is let go, torch takes over."""
+        from memfiles.index.bert_torch import TorchBertEmbedder
+        from memfiles.index.embedder import NumpyBertEmbedder
+        from memfiles.services.watch.keeper import IndexKeeper
+
+        run("add", "-k", "F", "-t", "Chroma hangs with two writers", "-a", "index", "--body", "They wait.")
+        run("backfill")
+        gate, reached = threading.Event(), threading.Event()
+        load = IndexKeeper._torch_encoder
+
+        def held(keeper: IndexKeeper, light: object) -> object:
+            reached.set()
+            assert gate.wait(300)
+            return load(keeper, light)
+
+        monkeypatch.setattr(IndexKeeper, "_torch_encoder", held)
+        with watching(root) as w:
+            try:
+                assert first(root, "two writers hang")["id"] == "F-001"  # starts the load
+                assert reached.wait(120)
+                answers: list[object] = []
+                asking = threading.Thread(
+                    target=lambda: answers.extend(
+                        [
+                            first(root, "two writers hang")["id"],
+                            request(load_settings(root), {"op": "status"}, timeout=120) is not None,
+                            run("add", "-k", "T", "-t", "Watch the loader", "-a", "index", "--body", "B.").exit_code,
+                        ]
+                    ),
+                    daemon=True,
+                )
+                asking.start()
+                asking.join(120)  # with the load holding the mutex, these would wait for the gate
+                assert answers == ["F-001", True, 0]
+                assert type(w.keeper.searcher.embedder) is NumpyBertEmbedder
+            finally:
+                gate.set()
+            w.keeper.settle(timeout=120)
+            assert isinstance(w.keeper.searcher.embedder, TorchBertEmbedder)
+            wait_until(lambda: first(root, "watch the loader").get("id") == "T-001", timeout=120)
 
     def test_watch_torch_off_keeps_numpy(self, root: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
         from memfiles.index.embedder import NumpyBertEmbedder

@@ -67,8 +67,8 @@ class Settings:
     # change to the memory files; 0: never. `memfiles watch` started by hand stays (its --idle-exit: 0).
     watch_idle_exit: float = 7200.0  # at most WATCH_IDLE_EXIT_MAX
     # A watcher asked its first query loads the torch form of the bundled model's encoder in the
-    # background and answers queries with it: about 2x faster a query than the numpy form, for about
-    # 250 MB more memory; false, or MEMFILES_WATCH_TORCH=0, keeps the watcher on numpy.
+    # background and encodes queries with it: about 2x faster a query than the numpy form, for about
+    # 190 MB more memory; false, or MEMFILES_WATCH_TORCH=0, keeps the watcher on numpy.
     watch_torch: bool = True
     llm_url: str | None = None
     llm_model: str | None = None
@@ -226,7 +226,8 @@ def _flag(value: Any, _base: Path) -> bool:
     if isinstance(value, bool):
         return value
     raise _Invalid(
-        "must be true or false" + (" (or, in a variable, 1/0, on/off, yes/no)" if isinstance(value, str) else "")
+        "must be true or false"
+        + (" (unquoted in a file; a variable also takes 1/0, on/off, yes/no)" if isinstance(value, str) else "")
     )
 
 

@@ -25,6 +25,18 @@ class TorchBertEmbedder(NumpyBertEmbedder):
     """The same BERT recipe in torch, for bulk work: the kernels sentence-transformers runs, without
     importing sentence-transformers and transformers (~4 s of a cold backfill's start-up)."""
 
+    @classmethod
+    def sharing(cls, numpy_encoder: NumpyBertEmbedder) -> TorchBertEmbedder:
+        """The torch form of `numpy_encoder`, over the same arrays (its memory map and fused weights)."""
+        torch_encoder = cls(numpy_encoder.name, numpy_encoder.path)
+        torch_encoder.__dict__["weights"] = numpy_encoder.weights  # where cached_property keeps its value
+        return torch_encoder
+
+    def warm_up(self) -> None:
+        """Import torch, load the tensors and the tokenizer and run torch's first call now, on this thread
+        and its thread count (not through `encode`, which would set the process's default)."""
+        self._encode_batch(self.tokenizer.encode_batch(["warm up"]))
+
     @cached_property
     def model(self) -> dict[str, Any]:
         """The numpy recipe's tensors (the file's memory map, fused query-key-value included) as torch's."""
@@ -38,7 +50,11 @@ class TorchBertEmbedder(NumpyBertEmbedder):
 
     @contextmanager
     def _blas_threads(self, limit: int | None) -> Iterator[None]:
-        """torch held to `limit` threads (None: as it is); a few texts run on one (see the module's note)."""
+        """torch held to `limit` threads (None: as it is); a few texts run on one (see the module's note).
+
+        torch.set_num_threads sets the calling thread's count and the process's default, which a thread
+        takes when it first runs torch: callers must not encode on two threads at once (the watcher
+        encodes under its keeper's mutex only; bulk encodes in a child process)."""
         import torch
 
         if limit is None:

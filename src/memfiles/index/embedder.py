@@ -159,6 +159,8 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
         if size > path.stat().st_size - 8:  # not a safetensors file: its first 8 bytes are no header length
             raise ValueError(f"{path.name}: not a safetensors file (its header length {size} exceeds the file)")
         header = json.loads(handle.read(size))
+        if not isinstance(header, dict):
+            raise ValueError(f"{path.name}: not a safetensors file (its header is not a JSON object)")
     data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + size)
     tensors = {}
     for name, spec in header.items():

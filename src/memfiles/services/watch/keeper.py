@@ -45,24 +45,36 @@ class IndexKeeper:
         self.catalog = session.catalog
         self.searcher = Searcher(session.store, self.catalog, session.embedder, vectors=session.vectors())
         self._torch_queries: threading.Thread | None = None
+        self._torch_gate = threading.Lock()  # one loader, and none once the watcher stops
+        self._torch_closed = False
 
     def torch_for_queries(self) -> None:
         """Once, in the background: answer queries with the torch form of the bundled model's encoder.
 
         A query's products are a few rows wide; numpy's BLAS spends most of such a product copying the
         weight matrix into its own layout, torch's does not: one CACM query (20 word pieces) took 20 ms in
-        numpy and 10.5 ms in torch, both on one thread (L-059). Until torch is loaded (about 2 s) queries
-        go on in numpy; the vectors agree to 1e-6. Off with the `watch_torch` setting, and for a model
-        the torch recipe does not take (it is already sentence-transformers)."""
-        if self._torch_queries is not None or not self.project.settings.watch_torch:
+        numpy and 10.5 ms in torch, both on one thread (L-059). torch is imported and warmed outside the
+        mutex, so queries go on in numpy meanwhile (about 2 s), and only the swap takes the mutex. The
+        two encoders' vectors agree to 1e-5 (tests/test_embedder.py), so a score may differ in its sixth
+        decimal before and after. Off with the `watch_torch` setting, and for a model the torch recipe
+        does not take (it is already sentence-transformers). Called by every op that encodes a query:
+        searches, hooks' recall and a write's near-duplicate check."""
+        if not self.project.settings.watch_torch:
             return
-        self._torch_queries = threading.Thread(target=self._load_torch_queries, name="memfiles-torch", daemon=True)
-        self._torch_queries.start()
+        with self._torch_gate:
+            if self._torch_queries is not None or self._torch_closed:
+                return
+            self._torch_queries = threading.Thread(target=self._load_torch_queries, name="memfiles-torch", daemon=True)
+            self._torch_queries.start()
 
     def settle(self, timeout: float) -> None:
-        """Wait for the background load of torch (before the watcher stops: never exit in mid-import)."""
-        if self._torch_queries is not None:
-            self._torch_queries.join(timeout)
+        """Before the watcher stops: start no loader from now on, and wait for one that runs (an exit in
+        the middle of importing torch can crash the interpreter's shutdown)."""
+        with self._torch_gate:
+            self._torch_closed = True
+            loader = self._torch_queries
+        if loader is not None:
+            loader.join(timeout)
 
     def _load_torch_queries(self) -> None:
         from memfiles.index.embedder import NumpyBertEmbedder
@@ -71,18 +83,27 @@ class IndexKeeper:
         if type(light) is not NumpyBertEmbedder:
             return
         try:
-            from memfiles.index.bert_torch import TorchBertEmbedder
-
-            fast = self.session.bulk if isinstance(self.session.bulk, TorchBertEmbedder) else None
-            fast = fast or TorchBertEmbedder(light.name, light.path)
-            with self.mutex:
-                fast.encode(["warm up"])  # torch's first call sets up its kernels: not on a user's query
-                self.searcher.embedder = fast
-                self.session.bulk = fast  # a large sync uses the same one
+            fast = self._torch_encoder(light)
         except Exception as error:  # the numpy encoder answers as before
             log.warning("queries stay on the numpy encoder: torch could not be loaded (%s)", error)
             return
+        with self.mutex:
+            self.searcher.embedder = fast
+            if self.session.bulk is None:
+                self.session.bulk = fast  # a large sync uses the same one
         log.info("queries now use the torch encoder")
+
+    def _torch_encoder(self, light: Any) -> Any:
+        """The torch encoder, loaded and warmed on this (the loader's) thread without the mutex: the one a
+        large sync already loaded, else one over `light`'s arrays."""
+        from memfiles.index.bert_torch import TorchBertEmbedder
+
+        bulk = self.session.bulk  # set once, under the mutex, by a large sync; never unset
+        if isinstance(bulk, TorchBertEmbedder):
+            return bulk
+        fast = TorchBertEmbedder.sharing(light)
+        fast.warm_up()
+        return fast
 
     def sync_paths(self, paths: set[str], pruned: set[str] | frozenset[str] = frozenset()) -> None:
         """Bring the entries of `paths` (relative) in line; a file that does not parse keeps its old entries."""
