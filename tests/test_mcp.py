@@ -164,5 +164,8 @@ def test_show_and_resources_take_any_id_spelling(root: Path, run: Any) -> None:
         assert "### T-001: Write the journal" in resource.contents[0].text
         assert "'second' is not an id" in error_text(await client.call_tool("show", {"id": "second"}))
         assert "no entry T-002" in error_text(await client.call_tool("show", {"id": "t-2"}))
+        assert error_text(await client.call_tool("show", {"id": "t-2"})).strip().endswith("no entry T-002")
+        unknown = error_text(await client.call_tool("show", {"id": "z-9"}))
+        assert "no entry Z-009 (no kind has the prefix Z; the prefixes are D, F, T, L, K, P, E, I, W)" in unknown
 
     drive(root, scenario, "--no-watch")

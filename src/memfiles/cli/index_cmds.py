@@ -121,14 +121,15 @@ def watch(
     from memfiles.services.ipc import pid_path, request
     from memfiles.services.watch import Watcher
     from memfiles.services.watch.daemon import (
-        live_watchers,
         log_path,
         setup_logging,
         start_background,
-        stop_running,
     )
     from memfiles.services.watch.idle import idle_seconds
 
+    if stop_:
+        stop_watchers(app)
+        return
     settings = app.settings
     if settings.index_url:
         raise CommandError("the watcher serves the embedded index; with a Chroma server (index_url) it is not needed")
@@ -139,21 +140,6 @@ def watch(
             f"must be a number of seconds from 0 (never) up to {WATCH_IDLE_EXIT_MAX}, got {idle_exit:g}",
             param_hint="'--idle-exit'",
         )
-    if stop_:
-        with errors_to_exit():
-            answer = request(settings, {"op": "ping"}, timeout=5)
-        # one just spawned by memsearch or a hook may not listen yet: its pid file (or the spawner's) says
-        pids = [int(answer["pid"])] if answer is not None else live_watchers(settings)
-        if not pids:
-            click.echo("no watcher is running", err=True)
-            raise SystemExit(1)
-        for pid in pids:
-            if not stop_running(pid):
-                raise CommandError(
-                    f"the watcher (pid {pid}) is still running after SIGTERM: stop it with kill -9 {pid}", 1
-                )
-            click.echo(f"stopped the watcher (pid {pid})")
-        return
     if not foreground:
         with errors_to_exit():
             running = request(settings, {"op": "ping"}, timeout=5)
@@ -229,3 +215,32 @@ def status(app: App, as_json: bool) -> None:
         click.echo(f"model:    {index['model']}")
     if watcher.get("last_sync"):
         click.echo(f"synced:   {watcher['last_sync']}")
+
+
+def stop_watchers(app: App) -> None:
+    """`memfiles watch --stop`: the watcher that answers, or the ones starting (their pid files say). A
+    config that does not load does not keep a running watcher from being stopped: its socket and pid
+    files are found from the root alone, and the config's error is said as a warning."""
+    from memfiles.config import Settings
+    from memfiles.errors import ConfigError
+    from memfiles.root import find_root
+    from memfiles.services.ipc import request
+    from memfiles.services.watch.daemon import live_watchers, stop_running
+
+    try:
+        settings = app.settings
+    except ConfigError as error:
+        with errors_to_exit():
+            settings = Settings(root=find_root(given=app.root_option))
+        click.echo(f"memfiles: warning: {error}; stopping the watcher all the same", err=True)
+    with errors_to_exit():
+        answer = request(settings, {"op": "ping"}, timeout=5)
+    # one just spawned by memsearch or a hook may not listen yet: its pid file (or the spawner's) says
+    pids = [int(answer["pid"])] if answer is not None else live_watchers(settings)
+    if not pids:
+        click.echo("no watcher is running", err=True)
+        raise SystemExit(1)
+    for pid in pids:
+        if not stop_running(pid):
+            raise CommandError(f"the watcher (pid {pid}) is still running after SIGTERM: stop it with kill -9 {pid}", 1)
+        click.echo(f"stopped the watcher (pid {pid})")

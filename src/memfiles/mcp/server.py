@@ -116,7 +116,9 @@ class Tools:
         wanted = _entry_id(entry_id, self.settings.schema.id_width)
         entry = entry_json(self.project, wanted)
         if entry is None:
-            raise MemfilesError(f"no entry {wanted}")
+            from memfiles.services.read import unknown_prefix
+
+            raise MemfilesError(f"no entry {wanted}{unknown_prefix(wanted, self.settings.schema)}")
         return {"entry": entry}
 
     def add(self, fields: dict[str, Any], unique: bool) -> dict[str, Any]:

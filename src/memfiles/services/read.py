@@ -117,9 +117,14 @@ def find_entry(reading: Reading, text: str, schema: Schema) -> Located | PrunedE
             # code `parse`, with the file and the line where it broke (not the entry's: it cannot be read)
             raise ParseError(rel, problem.line, f"{entry_id} is in this file, which does not parse: {problem.message}")
     unsure = f" ({reading.pruned.rel} does not parse)" if reading.pruned.problem else ""
-    if schema.kind_of(shown) is None:  # a typo'd or foreign prefix: say so rather than only "no entry"
-        unsure += f" (no kind has the prefix {wanted[0]}; the prefixes are {', '.join(schema.prefixes)})"
-    raise MemfilesError(f"no entry {shown}{unsure}")
+    raise MemfilesError(f"no entry {shown}{unsure}{unknown_prefix(shown, schema)}")
+
+
+def unknown_prefix(entry_id: str, schema: Schema) -> str:
+    """What to add to "no entry X-1" when no kind has the prefix X (a typo or another project's id)."""
+    if schema.kind_of(entry_id) is not None:
+        return ""
+    return f" (no kind has the prefix {entry_id.split('-', 1)[0]}; the prefixes are {', '.join(schema.prefixes)})"
 
 
 def _same(entry_id: str, wanted: tuple[str, int]) -> bool:
