@@ -127,10 +127,17 @@ def fix_markup(text: str) -> str:
             line = _BULLET.sub(r"\1-\2", line)
         line = _HASH_WORD.sub(lambda m: m.group(1) + "\\" + m.group(2), line)
         line = _bracket_urls(line)
-        new_list = (
-            _LIST.match(line) and not line.startswith(" ") and _marker(_open_list(out)) not in ("", _marker(line))
-        )
-        if out and out[-1].strip() and line.strip() and (_needs_blank(out[-1], line) or after_code or new_list):
+        top_item = bool(_LIST.match(line)) and not line.startswith(" ")
+        new_list = top_item and _marker(_open_list(out)) not in ("", _marker(line))
+        # an indented line with no list item above it in its block continues a paragraph, not an item:
+        # a list after it interrupts that paragraph (md032), as after any paragraph line
+        after_prose = top_item and bool(out) and _kind(out[-1]) == "indented" and not _open_list(out)
+        if (
+            out
+            and out[-1].strip()
+            and line.strip()
+            and (_needs_blank(out[-1], line) or after_code or new_list or after_prose)
+        ):
             out.append("")  # lists, quotes, headings and tables get a blank line around them (md032, md022, md058)
         after_code = False
         out.append(line)
