@@ -16,6 +16,7 @@ from memfiles.index.embedder import (
     SentenceTransformerEmbedder,
     collection_name,
     load_embedder,
+    model_problem,
     read_safetensors,
     resolve_model,
 )
@@ -99,6 +100,17 @@ class TestModels:
         name, path = resolve_model(None)
         assert name == "all-MiniLM-L6-v2" and path is not None and (path / "model.safetensors").exists()
         assert NumpyBertEmbedder.supports(path)
+
+    def test_model_problem_tells_a_model_that_cannot_load_without_loading_it(self, tmp_path: Path) -> None:
+        """model_problem: None for the bundled model; a missing folder and weights that are not safetensors
+        are named (what the write path checks before it leaves a watcher that would exit at once)."""
+        assert model_problem(None) is None
+        assert "does not exist" in str(model_problem(str(tmp_path / "nowhere")))
+        broken = tmp_path / "model"
+        shutil.copytree(resolve_model(None)[1], broken)  # type: ignore[arg-type]
+        assert model_problem(str(broken)) is None
+        (broken / "model.safetensors").write_bytes(b"not weights")
+        assert "not a safetensors file" in str(model_problem(str(broken)))
 
     def test_one_collection_per_model_and_dimension(self) -> None:
         """Switching models never mixes vectors: the collection name carries both."""

@@ -382,6 +382,43 @@ class TestWatcherLeftBehind:
         finally:
             subprocess.run([str(bin_dir / "memfiles"), "watch", "--stop"], env=env, capture_output=True, timeout=120)
 
+    def test_a_write_with_a_broken_model_starts_no_watcher_and_says_why(self, run: Run, root: Path) -> None:
+        """The configured model's weights are broken (not a safetensors file): a watcher would exit at once,
+        so `add` starts none (no "started a watcher" claim) and warns, naming the model, that the write is
+        on disk but not indexed; exit 0, the entry written."""
+        import shutil
+
+        from memfiles.index.embedder import resolve_model
+        from memfiles.services.watch.daemon import live_watchers
+
+        shutil.copytree(resolve_model(None)[1], root / "mymodel")  # type: ignore[arg-type]
+        (root / "memory" / "memfiles.toml").write_text('model = "mymodel"\n')
+        for kind, title, area, body in ENTRIES:
+            assert run("add", "-k", kind, "-t", title, "-a", area, "--body", body).exit_code == 0
+        assert run("backfill").exit_code == 0
+        (root / "mymodel" / "model.safetensors").write_bytes(b"not weights")
+        env = {**os.environ, "MEMFILES_ROOT": str(root), "MEMFILES_SEARCH_WATCH": "1"}
+        bin_dir = Path(sys.executable).parent
+        try:
+            added = subprocess.run(
+                [str(bin_dir / "memfiles"), "add", "-k", "todo", "-t", "Audit the logs", "-a", "ops", "--body", "B."],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=600,
+            )
+            assert added.returncode == 0, added.stderr
+            assert (
+                added.stdout.strip() == "T-001"
+                and "### T-001: Audit the logs" in (root / "memory" / "todos.md").read_text()
+            )
+            assert "started a watcher" not in added.stderr
+            assert f"the model at {root / 'mymodel'} cannot be loaded" in added.stderr
+            assert "not a safetensors file" in added.stderr and "run memfiles backfill later" in added.stderr
+            assert live_watchers(load_settings(root)) == []
+        finally:
+            subprocess.run([str(bin_dir / "memfiles"), "watch", "--stop"], env=env, capture_output=True, timeout=120)
+
     def test_a_watcher_catching_up_queues_a_write_and_lets_a_duplicate_check_compare_words(
         self, run: Run, root: Path
     ) -> None:

@@ -149,18 +149,40 @@ class SentenceTransformerEmbedder:
 _SAFETENSORS_DTYPES = {"F32": "<f4", "F16": "<f2", "BF16": None, "I64": "<i8", "I32": "<i4"}
 
 
-def read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """The tensors of a .safetensors file as read-only views of one memory map: loading costs nothing,
-    and a query touches only the pages it reads (a few rows of the 47 MB word-embedding table)."""
-    import numpy as np
-
+def safetensors_header(path: Path) -> tuple[dict[str, Any], int]:
+    """The header of a .safetensors file and its length in bytes; ValueError when the file is not one."""
     with path.open("rb") as handle:
         size = int.from_bytes(handle.read(8), "little")
         if size > path.stat().st_size - 8:  # not a safetensors file: its first 8 bytes are no header length
             raise ValueError(f"{path.name}: not a safetensors file (its header length {size} exceeds the file)")
         header = json.loads(handle.read(size))
-        if not isinstance(header, dict):
-            raise ValueError(f"{path.name}: not a safetensors file (its header is not a JSON object)")
+    if not isinstance(header, dict):
+        raise ValueError(f"{path.name}: not a safetensors file (its header is not a JSON object)")
+    return header, size
+
+
+def model_problem(model: str | None) -> str | None:
+    """Why `model` cannot be loaded, as far as a glance tells without reading its weights: its folder
+    missing, the bundled one incomplete, the weights of a BERT folder not a safetensors file. None when
+    it looks loadable (a load can still fail later, for reasons only the load finds)."""
+    try:
+        name, path = resolve_model(model)
+    except (ConfigError, IndexUnavailable) as error:
+        return str(error)
+    if path is not None and NumpyBertEmbedder.supports(path):
+        try:
+            safetensors_header(path / "model.safetensors")
+        except (OSError, ValueError) as error:
+            return str(_model_failed(path, error, name == DEFAULT_MODEL))
+    return None
+
+
+def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """The tensors of a .safetensors file as read-only views of one memory map: loading costs nothing,
+    and a query touches only the pages it reads (a few rows of the 47 MB word-embedding table)."""
+    import numpy as np
+
+    header, size = safetensors_header(path)
     data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + size)
     tensors = {}
     for name, spec in header.items():

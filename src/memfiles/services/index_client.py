@@ -352,7 +352,11 @@ def leave_watcher(settings: Settings, client: IndexClient, purpose: str) -> str 
     (the next one is warm) and in place of a write's local update (the watcher indexes it)."""
     if client.where != "local" or not settings.search_watch or settings.index_url:
         return None
+    from memfiles.index.embedder import model_problem
     from memfiles.services.watch.daemon import spawn_background
+
+    if model_problem(settings.model) is not None:
+        return None  # a watcher would exit at once: the caller goes on here and says why the model fails
 
     pid = spawn_background(settings)
     if pid is None:
