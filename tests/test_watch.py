@@ -570,6 +570,8 @@ class TestTorchQueries:
         wait_until(lambda: first(root, "locked store").get("id") == "F-002", timeout=120)
         wait_until(lambda: isinstance(watcher.keeper.searcher.embedder, TorchBertEmbedder), timeout=120)
         assert watcher.session.bulk is watcher.keeper.searcher.embedder  # one torch model, shared with syncs
+        assert _status(load_settings(root))["watcher"]["query_encoder"] == "torch"  # type: ignore[index]
+        assert "(queries in torch)" in run("status").stdout
         with_torch = self.scored(root, "two writers hang")
         with watcher.keeper.mutex:
             watcher.keeper.searcher.embedder = watcher.session.embedder  # numpy, for the same query
@@ -617,6 +619,7 @@ class TestTorchQueries:
                 asking.join(120)  # with the load holding the mutex, these would wait for the gate
                 assert answers == ["F-001", True, 0]
                 assert type(w.keeper.searcher.embedder) is NumpyBertEmbedder
+                assert _status(load_settings(root))["watcher"]["query_encoder"] == "loading torch"  # type: ignore[index]
             finally:
                 gate.set()
             w.keeper.settle(timeout=120)
@@ -632,6 +635,7 @@ class TestTorchQueries:
         with watching(root) as w:
             assert first(root, "two writers hang")["id"] == "F-001"
             assert w.keeper._torch_queries is None and type(w.keeper.searcher.embedder) is NumpyBertEmbedder
+            assert _status(load_settings(root))["watcher"]["query_encoder"] == "numpy"  # type: ignore[index]
 
     def test_torch_that_cannot_load_leaves_numpy_answering(
         self, root: Path, run: Run, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture

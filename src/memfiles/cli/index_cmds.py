@@ -196,7 +196,8 @@ def status(app: App, as_json: bool) -> None:
         return
     watcher, index = report["watcher"], report["index"]
     if watcher["running"]:
-        click.echo(f"watcher:  running, pid {watcher['pid']}")
+        encoder = f" (queries in {watcher['query_encoder']})" if watcher.get("query_encoder") else ""
+        click.echo(f"watcher:  running, pid {watcher['pid']}{encoder}")
     elif watcher.get("starting"):
         click.echo(f"watcher:  starting, pid {watcher['pid']} (it does not answer yet)")
     else:

@@ -172,6 +172,7 @@ def status(watcher: Watcher) -> dict[str, Any]:
             "pending_files": len(watcher.debouncer),
             "watched_folders": sorted(watcher.project.rel(p) for p in watcher.watched),
             "last_reconcile_drift": state.last_drift,
+            "query_encoder": keeper.query_encoder(),
         },
         "index": keeper.index_status(),
         "drift": drift,

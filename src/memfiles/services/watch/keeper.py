@@ -67,6 +67,20 @@ class IndexKeeper:
             self._torch_queries = threading.Thread(target=self._load_torch_queries, name="memfiles-torch", daemon=True)
             self._torch_queries.start()
 
+    def query_encoder(self) -> str:
+        """Which encoder answers queries: "torch", "numpy", "loading torch" (numpy answers meanwhile), or
+        "sentence-transformers" (a model the BERT recipes do not take)."""
+        from memfiles.index.bert_torch import TorchBertEmbedder  # imports no torch until used
+        from memfiles.index.embedder import NumpyBertEmbedder
+
+        embedder = self.searcher.embedder
+        if isinstance(embedder, TorchBertEmbedder):
+            return "torch"
+        if not isinstance(embedder, NumpyBertEmbedder):
+            return "sentence-transformers"
+        loader = self._torch_queries
+        return "loading torch" if loader is not None and loader.is_alive() else "numpy"
+
     def settle(self, timeout: float) -> None:
         """Before the watcher stops: start no loader from now on, and wait for one that runs (an exit in
         the middle of importing torch can crash the interpreter's shutdown)."""
