@@ -130,6 +130,22 @@ class TestSetRetirePrune:
         audit = run("audit")
         assert "memory/pruned.jsonl:1: pruned T-001 pruned on" in audit.stdout
 
+    def test_an_id_pruned_earlier_in_the_batch_is_pruned_for_the_later_ops(self, run: Run, root: Path) -> None:
+        """A batch that prunes D-001 and then prunes (or updates) D-001 again is refused at its second op,
+        "no entry D-001 (it was pruned: ...)", as a second command would be; nothing is written. It used to
+        record a second, empty ledger record, which `show D-001` then returned."""
+        run("add", "-k", "D", "-t", "Keep this text", "-a", "a", "--body", "b")
+        before = snapshot(root)
+        for second in (
+            {"op": "prune", "id": "D-001", "reason": "gone again"},
+            {"op": "update", "id": "D-001", "status": "accepted"},
+        ):
+            (root / "ops.json").write_text(json.dumps([{"op": "prune", "id": "D-001", "reason": "gone"}, second]))
+            result = run("import", str(root / "ops.json"))
+            assert result.exit_code == 2, result.output
+            assert "op 2: id: no entry D-001 (it was pruned: gone)" in result.stderr
+            assert snapshot(root) == before and not (root / "memory" / "pruned.jsonl").exists()
+
 
 class TestImport:
     def test_import_applies_ops_in_order_and_prints_json(self, run: Run, root: Path) -> None:

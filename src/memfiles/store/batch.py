@@ -142,6 +142,7 @@ class Batch:
         result = BatchResult()
         self.notes = result.warnings  # what an op changed beyond what it named (un-retiring clears successor)
         new_pruned: list[dict[str, Any]] = []
+        self.pruned_now = new_pruned  # this batch's prunes count as pruned for its later ops
         wrote: dict[int, str] = {}  # op position -> the id of the entry it wrote, for the refs check
         for op in ops:
             try:
@@ -218,7 +219,7 @@ class Batch:
                 op.fields[name] = tuple(spelled(entry_id) for entry_id in op.get(name))
 
     def _pruned_reason(self, entry_id: str) -> str | None:
-        for record in self.pruned_before:
+        for record in (*self.pruned_before, *getattr(self, "pruned_now", ())):
             if same_id(str(record["id"]), entry_id):
                 return str(record.get("reason") or "")
         return None
