@@ -169,6 +169,18 @@ class TestEnd:
         assert again.exit_code == 0 and json.loads(again.stdout)["added"] == ["E-001"]
         assert len(json.loads(started("list", "--kind", "episode", "--json").stdout)["entries"]) == 1
 
+    def test_the_signature_is_the_error_alone_whatever_the_hypothesis(self, started: Run, root: Path) -> None:
+        """The episode's signature is the error line of the last observation, not the observation run on
+        into the hypothesis and the blockers: two runs failing the same way get the same signature."""
+        started("working", "set", "--last-observation", "ModuleNotFoundError: No module named 'yaml'")
+        started("working", "set", "--hypothesis", "maybe the venv is stale")
+        started("working", "set", "--blocker", "the CI image is old")
+        result = started("working", "end", "--episode", "--outcome", "Fixed.", "--json")
+        assert result.exit_code == 0, result.output
+        episode = entry_json(Project(load_settings(root)), "E-001")
+        assert episode is not None
+        assert "- **signature**: `ModuleNotFoundError: No module named 'yaml'`\n" in episode["body"] + "\n"
+
     def test_a_working_file_is_kind_working(self, started: Run) -> None:
         """The run's entries are of kind working (so searches leave them out by default)."""
         entries = json.loads(started("list", "--kind", "working", "--json").stdout)["entries"]

@@ -126,10 +126,9 @@ def episode_op(state: WorkingState, outcome: str | None, title: str | None) -> d
     blocked = [todo.task for todo in state.get("todo_blocked")]
     if blocked:
         lines.append("- **blocked**: " + "; ".join(blocked))
-    text = (
-        " ".join(str(state.get(name) or "") for name in ("last_observation", "hypothesis"))
-        + " "
-        + " ".join(state.get("blockers"))
+    # one line each: error_signature picks a line, and the hypothesis must not become part of the error's
+    text = "\n".join(
+        [*(str(state.get(name) or "") for name in ("last_observation", "hypothesis")), *state.get("blockers")]
     )
     signature = error_signature(text)
     if signature:
