@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from memfiles import parse
 from tests.conftest import Run, add_ops, snapshot
 
@@ -222,6 +224,18 @@ class TestImport:
         assert snapshot(root) == after_first
         third = run("import", str(root / "ops.json"), "--request-id", "landing-8", "--json")
         assert json.loads(third.stdout)["added"] == ["D-003", "D-004"]
+
+    @pytest.mark.parametrize("key", ["", "  "])
+    def test_an_empty_request_id_is_refused(self, run: Run, root: Path, key: str) -> None:
+        """--request-id "" (an agent's unset variable) is refused, exit 2, field request_id, nothing written;
+        it used to count as no key, and the same batch twice wrote its entries twice."""
+        (root / "ops.json").write_text(add_ops(1))
+        before = snapshot(root)
+        result = run("import", str(root / "ops.json"), "--request-id", key, "--json")
+        assert result.exit_code == 2
+        error = json.loads(result.stdout)["error"]
+        assert error["field"] == "request_id" and "request id is empty" in error["message"]
+        assert snapshot(root) == before
 
     def test_entry_moves_between_files_keeping_its_id(self, run: Run, root: Path) -> None:
         """An update with file moves the entry; the id and text travel with it."""

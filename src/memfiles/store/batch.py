@@ -98,6 +98,8 @@ class Batch:
         raises (a MemfilesError) to refuse the batch. A check that must see every other writer's work
         (no near-duplicate, no run of that name) belongs there: before the lock, two processes both pass.
         """
+        if request_id is not None and not request_id.strip():  # an unset variable in an agent's call
+            raise OpError(None, "request id is empty: give the batch a key, or leave the request id out", "request_id")
         with self.lock():
             self.journal.recover()
             for folder in self.project.memory_dirs():
