@@ -43,6 +43,20 @@ class TestScore:
         assert score_pairs([doc(n, f"Entry {n}") for n in range(4)], vectors) == []
 
 
+class TestWithoutIndex:
+    def test_a_short_entry_written_twice_is_a_duplicate(self, run: Run, root: Path) -> None:
+        """No index: the same short title and body again (fewer than MIN_SHARED words) is named a
+        near-duplicate, and --unique refuses it; two short entries that share one word are not."""
+        assert add(run, "Pin numpy", "Pin it.", kind="T").exit_code == 0
+        again = add(run, "Pin numpy", "Pin it.", kind="T")
+        assert again.exit_code == 0 and "near-duplicate" in again.stderr and "T-001" in again.stderr
+        before = snapshot(root)
+        refused = add(run, "Pin numpy", "Pin it.", "--unique", kind="T")
+        assert refused.exit_code == 1 and "T-001" in refused.stderr and snapshot(root) == before
+        other = add(run, "Pin pandas", "Pin it too.", kind="T")
+        assert other.exit_code == 0 and "near-duplicate" not in other.stderr
+
+
 @pytest.mark.integration
 class TestDupes:
     def test_add_warns_after_writing_and_unique_refuses(self, run: Run, root: Path) -> None:

@@ -143,7 +143,8 @@ def lexical_matches(entries, mine: set[str], limit: float, exclude) -> list[Cand
         if entry_id in exclude:
             continue
         overlap = jaccard(mine, theirs)
-        if overlap >= limit and len(mine & theirs) >= MIN_SHARED:
+        # the same words exactly (a short entry written twice) is a duplicate however few they are
+        if overlap >= limit and (len(mine & theirs) >= MIN_SHARED or (mine and mine == theirs)):
             found.append(Candidate(entry_id, title, rel, line, round(overlap, 4), None, round(overlap, 4)))
     return sorted(found, key=lambda c: -c.score)
 
