@@ -91,6 +91,24 @@ class TestAdd:
         outside = run("add", "-k", "L", "-t", "t", "-a", "a", "--body", "b", "--file", "docs/notes.md")
         assert outside.exit_code == 2 and "inside a memory/ folder" in outside.stderr
 
+    def test_working_memory_and_the_persona_are_no_file_for_an_entry(self, run: Run, root: Path) -> None:
+        """--file memory/working/x.md (a run's working memory) for a decision is refused, on add and on a
+        move by set, as is memory/persona.md, each naming what the file is; nothing is written. A run's own
+        writes (memfiles working) still go there."""
+        run("add", "-k", "D", "-t", "A decision", "-a", "a", "--body", "b")
+        before = snapshot(root)
+        for args in (
+            ("add", "-k", "D", "-t", "Another", "-a", "a", "--body", "b", "--file", "memory/working/x.md"),
+            ("set", "D-001", "--file", "memory/working/x.md"),
+        ):
+            refused = run(*args)
+            assert refused.exit_code == 2 and "holds runs' working memory" in refused.stderr, refused.output
+        persona = run("set", "D-001", "--file", "memory/persona.md")
+        assert persona.exit_code == 2 and "memory/persona.md is the agents' persona" in persona.stderr
+        assert snapshot(root) == before and not (root / "memory" / "working").exists()
+        assert run("working", "start", "--run", "r1", "--goal", "Still works").exit_code == 0
+        assert (root / "memory" / "working" / "r1.md").is_file()
+
     def test_write_rewrites_only_files_whose_text_changes(self, run: Run, root: Path) -> None:
         """Adding a decision leaves frictions.md untouched, its mtime included."""
         run("add", "-k", "F", "-t", "t", "-a", "a", "--body", "b")

@@ -35,10 +35,10 @@ from memfiles.services.write import IndexNotifier, write_ops
 from memfiles.store.batch import BatchResult, Guard
 from memfiles.store.ops import normalize_automated, parse_op
 from memfiles.store.places import Workspace
-from memfiles.store.project import LoadedFile, Project
+from memfiles.store.project import WORKING_FOLDER, WORKING_KIND, LoadedFile, Project
 
-KIND = "working"
-FOLDER = "working"  # below the root memory/
+KIND = WORKING_KIND
+FOLDER = WORKING_FOLDER  # below the root memory/
 STATE_SECTION = "State"
 TODO_SECTION = "Todo"
 # The seed's working-memory contract, in its order.

@@ -20,7 +20,7 @@ from memfiles.store.lock import FileLock
 from memfiles.store.marks import MarksFile, advance, render_marks, used_numbers
 from memfiles.store.ops import Op, ops_digest, today
 from memfiles.store.places import Draft, Workspace
-from memfiles.store.project import Project
+from memfiles.store.project import PERSONA_FILE, WORKING_FOLDER, WORKING_KIND, Project
 from memfiles.store.renumber import check_refs, renumber
 
 # Called under the write lock with the files as they stand, before the ops; raises to refuse the batch.
@@ -243,9 +243,20 @@ class Batch:
             rel = f"memory/{kind.file}"
         path = (self.project.root / rel).resolve()
         rel = self.project.rel(path)
+        if rel == f"memory/{PERSONA_FILE}":
+            raise OpError(
+                op.position, f"file: {rel} is the agents' persona (behaviour settings), not a memory file", "file"
+            )
         if rel.startswith(("/", "..")) or not self.project.is_memory_path(path):
             raise OpError(
                 op.position, f"file: {rel!r} is not a Markdown file inside a memory/ folder of the project", "file"
+            )
+        if rel.startswith(f"memory/{WORKING_FOLDER}/") and (kind is None or kind.name != WORKING_KIND):
+            raise OpError(
+                op.position,
+                f"file: {rel} is in memory/{WORKING_FOLDER}/, which holds runs' working memory (memfiles working);"
+                " put the entry in another memory file",
+                "file",
             )
         if rel not in self.work.drafts:
             existing = empty_or_missing(path)
