@@ -89,6 +89,26 @@ class TestCheck:
         assert add.exit_code == 2 and "memory/decisions.md:5" in add.stderr
         assert snapshot(root) == before
 
+    def test_an_index_whose_start_marker_was_deleted_is_a_parse_error(self, run: Run, root: Path) -> None:
+        """The generated index's start marker deleted by hand: its end marker now closes nothing. check
+        names the line (exit 1) and add refuses (exit 2) rather than writing a new index below the stale
+        one, which then stayed in the file for good."""
+        run("add", "-k", "D", "-t", "A decision", "-a", "a", "--body", "b")
+        path = root / "memory" / "decisions.md"
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text("".join(line for line in lines if "memfiles:index:start" not in line))
+        end_line = next(n for n, line in enumerate(path.read_text().splitlines(), 1) if "memfiles:index:end" in line)
+        before = snapshot(root)
+        result = run("check")
+        assert result.exit_code == 1
+        assert (
+            f"memory/decisions.md:{end_line}: parse-error <!-- memfiles:index:end --> closes no generated index"
+            in result.stdout
+        )
+        add = run("add", "-k", "D", "-t", "Another", "-a", "a", "--body", "b")
+        assert add.exit_code == 2 and f"memory/decisions.md:{end_line}" in add.stderr
+        assert snapshot(root) == before
+
     def test_entry_heading_in_manual_is_reported(self, run: Run, root: Path) -> None:
         """An entry heading typed into the Manual section is not an entry; check says where."""
         run("add", "-k", "D", "-t", "t", "-a", "a", "--body", "b")

@@ -99,6 +99,13 @@ def parse(text: str, path: str | Path | None = None, schema: Schema | None = Non
             seen_index = True
             i = end + 1
             continue
+        if line.strip() == INDEX_END:  # its start marker deleted by hand: the stale index above would stay
+            raise ParseError(
+                path,
+                lineno,
+                f"{INDEX_END} closes no generated index (its start marker is gone): delete the old index"
+                " down to this line, and the next write puts a new one at the top",
+            )
         name = section_name(line)
         if name == MANUAL_NAME:
             manual = "\n".join(lines[i:])
