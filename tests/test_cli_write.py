@@ -150,6 +150,22 @@ class TestSetRetirePrune:
         audit = run("audit")
         assert "memory/pruned.jsonl:1: pruned T-001 pruned on" in audit.stdout
 
+    def test_prune_names_the_entries_that_still_refer_to_it(self, run: Run, root: Path) -> None:
+        """Pruning D-002 while D-001 names it as successor and F-001 in its refs: the prune goes ahead and
+        warns about each (text and --json), instead of leaving dangling references only audit finds."""
+        run("add", "-k", "D", "-t", "Old way", "-a", "a", "--body", "b")
+        run("add", "-k", "D", "-t", "New way", "-a", "a", "--body", "b")
+        run("add", "-k", "F", "-t", "A friction", "-a", "a", "--body", "b", "--ref", "D-002")
+        assert run("retire", "D-001", "--successor", "D-002", "--reason", "replaced").exit_code == 0
+        result = run("prune", "D-002", "--reason", "gone", "--json")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["warnings"] == [
+            "D-001 still refers to D-002, pruned now: edit its refs or successor (audit reports it as dangling-ref)",
+            "F-001 still refers to D-002, pruned now: edit its refs or successor (audit reports it as dangling-ref)",
+        ]
+        quiet = run("prune", "F-001", "--reason", "gone too", "--json")
+        assert json.loads(quiet.stdout)["warnings"] == []
+
     def test_an_id_pruned_earlier_in_the_batch_is_pruned_for_the_later_ops(self, run: Run, root: Path) -> None:
         """A batch that prunes D-001 and then prunes (or updates) D-001 again is refused at its second op,
         "no entry D-001 (it was pruned: ...)", as a second command would be; nothing is written. It used to

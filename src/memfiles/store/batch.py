@@ -171,6 +171,8 @@ class Batch:
         problems.extend(check_refs(self.work, ops, wrote, allow_dangling, result.warnings, self._missing_hint))
         if problems:
             raise BatchError(sorted(problems, key=lambda problem: problem.position or 0))
+        if result.pruned:
+            result.warnings.extend(self._left_pointing(set(result.pruned)))
         writes = self._writes(new_pruned)
         result.paths = sorted(writes)
         if writes or request_id:
@@ -399,6 +401,20 @@ class Batch:
             "path": rel,
             "entry": render_entry(entry),
         }
+
+    def _left_pointing(self, pruned: set[str]) -> list[str]:
+        """A warning for each live entry whose refs or successor name an id this batch pruned: a reference
+        that now leads nowhere (audit reports it as dangling until it is edited)."""
+        notes = []
+        for draft in self.work.drafts.values():
+            for entry in draft.freeze().entries:
+                named = sorted({*(ref for ref in entry.refs if ref in pruned), *({entry.successor} & pruned)})
+                if named and entry.id not in pruned:
+                    notes.append(
+                        f"{entry.id} still refers to {', '.join(named)}, pruned now: edit its refs or successor"
+                        " (audit reports it as dangling-ref)"
+                    )
+        return notes
 
     def _deleted_by_hand(self, entry_id: str) -> bool:
         """True for an id below its prefix's mark that no entry, no pruned record and no gap accounts for."""
