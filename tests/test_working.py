@@ -150,6 +150,28 @@ class TestBadInput:
         assert result.exit_code == 2 and "memory/working/fix-ci.md" in result.output
 
 
+class TestWriteObjects:
+    def test_each_command_names_what_it_changed(self, started: Run) -> None:
+        """--json of working set, todo done and end lists the entries each changed under `updated` and
+        gives their entry objects (docs/json.md's write object); they said `updated: []` before."""
+
+        def write(*args: str) -> dict:
+            result = started("working", *args, "--json")
+            assert result.exit_code == 0, result.output
+            return json.loads(result.stdout)
+
+        changed = write("set", "--stage", "test")
+        assert (changed["added"], changed["updated"]) == ([], ["W-001"])
+        todo = write("todo", "add", "ask about the proxy")["added"][0]
+        done = write("todo", "done", todo)
+        assert done["updated"] == [todo] and todo in [e["id"] for e in done["entries"]]
+        assert [e["status"] for e in done["entries"] if e["id"] == todo] == ["done"]
+        ended = write("end")
+        assert ended["updated"] == ["W-001"] and ended["entries"][0]["status"] == "ended"
+        again = write("end", "--run", "fix-ci")
+        assert again["replayed"] is True and again["updated"] == []
+
+
 class TestEnd:
     def test_end_with_episode_records_the_run_and_is_safe_to_repeat(self, started: Run, root: Path) -> None:
         """end --episode adds an episode citing the run and its evidence; the state records it; again adds none."""

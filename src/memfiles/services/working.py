@@ -236,6 +236,7 @@ class Working:
         self.notify = notify
         self.warnings: list[str] = []
         self.unchanged = False  # end of a run that had already ended: nothing was written
+        self.written: list[BatchResult] = []  # every batch this command wrote, for its write object
 
     def _write(
         self, ops: list[dict[str, Any]], request_id: str | None = None, guard: Guard | None = None
@@ -250,6 +251,7 @@ class Working:
         result, warning = write_ops(self.project, parsed, request_id=request_id, notify=self.notify, guard=guard)
         if warning:
             self.warnings.append(warning)
+        self.written.append(result)
         return result
 
     def _state_op(self, state: WorkingState, values: dict[str, Any], **extra: Any) -> dict[str, Any]:
