@@ -150,6 +150,20 @@ class TestSetRetirePrune:
         audit = run("audit")
         assert "memory/pruned.jsonl:1: pruned T-001 pruned on" in audit.stdout
 
+    def test_retiring_again_says_what_it_replaced(self, run: Run, root: Path) -> None:
+        """retire of an entry already retired with another reason or successor goes ahead and says what it
+        replaced; the same retire again says nothing."""
+        for title in ("Old", "Newer", "Newest"):
+            run("add", "-k", "D", "-t", title, "-a", "a", "--body", "b")
+        assert run("retire", "D-001", "--successor", "D-002", "--reason", "dup").exit_code == 0
+        again = run("retire", "D-001", "--successor", "D-003", "--reason", "again", "--json")
+        assert again.exit_code == 0
+        assert json.loads(again.stdout)["warnings"] == [
+            "D-001 was already retired (reason: dup, successor D-002); this retire replaced that"
+        ]
+        same = run("retire", "D-001", "--successor", "D-003", "--reason", "again", "--json")
+        assert json.loads(same.stdout)["warnings"] == []
+
     def test_prune_names_the_entries_that_still_refer_to_it(self, run: Run, root: Path) -> None:
         """Pruning D-002 while D-001 names it as successor and F-001 in its refs: the prune goes ahead and
         warns about each (text and --json), instead of leaving dangling references only audit finds."""
@@ -345,6 +359,7 @@ class TestSectionOp:
                 "op 1: intro line 1 is a level-2 heading",
             ),
             ({"op": "section", "file": "memory/notes.md", "section": "Manual", "intro": "x"}, "op 1: section: Manual"),
+            ({"op": "section", "file": "memory/notes.md", "section": "manual", "intro": "x"}, "op 1: section: Manual"),
         ):
             (root / "bad.json").write_text(json.dumps({"ops": [op]}))
             result = run("import", str(root / "bad.json"))

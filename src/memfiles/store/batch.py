@@ -359,6 +359,9 @@ class Batch:
                     f"successor: {' -> '.join(cycle)} would be a cycle; a chain of successors must end at a live entry",
                     "successor",
                 )
+        if entry.status == RETIRED and (entry.reason != op.get("reason") or entry.successor != successor):
+            was = f"reason: {entry.reason}" + (f", successor {entry.successor}" if entry.successor else "")
+            self.notes.append(f"{entry.id} was already retired ({was}); this retire replaced that")
         entries[index] = replace(entry, status=RETIRED, successor=successor, reason=op.get("reason"))
         return entry.id
 

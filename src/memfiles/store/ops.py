@@ -226,8 +226,8 @@ def _check_fields(op: Op, schema: Schema, problems: _Problems, given: set[str]) 
             close = difflib.get_close_matches(named.lower(), names, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             fail(f"kind: unknown kind {named!r} ({hint}known: {', '.join(names)})", "kind")
-    if op.get("section") is not None and f"## {op.get('section')}" == MANUAL_HEADING:
-        fail("section: Manual is the user's own; no tool writes there", "section")
+    if op.get("section") is not None and f"## {op.get('section')}".casefold() == MANUAL_HEADING.casefold():
+        fail("section: Manual is the user's own (in any case); no tool writes there", "section")
     if op.id is not None and op.id in op.get("refs", ()):
         fail(f"refs: {op.id} cannot refer to itself", "refs")
     if op.get("file") is not None and not op.get("file").endswith(".md"):
