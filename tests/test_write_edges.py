@@ -112,6 +112,16 @@ class TestUnretire:
         assert run("check", "--no-lint").exit_code == 0
 
 
+class TestTags:
+    def test_a_tag_given_twice_is_stored_once(self, run: Run) -> None:
+        """--tag a --tag a --tag b stores `a, b`, as a ref given twice is stored once."""
+        result = run(
+            "add", "-k", "T", "-t", "Tagged", "-a", "a", "--body", "b", "--tag", "a", "--tag", "a", "--tag", "b"
+        )
+        assert result.exit_code == 0, result.output
+        assert entry(run, "T-001")["tags"] == ["a", "b"]
+
+
 class TestOneLineFields:
     @pytest.mark.parametrize(
         "option, value, named",

@@ -131,6 +131,8 @@ def _ids(problems: _Problems, name: str, value: Any, width: int) -> tuple[str, .
         control = next(c for c in map(control_character, items) if c)
         problems.add(f"{name}: an item holds {control}; write it with spaces", name)
         return None
+    if name == "tags":  # as refs are: `tags: a, a` says nothing `tags: a` does not
+        return tuple(dict.fromkeys(items))
     return items
 
 
