@@ -122,6 +122,19 @@ class TestTags:
         assert entry(run, "T-001")["tags"] == ["a", "b"]
 
 
+class TestDates:
+    @pytest.mark.parametrize(("given", "said"), [("2099-01-01", "is after today"), ("0001-01-01", "is before 1970")])
+    def test_an_unlikely_date_is_kept_with_a_warning(self, run: Run, given: str, said: str) -> None:
+        """--date in the future or before 1970: written as given (exit 0), with a warning naming the entry;
+        today's date says nothing."""
+        result = run("add", "-k", "T", "-t", "Dated", "-a", "a", "--body", "b", "--date", given, "--json")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["warnings"] == [f"T-001: date {given} {said}; kept as given (a typo?)"]
+        assert entry(run, "T-001")["date"] == given
+        plain = run("add", "-k", "T", "-t", "Undated", "-a", "a", "--body", "other words", "--json")
+        assert json.loads(plain.stdout)["warnings"] == []
+
+
 class TestOneLineFields:
     @pytest.mark.parametrize(
         "option, value, named",

@@ -173,6 +173,8 @@ class Batch:
             raise BatchError(sorted(problems, key=lambda problem: problem.position or 0))
         if result.pruned:
             result.warnings.extend(self._left_pointing(set(result.pruned)))
+        for op in ops:
+            self._odd_dates(op, wrote.get(op.position) or op.id or f"op {op.position}", date)
         writes = self._writes(new_pruned)
         result.paths = sorted(writes)
         if writes or request_id:
@@ -221,6 +223,14 @@ class Batch:
         for name in ("refs", "follow"):
             if op.get(name):
                 op.fields[name] = tuple(spelled(entry_id) for entry_id in op.get(name))
+
+    def _odd_dates(self, op: Op, entry_id: str, today_: str) -> None:
+        """A warning for a date given in the future, or before 1970: taken as given, but likely a typo."""
+        for name in ("date", "last_seen"):
+            given = op.get(name)
+            if isinstance(given, str) and (given > today_ or given < "1970-01-01"):
+                where = "is after today" if given > today_ else "is before 1970"
+                self.notes.append(f"{entry_id}: {name} {given} {where}; kept as given (a typo?)")
 
     def _pruned_reason(self, entry_id: str) -> str | None:
         for record in (*self.pruned_before, *getattr(self, "pruned_now", ())):
