@@ -389,6 +389,7 @@ class TestEveryProblemAtOnce:
             "op 3: add does not take colour",
             "op 3: kind: unknown kind 'wish'",
             "op 4: successor: no entry D-999",
+            "5 problems in the batch; nothing was written",
         ):
             assert words in result.stderr, words
         error = json.loads(result.stdout)["error"]
@@ -408,7 +409,7 @@ class TestEveryProblemAtOnce:
         (root / "a.json").write_text(json.dumps({"ops": [op]}))
         result = run("import", str(root / "a.json"))
         assert result.exit_code == 2
-        assert "3 problems in the batch" in result.stderr
+        assert "3 problems; nothing was written" in result.stderr  # one op: "in the batch" only for several
         for words in (
             "op 1: date: 'yesterday' is not a date",
             "op 1: refs: 'nope' is not an id",

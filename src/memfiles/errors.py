@@ -52,7 +52,9 @@ class BatchError(OpError):
         first = self.problems[0]
         lines = "".join(f"\n  {problem}" for problem in self.problems)
         count = len(self.problems)
-        message = f"{count} problems in the batch; nothing was written:{lines}" if count > 1 else first.message
+        several = len({problem.position for problem in self.problems}) > 1  # else one op (a CLI command's)
+        where = " in the batch" if several else ""
+        message = f"{count} problems{where}; nothing was written:{lines}" if count > 1 else first.message
         super().__init__(first.position, message, first.field)
         if count > 1:  # the whole list is the message; `position` and `field` still name the first
             self.args = (message,)
