@@ -164,6 +164,20 @@ class TestSetRetirePrune:
         same = run("retire", "D-001", "--successor", "D-003", "--reason", "again", "--json")
         assert json.loads(same.stdout)["warnings"] == []
 
+    def test_a_write_to_a_file_check_rejects_says_what_it_carried_over(self, run: Run, root: Path) -> None:
+        """A hand edit left an error in a file (a status no kind has); a write to that file goes ahead, and
+        says that the error was there before and that check reports it (it used to say nothing)."""
+        run("add", "-k", "F", "-t", "A friction", "-a", "a", "--body", "b")
+        path = root / "memory" / "frictions.md"
+        path.write_text(path.read_text().replace("- status: open", "- status: bogus"))
+        result = run("add", "-k", "F", "-t", "Another friction", "-a", "a", "--body", "other words", "--json")
+        assert result.exit_code == 0, result.output
+        (warning,) = json.loads(result.stdout)["warnings"]
+        assert warning.startswith("memory/frictions.md:") and "F-001" in warning and "bogus" in warning
+        assert warning.endswith("(there before this write; check reports it)")
+        clean = run("add", "-k", "D", "-t", "A decision", "-a", "a", "--body", "b", "--json")
+        assert json.loads(clean.stdout)["warnings"] == []  # another file: nothing to say
+
     def test_prune_names_the_entries_that_still_refer_to_it(self, run: Run, root: Path) -> None:
         """Pruning D-002 while D-001 names it as successor and F-001 in its refs: the prune goes ahead and
         warns about each (text and --json), instead of leaving dangling references only audit finds."""

@@ -13,6 +13,7 @@ from memfiles.format.ids import RETIRED, IdAllocator, Kind, Schema, format_id, s
 from memfiles.format.model import MANUAL_HEADING, Entry, MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.render import render
+from memfiles.format.validate import validate_file
 from memfiles.store.fileio import empty_or_missing, remove_debris
 from memfiles.store.journal import Journal
 from memfiles.store.ledger import Ledger
@@ -189,12 +190,13 @@ class Batch:
             text = render(draft.freeze(), self.schema)
             if text != draft.old_text:
                 try:  # the safety net: never write a file that would not read back
-                    parse(text, rel, self.schema)
+                    written = parse(text, rel, self.schema)
                 except ParseError as error:
                     raise OpError(
                         None, f"the batch would leave {rel} unreadable ({error.message}); nothing was written"
                     ) from error
                 writes[rel] = (draft.old_text, text)
+                self._kept_errors(rel, written, text)
         if new_pruned:
             rel = self.project.rel(self.ledger.path)
             old = self.ledger.text()
@@ -414,6 +416,15 @@ class Batch:
             "path": rel,
             "entry": render_entry(entry),
         }
+
+    def _kept_errors(self, rel: str, written: MemoryFile, text: str) -> None:
+        """A warning for each error `check` will report in a file this batch rewrites: the batch checked
+        its own ops, so these were there before (a hand edit), and the write carried them over."""
+        for found in validate_file(rel, written, text, self.schema):
+            if found.severity == "error":
+                self.notes.append(
+                    f"{rel}:{found.line}: {found.code} {found.message} (there before this write; check reports it)"
+                )
 
     def _left_pointing(self, pruned: set[str]) -> list[str]:
         """A warning for each live entry whose refs or successor name an id this batch pruned: a reference
