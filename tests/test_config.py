@@ -216,6 +216,7 @@ BAD_ENV = [
     ("MEMFILES_LLM_URL", "localhost:8080", "http:// or https:// URL"),
     ("MEMFILES_WATCH_IDLE_EXIT", "2h", 'from 0 up to 604800, got "2h"'),
     ("MEMFILES_WATCH_IDLE_EXIT", "604801", 'got "604801"'),
+    ("MEMFILES_WATCH_TORCH", "maybe", "true or false (unquoted in a file; a variable also takes 1/0, on/off, yes/no)"),
 ]
 
 

@@ -120,11 +120,7 @@ def watch(
     from memfiles.config import WATCH_IDLE_EXIT_MAX
     from memfiles.services.ipc import pid_path, request
     from memfiles.services.watch import Watcher
-    from memfiles.services.watch.daemon import (
-        log_path,
-        setup_logging,
-        start_background,
-    )
+    from memfiles.services.watch.daemon import log_path, setup_logging, start_background
     from memfiles.services.watch.idle import idle_seconds
 
     if stop_:

@@ -135,6 +135,7 @@ class Batch:
         if guard is not None and not problems:
             guard(self.work)
         self.pruned_before = self.ledger.read()
+        self.pruned_now: list[dict[str, Any]] = []  # this batch's prunes count as pruned for its later ops
         self.marks = self.marks_file.read()
         issued = [format_id(prefix, high) for prefix, high in (self.marks.high.items() if self.marks else ())]
         allocator = IdAllocator(
@@ -144,8 +145,7 @@ class Batch:
             self._spell(op)
         result = BatchResult()
         self.notes = result.warnings  # what an op changed beyond what it named (un-retiring clears successor)
-        new_pruned: list[dict[str, Any]] = []
-        self.pruned_now = new_pruned  # this batch's prunes count as pruned for its later ops
+        new_pruned = self.pruned_now
         wrote: dict[int, str] = {}  # op position -> the id of the entry it wrote, for the refs check
         for op in ops:
             try:
@@ -235,7 +235,7 @@ class Batch:
                 self.notes.append(f"{entry_id}: {name} {given} {where}; kept as given (a typo?)")
 
     def _pruned_reason(self, entry_id: str) -> str | None:
-        for record in (*self.pruned_before, *getattr(self, "pruned_now", ())):
+        for record in (*self.pruned_before, *self.pruned_now):
             if same_id(str(record["id"]), entry_id):
                 return str(record.get("reason") or "")
         return None
