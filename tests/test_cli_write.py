@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,6 +55,31 @@ class TestAdd:
         item = entry.body.split("\n\n")[-1].split("\n")
         assert item[0].startswith("- item") and all(line.startswith("  item") for line in item[1:])
         assert " ".join(line.strip() for line in item) == listing
+
+    def test_a_body_awaited_on_an_open_stdin_is_announced(self, root: Path, tmp_path: Path) -> None:
+        """`add` with no --body and a standard input its caller left open (an agent's tool keeping the pipe):
+        after a while, stderr says the body is awaited and how to give it, and the body sent then is
+        taken; a wrong --root is said at once, without waiting on that input."""
+        command = [sys.executable, "-m", "memfiles.cli", "--root", str(root), "add", "-k", "D", "-t", "Late", "-a", "x"]
+        env = {**os.environ, "MEMFILES_SEARCH_WATCH": "0"}
+        process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+        assert process.stdin is not None and process.stderr is not None
+        notice = process.stderr.readline().decode()  # blocks until the notice (it comes after 2 s)
+        assert "waiting for the body on standard input" in notice and "--body" in notice
+        out, _ = process.communicate(b"Sent after the notice.\n", timeout=60)
+        assert process.returncode == 0 and out.decode().strip() == "D-001"
+        assert "Sent after the notice." in (root / "memory" / "decisions.md").read_text()
+        command[command.index(str(root))] = str(tmp_path / "nowhere")
+        process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+        assert process.stdin is not None and process.stderr is not None
+        assert process.wait(timeout=60) == 2  # its stdin open all along, nothing ever written to it
+        err = process.stderr.read().decode()
+        process.stdin.close()
+        assert "no such folder" in err and "waiting" not in err
 
     def test_long_title_is_refused_with_the_limit(self, run: Run, root: Path) -> None:
         """A 121-character title: exit 2, a message with the numbers, no file written."""

@@ -109,7 +109,11 @@ class TestModels:
         broken = tmp_path / "model"
         shutil.copytree(resolve_model(None)[1], broken)  # type: ignore[arg-type]
         assert model_problem(str(broken)) is None
-        (broken / "model.safetensors").write_bytes(b"not weights")
+        weights = broken / "model.safetensors"
+        whole = weights.read_bytes()
+        weights.write_bytes(whole[: len(whole) // 2])  # an interrupted copy: the header whole, the data cut
+        assert "truncated" in str(model_problem(str(broken)))
+        weights.write_bytes(b"not weights")
         assert "not a safetensors file" in str(model_problem(str(broken)))
 
     def test_one_collection_per_model_and_dimension(self) -> None:

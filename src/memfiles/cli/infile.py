@@ -11,14 +11,39 @@ from memfiles.errors import ReadError
 STDIN = "<stdin>"
 
 
-def read_input(path: Path, what: str = "input") -> str:
+# Seconds standard input may stay silent before the reader says on stderr what it is waiting for.
+STDIN_NOTICE_AFTER = 2.0
+
+
+def _read_stdin(what: str, hint: str) -> bytes:
+    """All of standard input; when nothing (not even its end) has come after STDIN_NOTICE_AFTER seconds,
+    say on stderr what is awaited, once: a caller that left stdin open by mistake (an agent's tool that
+    keeps the pipe) learns why the command waits instead of facing a silent hang."""
+    import select
+
+    stream = sys.stdin.buffer
+    try:
+        ready, _, _ = select.select([stream], [], [], STDIN_NOTICE_AFTER)
+    except (OSError, ValueError):  # not a selectable stream (a closed or detached stdin): read as it is
+        ready = [stream]
+    if not ready:
+        print(
+            f"memfiles: waiting for the {what} on standard input (end it with Ctrl-D){hint}",
+            file=sys.stderr,
+            flush=True,
+        )
+    return stream.read()
+
+
+def read_input(path: Path, what: str = "input", hint: str = "") -> str:
     """The text of `path` ('-': standard input), UTF-8 with or without a byte-order mark.
 
     ReadError when it is missing, a folder, unreadable, not UTF-8, or empty (`what` says what was expected).
+    Standard input silent for a while gets a notice on stderr, ending with `hint`.
     """
     name = STDIN if str(path) == "-" else str(path)
     try:
-        data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+        data = _read_stdin(what, hint) if str(path) == "-" else path.read_bytes()
     except FileNotFoundError:
         raise ReadError(name, "no such file") from None
     except IsADirectoryError:

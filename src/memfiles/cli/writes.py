@@ -34,7 +34,7 @@ def _body(body: str | None, body_file: Path | None, required: bool) -> str | Non
     if body_file is not None:
         return read_input(body_file, what="body")
     if body is None and required and not sys.stdin.isatty():
-        return read_input(Path("-"), what="body")
+        return read_input(Path("-"), what="body", hint="; or give it with --body or --body-file")
     return body
 
 
@@ -158,6 +158,7 @@ def add(
           --body "Two PersistentClients on one folder hang for minutes; route writes through one."
     """
     with errors_to_exit():
+        project = app.project  # a wrong root is said before the body is awaited on standard input
         text = _body(body, body_file, required=True)
         op = _single(
             {
@@ -176,7 +177,7 @@ def add(
             }
         )
         op.setdefault("body", "")
-        duplicates, guard = check_adds(app.project, [op], unique)
+        duplicates, guard = check_adds(project, [op], unique)
         result, warnings = _apply(app, [op], allow_dangling=allow_dangling, guard=guard)
         for message in duplicates:
             warn(message)

@@ -158,6 +158,14 @@ def safetensors_header(path: Path) -> tuple[dict[str, Any], int]:
         header = json.loads(handle.read(size))
     if not isinstance(header, dict):
         raise ValueError(f"{path.name}: not a safetensors file (its header is not a JSON object)")
+    try:
+        data_end = max((spec["data_offsets"][1] for name, spec in header.items() if name != "__metadata__"), default=0)
+    except (TypeError, KeyError, IndexError):
+        raise ValueError(f"{path.name}: not a safetensors file (a tensor has no data offsets)") from None
+    if not isinstance(data_end, int) or 8 + size + data_end > path.stat().st_size:
+        raise ValueError(
+            f"{path.name}: truncated ({path.stat().st_size:,} bytes, its header describes {8 + size + data_end:,})"
+        )
     return header, size
 
 
