@@ -127,6 +127,13 @@ class TestEntryHeadings:
         assert pattern.search("x\n### D-001: t\n") and pattern.search("###\tF-002:\tt")
         assert not pattern.search("see D-001: there\n### D-0011: t\n")
 
+    def test_ids_in_skips_code_spans_and_fences(self) -> None:
+        """An id in inline code (any backtick run) or a fenced block is a sample, not a mention; the prose
+        around it, a link's text and an `@@` reference still count."""
+        text = "See `D-9` and ``a `D-8` b`` but @@D-1, [D-2] and D-3.\n\n```\nD-7\n```\n~~~~\nD-6\n~~~~\nD-4"
+        assert grammar_for(("D",)).ids_in(text) == ["D-1", "D-2", "D-3", "D-4"]
+        assert grammar_for(("D",)).ids_in("an unclosed ` D-5") == ["D-5"]
+
     def test_ids_in_counts_only_known_prefixes(self) -> None:
         """Audit's id mentions in a body come from the grammar: known prefixes only."""
         assert grammar_for(("D", "F")).ids_in("D-001, UTF-8 and F-2 but not X-9") == ["D-001", "F-2"]

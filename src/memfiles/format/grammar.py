@@ -29,7 +29,8 @@ starts the user's own section, which runs to the end of the file.
 **Fences** (CommonMark): up to 3 spaces of indentation, then at least 3 backticks or 3 tildes; a
 backtick fence's info string holds no backtick (`` ```x``` `` is inline code, not a fence). The fence
 closes at a line of up to 3 spaces, the same character at least as many times, and only whitespace
-after. Inside a fence nothing is structure. A tab-indented line is indented code, never a fence.
+after. Inside a fence nothing is structure. A tab-indented line is indented code, never a fence. An id
+inside a fence or a code span is an example, not a mention: audit does not follow it.
 
 **Line endings.** A line ends at LF; CRs before it are part of the line ending, not of the line. A
 file's newline is its first line's (CRLF or LF) and canonical form writes that newline throughout,
@@ -60,6 +61,8 @@ _SECTION_RE = re.compile(r"^##(?:[ \t]+(.*?))?[ \t]*$")
 META_RE = re.compile(r"^-[ \t]+([a-z][a-z-]*):[ \t]*(.*?)\s*$")
 _FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
+# A CommonMark code span: a run of backticks, then text, then a run of the same length (may span lines).
+_CODE_SPAN_RE = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
 
 
 # --- lines and line endings -----------------------------------------------------------------------
@@ -220,8 +223,11 @@ class Grammar:
         return False
 
     def ids_in(self, text: str) -> list[str]:
-        """The ids of known prefixes that `text` mentions, in order (repeats kept)."""
-        return [match.group(0) for match in ID_RE.finditer(text) if match.group(1) in self.prefixes]
+        """The ids of known prefixes that `text` mentions, in order (repeats kept). An id in a fenced code
+        block or an inline code span is an example shown, not a mention (`D-999` as a format sample)."""
+        prose = "\n".join(line for _, line in outside_fences(split_lines(text)))
+        prose = _CODE_SPAN_RE.sub(" ", prose)
+        return [match.group(0) for match in ID_RE.finditer(prose) if match.group(1) in self.prefixes]
 
 
 @lru_cache(maxsize=32)
