@@ -13,6 +13,7 @@ from memfiles.format.grammar import Fence, grammar_for, headings_of
 from memfiles.format.ids import DEFAULT_KINDS, Kind, Schema
 from memfiles.format.validate import body_problem
 from memfiles.format.wrap import normalize_body
+from memfiles.store.ops import normalize_automated
 from memfiles.store.project import is_memory_text
 from tests.conftest import REPO, Run, snapshot
 
@@ -236,6 +237,24 @@ class TestLineEndings:
         assert run("add", "-k", "D", "-t", "Second", "-a", "a", "--body", "c").exit_code == 0
         assert path.read_bytes().startswith(b"\xef\xbb\xbf# Decisions\n")
         assert run("check").exit_code == 0 and run("fmt", "--check").exit_code == 0
+
+    def test_a_control_character_is_refused_in_a_body_and_named_by_check(self, run: Run, root: Path) -> None:
+        """A terminal colour code or a NUL in a body (pasted from a log): exit 2 naming the body's line and
+        the character, nothing written; one left in a file by hand is a check error at its line; an
+        automated writer's body and one-line fields lose the escapes whole."""
+        coloured = "A log line\nsaid \x1b[31mERROR\x1b[0m here"
+        result = run("add", "-k", "D", "-t", "Coloured", "-a", "a", "--body", coloured)
+        assert result.exit_code == 2 and "body line 2 holds U+001B (an escape" in result.stderr
+        assert not (root / "memory" / "decisions.md").exists()
+        assert run("add", "-k", "D", "-t", "Nul", "-a", "a", "--body", "x\x00y").exit_code == 2
+        run("add", "-k", "D", "-t", "First", "-a", "a", "--body", "b\twith a tab stays")
+        assert run("check").exit_code == 0
+        path = root / "memory" / "decisions.md"
+        path.write_text(path.read_text() + "\nA bell \x07 by hand.\n")
+        line = path.read_text().split("\n").index("A bell \x07 by hand.") + 1
+        assert f"memory/decisions.md:{line}: control-character U+0007" in run("check").stdout
+        fixed = normalize_automated({"op": "add", "title": "a \x1b[1mbold\x1b[0m", "body": coloured}, Schema())
+        assert fixed["title"] == "a bold" and fixed["body"] == "A log line\nsaid ERROR here"
 
     def test_bom_inside_the_file_is_named(self, run: Run, root: Path) -> None:
         """A byte-order mark after the start (it hides a heading from the parser) is reported at its line."""

@@ -48,6 +48,7 @@ FINDING_CODES: dict[str, str] = {
     "mixed-line-endings": "error",
     "stray-cr": "error",
     "stray-bom": "error",
+    "control-character": "error",
     "pruned-id-reused": "error",
     "bad-ledger": "error",
     "empty-file": "info",

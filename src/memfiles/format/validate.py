@@ -25,6 +25,7 @@ from memfiles.format.ids import RETIRED, Schema, canonical_id
 from memfiles.format.model import Entry, MemoryFile
 from memfiles.format.render import render
 from memfiles.format.toc import INDEX_END, INDEX_START_PREFIX
+from memfiles.format.wrap import stray_control
 
 
 def finding(
@@ -56,6 +57,9 @@ def body_problem(body: str, schema: Schema | None = None) -> str | None:
     """Why `body` cannot stand in an entry (it would end the entry or break the file), or None."""
     grammar = (schema or Schema()).grammar
     lines = body.split("\n")
+    control = stray_control(body)
+    if control is not None:
+        return f"body line {control[0]} holds {control[1]}: delete it (a body is printable text)"
     fence = Fence()
     for number, line in enumerate(lines, start=1):
         if fence.feed(line, number):
@@ -175,6 +179,10 @@ def _text_findings(path: str, text: str) -> list[Finding]:
         else:
             message = "more than one carriage return (CR) ends the line: run memfiles fmt"
         found.append(finding("stray-cr", path, endings.stray_cr, message))
+    control = stray_control(text.replace("\r", ""))  # carriage returns are stray-cr's
+    if control is not None:
+        message = f"{control[1]} inside the text: viewers do not show it; delete it"
+        found.append(finding("control-character", path, control[0], message))
     stray_bom = text.find(BOM, 1)
     if stray_bom >= 0:
         line = text.count("\n", 0, stray_bom) + 1

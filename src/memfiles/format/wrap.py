@@ -97,9 +97,38 @@ def control_character(text: str) -> str | None:
     return None
 
 
+# A terminal's colour or cursor sequence (ANSI CSI, or a two-character escape), as pasted from a log.
+_TERMINAL_ESCAPE_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+
+
+def stray_control(text: str) -> tuple[int, str] | None:
+    """(line, name) of the first control character of multi-line `text` other than a tab or a line end,
+    or None. Markdown viewers do not show them, and a NUL or an escape is no text at all."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        for char in line.rstrip("\r"):
+            if char != "\t" and (unicodedata.category(char) == "Cc" or char in "\u2028\u2029"):
+                name = f"U+{ord(char):04X}"
+                if char == "\x1b":
+                    name += " (an escape: colour codes pasted from a terminal?)"
+                elif char == "\r":
+                    name = "a carriage return"
+                return number, name
+    return None
+
+
+def printable_body(text: str) -> str:
+    """`text` with terminal escape sequences removed and every other control character but tabs and line
+    ends dropped: an automated writer's way with a pasted log (people are told instead)."""
+    text = _TERMINAL_ESCAPE_RE.sub("", text)
+    return "".join(
+        char for char in text if char in "\t\n\r" or not (unicodedata.category(char) == "Cc" or char in "\u2028\u2029")
+    )
+
+
 def one_line(text: str) -> str:
     """Whitespace and control characters, newlines included, collapsed to single spaces (the automated
-    writers' way with a one-line field; people are told instead)."""
+    writers' way with a one-line field; people are told instead); terminal escape sequences go whole."""
+    text = _TERMINAL_ESCAPE_RE.sub("", text)
     cleaned = "".join(" " if unicodedata.category(char) == "Cc" else char for char in text)
     return " ".join(cleaned.split())
 

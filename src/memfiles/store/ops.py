@@ -17,7 +17,7 @@ from memfiles.errors import BatchError, OpError
 from memfiles.format.ids import Schema, normalize_id
 from memfiles.format.model import MANUAL_HEADING
 from memfiles.format.validate import body_problem, is_date
-from memfiles.format.wrap import clip, control_character, normalize_body, one_line
+from memfiles.format.wrap import clip, control_character, normalize_body, one_line, printable_body, stray_control
 
 OPS = ("add", "update", "retire", "prune", "section", "renumber")
 TEXT_FIELDS = (
@@ -139,6 +139,10 @@ def _ids(problems: _Problems, name: str, value: Any, width: int) -> tuple[str, .
 def _body(problems: _Problems, key: str, item: Any, schema: Schema, wrap: int) -> str | None:
     if not isinstance(item, str):
         problems.add(f"{key} must be text, got {type(item).__name__}", key)
+        return None
+    control = stray_control(item.replace("\r\n", "\n").replace("\r", "\n"))  # lines as given, before wrapping
+    if control is not None:
+        problems.add(f"{key} line {control[0]} holds {control[1]}: delete it ({key} is printable text)", key)
         return None
     text = normalize_body(item, wrap)
     if key == "body" and not text:
@@ -291,7 +295,8 @@ def ops_digest(ops: list[Op]) -> str:
 
 def normalize_automated(value: Any, schema: Schema) -> Any:
     """An op as an automated writer's is taken: one-line fields collapsed to one line of printable text
-    (tabs and other control characters become spaces), the title clipped, the body clipped.
+    (tabs and other control characters become spaces), the title clipped, the body rid of terminal
+    escapes and other control characters and clipped.
 
     Nobody corrects a machine's batch by hand, so a shortened entry beats a lost one; every other
     violation is still refused by parse_op.
@@ -305,7 +310,7 @@ def normalize_automated(value: Any, schema: Schema) -> Any:
     if isinstance(fixed.get("title"), str):
         fixed["title"] = clip(one_line(fixed["title"]), schema.title_limit)
     if isinstance(fixed.get("body"), str):
-        fixed["body"] = clip(fixed["body"].strip(), schema.body_limit)
+        fixed["body"] = clip(printable_body(fixed["body"]).strip(), schema.body_limit)
     return fixed
 
 
