@@ -106,9 +106,19 @@ class Collection:
 
 
 def prepare(
-    name: str, folder: Path, to_corpus, queries, qrels, exclude, passages: bool, small: bool, rm3: bool = False
+    name: str,
+    folder: Path,
+    to_corpus,
+    queries,
+    qrels,
+    exclude,
+    passages: bool,
+    small: bool,
+    rm3: bool = False,
+    bm25: tuple[float, float, int] | None = None,
 ) -> Collection:
-    """Read one backfilled project's vectors and compute every raw signal the grid needs."""
+    """Read one backfilled project's vectors and compute every raw signal the grid needs (`bm25`: only
+    the BM25 of this (k1, b, title weight), for an experiment on one setting)."""
     from memfiles.config import load_settings
     from memfiles.index.catalog import Catalog
     from memfiles.index.lexical import LexicalIndex
@@ -152,7 +162,7 @@ def prepare(
     body_tokens = [tokenize(d.body()) for d in docs]
     own_rows = [row_of_corpus.get(exclude.get(qid, "")) for qid in qids]
     with_rm3 = {(s.k1, s.b, s.title_weight) for s in grid(False, small, rm3=rm3) if s.rm3_docs}
-    for k1, b, tw in {(s.k1, s.b, s.title_weight) for s in grid(False, small)}:
+    for k1, b, tw in {bm25} if bm25 else {(s.k1, s.b, s.title_weight) for s in grid(False, small)}:
         tokens = [title * tw + body for title, body in zip(title_tokens, body_tokens, strict=True)]
         index = LexicalIndex.build(tokens, k1=k1, b=b)
         for framing in (True, False):
