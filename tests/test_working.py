@@ -88,6 +88,21 @@ class TestStartAndShow:
         assert show(started, "--run", "fix-ci") == state
         assert started("check").exit_code == 0 and started("fmt", "--check").exit_code == 0
 
+    def test_values_longer_than_a_line_read_back_whole(self, started: Run, root: Path) -> None:
+        """A value or a list item longer than the wrap width (the write path wraps long list items, md013)
+        reads back as given, and the run stays usable: set, a todo and end --episode after it."""
+        long = " ".join(f"word{n}" for n in range(40))
+        blocker = " ".join(f"blk{n}" for n in range(40))
+        result = started("working", "set", "--next-step", long, "--blocker", blocker)
+        assert result.exit_code == 0, result.output
+        assert "\n  word" in (root / "memory" / "working" / "fix-ci.md").read_text()  # wrapped in the file
+        state = show(started)
+        assert state["next_step"] == long and state["blockers"] == [blocker]
+        assert started("working", "set", "--stage", "test").exit_code == 0 and show(started)["next_step"] == long
+        assert started("working", "todo", "add", "A task").exit_code == 0
+        assert started("working", "end", "--episode", "--outcome", "Done.").exit_code == 0
+        assert started("check").exit_code == 0
+
     def test_set_changes_only_the_fields_given(self, started: Run) -> None:
         """set leaves every field it was not given as it was; --clear empties one; --add-evidence appends."""
         started("working", "set", "--hypothesis", "h1", "--evidence", "a.py")

@@ -103,6 +103,14 @@ def parse_fields(body: str, where: str) -> dict[str, Any]:
         if item and current in LISTS:
             values[current].append(item.group(1).strip())
             continue
+        if current is not None and line.startswith("  ") and not line.lstrip().startswith("- "):
+            # a value the write path's line-length rule (md013) wrapped, or an editor did: one value still
+            if current in LISTS and values[current] and line.startswith("    "):
+                values[current][-1] += " " + line.strip()
+                continue
+            if current not in LISTS and values[current]:
+                values[current] += " " + line.strip()
+                continue
         raise WorkingError(
             f"{where}: line {number} of the state is not '- **field**: value' (fields: {', '.join(BODY_FIELDS)})"
         )
