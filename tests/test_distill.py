@@ -94,13 +94,25 @@ class TestLoad:
     def test_malformed_lines_are_skipped_named_and_counted(self, run: Run, root: Path) -> None:
         """Bad JSON, bad fields and a repeated run id: a warning naming file:line each, counted as skipped."""
         lines = ["{not json", json.dumps({"timestamp": "yesterday"}), json.dumps(record("r2", 9, *LATCH))]
+        lines.append(json.dumps(record("nightly, build 7", 9, *LATCH)))  # an evidence list cannot cite it
         write_log(root, "synthesis", base_records(), lines)
         result = run("distil", "--domain", "synthesis", "--json")
         assert result.exit_code == 0
         assert "memory/synthesis/experiences.jsonl:6: invalid JSON" in result.stderr
         assert "memory/synthesis/experiences.jsonl:7: timestamp 'yesterday' is not ISO-8601" in result.stderr
         assert "memory/synthesis/experiences.jsonl:8: run_id 'r2' was already used on line 2" in result.stderr
-        assert json.loads(result.stdout)["domains"][0]["records_skipped"] == 3
+        assert "memory/synthesis/experiences.jsonl:9: run_id 'nightly, build 7' holds a comma" in result.stderr
+        assert json.loads(result.stdout)["domains"][0]["records_skipped"] == 4
+
+    def test_a_finding_longer_than_the_body_limit_is_clipped_not_refused(self, run: Run, root: Path) -> None:
+        """A log line of 2,100 characters (a pasted stack trace) still becomes an entry, its body clipped
+        to the limit and its title to one line; the domain is not refused."""
+        write_log(root, "synthesis", [record("r1", 1, ["Error: " + "x" * 2100], ["Rerun"])])
+        report = distil(run, "synthesis", "--min-records", "1")
+        assert report["updated"] is True
+        entry = knowledge(root).entries[0]
+        assert len(entry.body) <= 2000 and entry.body.endswith("…") and len(entry.title) <= 120
+        assert run("check").exit_code == 0
 
     def test_a_bad_metric_costs_the_metric_not_the_record(self, run: Run, root: Path) -> None:
         """ "area_um2": "big" drops that metric with a warning naming the line and key; the issue and fix stay."""

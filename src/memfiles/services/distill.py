@@ -276,9 +276,12 @@ def _write(project: Project, report: DomainReport, ops: list[dict[str, Any]], ne
     from memfiles.contract import write_object
     from memfiles.services.index_client import notify
     from memfiles.services.write import write_ops
-    from memfiles.store.ops import parse_ops
+    from memfiles.store.ops import normalize_automated, parse_ops
 
     settings = project.settings
+    # an automated writer's batch: a body grown past the limit (a long log line, every failed run named)
+    # is clipped rather than refusing the whole domain
+    ops = [normalize_automated(op, settings.schema) for op in ops]
     batch = parse_ops({"ops": ops}, settings.schema, settings.wrap)
     result, warning = write_ops(project, batch, notify=notify)
     if warning:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memfiles.errors import MemfilesError
+from memfiles.format.wrap import control_character
 from memfiles.services.flags import Flag, find_flags, general
 from memfiles.services.hook_text import strip_injected
 
@@ -178,6 +179,11 @@ def parse_record(value: Any, line: int, warnings: list[str] | None = None) -> Re
     run_id = context.get("run_id")
     canonical = json.dumps(value, sort_keys=True, ensure_ascii=False)
     key = str(run_id) if run_id else "r" + hashlib.sha256(canonical.encode()).hexdigest()[:10]
+    unfit = "a comma" if "," in key else control_character(key)
+    if unfit:
+        raise ValueError(
+            f"run_id {key!r} holds {unfit}: an entry's evidence list cannot cite it; give the run another id"
+        )
     return Record(
         line,
         timestamp,
