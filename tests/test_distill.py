@@ -180,6 +180,19 @@ class TestFiling:
         assert (root / "memory" / "synthesis" / "knowledge.md").read_text() == text
         assert run("check").exit_code == 0
 
+    def test_a_pruned_entry_stays_pruned(self, run: Run, root: Path) -> None:
+        """Pruning a distilled entry and distilling the same log again brings nothing back under a new id:
+        the runs it counted were distilled once (memory/pruned.jsonl keeps it), and the decisions say so."""
+        write_log(root, "synthesis", base_records())
+        distil(run)
+        fanout = entry(root, FANOUT[0][0])
+        assert run("prune", fanout.id, "--reason", "Not a real problem on this design").exit_code == 0
+        before = snapshot(root)
+        again = run("distil", "--domain", "synthesis", "--explain")
+        assert again.exit_code == 0, again.output
+        assert snapshot(root) == before
+        assert f"already distilled into {fanout.id}, since pruned: Not a real problem" in again.stdout
+
     def test_a_failed_run_is_a_failure_not_a_confirmation(self, run: Run, root: Path) -> None:
         """The known fix without signoff goes to `failed`; `confirmed` counts only the runs where it worked."""
         write_log(root, "synthesis", base_records())

@@ -86,6 +86,28 @@ def _read_knowledge(project: Project, rel: str) -> tuple[list[Known], str | None
     return [known_from(e, memory.section_of(e.id)) for e in memory.entries], notes
 
 
+def _pruned_knowns(project: Project, rel: str) -> list[tuple[str, str, Known]]:
+    """(id, reason, entry as matched) of every entry pruned from `rel` (memory/pruned.jsonl keeps each
+    whole): the runs it counted were distilled once, and someone pruned what they became."""
+    from memfiles.errors import ParseError
+    from memfiles.store.ledger import Ledger
+
+    try:
+        records = Ledger(project.settings.memory_dir / "pruned.jsonl").read()
+    except ParseError:
+        return []  # check names the ledger; distilling does not hang on it
+    found = []
+    for record in records:
+        if record.get("path") != rel or not isinstance(record.get("entry"), str):
+            continue
+        try:
+            memory = parse(f"# Pruned\n\n{record['entry']}", rel, project.settings.schema)
+        except ParseError:
+            continue
+        found += [(e.id, str(record.get("reason") or "no reason"), known_from(e, None)) for e in memory.entries]
+    return found
+
+
 def _llm_findings(filer: Filer, findings: list[Any], records: list[Record]) -> None:
     """File the drafter's findings: the same section and symptom confirms, anything else is new."""
     by_key = {r.key: r for r in records}
@@ -193,11 +215,20 @@ def distil_domain(
         return report
     knowns, notes = _read_knowledge(project, rel)
     records = sorted(experiences.records, key=lambda r: (r.timestamp, r.line))
-    fresh = [r for r in records if not any(k.mentions(r.key) for k in knowns)]
+    pruned = _pruned_knowns(project, rel)
+
+    def pruned_with(record: Record) -> str | None:
+        return next((f"{i}, since pruned: {why}" for i, why, k in pruned if k.mentions(record.key)), None)
+
+    counted = {r.key for r in records if any(k.mentions(r.key) for k in knowns)}
+    gone = {r.key: by for r in records if r.key not in counted and (by := pruned_with(r)) is not None}
+    fresh = [r for r in records if r.key not in counted and r.key not in gone]
     similarity = Similarity(settings, use_model=use_model)
     filer = Filer(knowns, similarity, settings.schema.title_limit)
     for record in records:
-        if record not in fresh:
+        if record.key in gone:
+            filer.decide(record, "run", "", "already", None, None, f"already distilled into {gone[record.key]}")
+        elif record.key in counted:
             filer.decide(record, "run", "", "already", None, None, "already distilled: an entry counts this run")
     if drafter is not None and fresh:
         subset = Experiences(domain, experiences.path, fresh)
