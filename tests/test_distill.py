@@ -193,6 +193,19 @@ class TestFiling:
         assert snapshot(root) == before
         assert f"already distilled into {fanout.id}, since pruned: Not a real problem" in again.stdout
 
+    def test_a_finding_seen_again_on_a_retired_entry_is_said(self, run: Run, root: Path) -> None:
+        """A run showing the finding of a retired entry is counted on it, with a warning naming the entry,
+        its reason and the run: the retirement said the problem was gone."""
+        write_log(root, "synthesis", base_records())
+        distil(run)
+        fanout = entry(root, FANOUT[0][0])
+        assert run("retire", fanout.id, "--reason", "The enable tree was rewritten").exit_code == 0
+        write_log(root, "synthesis", [*base_records(), record("r9", 20, *FANOUT)])
+        again = run("distil", "--domain", "synthesis")
+        assert again.exit_code == 0, again.output
+        assert f"{fanout.id} is retired (The enable tree was rewritten) but run r9 showed its finding" in again.stderr
+        assert "r9" in entry(root, FANOUT[0][0]).evidence
+
     def test_a_failed_run_is_a_failure_not_a_confirmation(self, run: Run, root: Path) -> None:
         """The known fix without signoff goes to `failed`; `confirmed` counts only the runs where it worked."""
         write_log(root, "synthesis", base_records())

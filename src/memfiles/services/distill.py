@@ -241,6 +241,14 @@ def distil_domain(
         for record in fresh:
             filer.file(record)
     report.decisions = filer.decisions
+    for known in {id(d.known): d.known for d in filer.decisions if d.known is not None}.values():
+        entry = known.entry
+        if entry is not None and entry.status == "retired" and known.changed:
+            runs = sorted({d.run for d in filer.decisions if d.known is known and d.action != "already"})
+            report.warnings.append(
+                f"{known.id} is retired ({entry.reason or 'no reason given'}) but run{'s' * (len(runs) > 1)}"
+                f" {', '.join(runs)} showed its finding again: counted on it; look again at the retirement"
+            )
     report.matching = similarity.mode
     if similarity.mode == "lexical" and similarity.reason and use_model:
         report.warnings.append(f"symptoms matched by word overlap: the model could not be loaded ({similarity.reason})")
