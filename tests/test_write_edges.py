@@ -96,6 +96,20 @@ class TestUnique:
         assert [(p["op"], p["id"]) for p in problems] == [(2, "T-001")]
         assert snapshot(root) == before
 
+    def test_import_unique_refuses_two_adds_of_one_batch_that_repeat_each_other(self, run: Run, root: Path) -> None:
+        """Two identical adds in one import --unique (an agent's retry folded into its batch), and a third
+        in other words of the second: exit 1, the problems name ops 2 and 3, nothing written."""
+        body = "Pin numpy below 3 until the memmap reader is ported."
+        add = {"op": "add", "kind": "lesson", "title": "Pin numpy", "area": "a", "body": body}
+        reworded = {**add, "title": "Keep numpy pinned", "body": "Pin numpy below 3 until the memmap reader is ported!"}
+        result = run("import", "-", "--unique", "--json", input=json.dumps({"ops": [add, add, reworded]}))
+        assert result.exit_code == 1, result.output
+        problems = json.loads(result.stdout)["error"]["problems"]
+        assert [p["op"] for p in problems] == [2, 3] and "repeats op 1" in problems[0]["message"]
+        assert not (root / "memory" / "lessons.md").exists()
+        assert run("import", "-", "--unique", input=json.dumps({"ops": [add, reworded]})).exit_code == 1
+        assert run("import", "-", "--unique", input=json.dumps({"ops": [add]})).exit_code == 0
+
 
 class TestUnretire:
     def test_a_live_status_clears_successor_and_reason(self, run: Run) -> None:

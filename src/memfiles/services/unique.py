@@ -54,9 +54,37 @@ def check_adds(
 
     if unique and any(found):
         refuse(found, mode)
+    repeats = repeated_adds(adds)
+    if unique and repeats:
+        problems = [
+            problem(f"{text}: one of them is enough", op=number if positions else None, field="title")
+            for number, text in repeats
+        ]
+        raise RefusedError(f"refused, a near-duplicate exists: {'; '.join(t for _, t in repeats)}", problems)
     warnings = [f"near-duplicate: {close_to(op, c, mode)}" for (_, op), c in zip(adds, found, strict=True) if c]
+    warnings += [f"near-duplicate: {text}" for _, text in repeats]
     guard = racing_guard(items, since, lambda matches: refuse(matches, "meanwhile")) if unique else None
     return warnings, guard
+
+
+def repeated_adds(adds: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, str]]:
+    """(op number, what it repeats) of each add of one batch close to an earlier add of the same batch,
+    by title or word overlap as the guard compares: the index knows neither of them yet."""
+    found = []
+    earlier: list[tuple[str, str, str, int, set[str]]] = []
+    for number, op in adds:
+        title, body = str(op.get("title", "")), str(op.get("body", ""))
+        mine = words(f"{title}\n\n{body}")
+        same = next((e for e in earlier if title_key(e[1]) == title_key(title)), None)
+        close = lexical_matches(earlier, mine, LEXICAL_THRESHOLD, frozenset())
+        if same is not None:
+            found.append((number, f"op {number} {title!r} repeats {same[0]} {same[1]!r} (the same title)"))
+        elif close:
+            found.append(
+                (number, f"op {number} {title!r} repeats {close[0].id} {close[0].title!r} ({close[0].score:.2f})")
+            )
+        earlier.append((f"op {number}", title, "", number, mine))
+    return found
 
 
 def close_to(op: dict[str, Any], candidates: list[Candidate], how: str) -> str:
