@@ -56,6 +56,14 @@ class TestPromote:
             assert entry(root, source)["status"] == "promoted" and entry(root, source)["promoted"] == ["P-001"]
         assert run("check").exit_code == 0
 
+    def test_one_episode_named_twice_is_cited_once(self, run: Run, root: Path) -> None:
+        """promote E-1 e-001 @@E-001: one source, cited once in the evidence and the body."""
+        first = add_episode(run, "Deploy failed on a locked table", "The migration waited on a lock.")
+        result = run("promote", "E-1", "e-001", "@@E-001", "--to", "insight", "--reason", "Locks", "--json")
+        assert result.exit_code == 0, result.output
+        new = entry(root, json.loads(result.stdout)["added"][0])
+        assert new["evidence"] == [first] and new["body"].count(first) == 1
+
     def test_the_same_promote_again_does_not_write_a_second_entry(self, run: Run, root: Path) -> None:
         """Repeating the exact command (after a crash, say) replays the first write: still one procedure."""
         first = add_episode(run, "Deploy failed on a locked table", "The migration waited on a lock.")

@@ -53,7 +53,8 @@ def _sources(project: Project, ids: list[str]) -> list[Located]:
             raise MemfilesError(f"{entry_id} is a {kind.name if kind else 'unknown kind'}: only episodes are promoted")
         if located.entry.status == RETIRED:
             raise MemfilesError(f"{entry_id} is retired ({located.entry.reason}): promote live episodes only")
-        found.append(located)
+        if all(other.entry.id != entry_id for other in found):  # E-1 and e-001 name one episode
+            found.append(located)
     return found
 
 
