@@ -36,6 +36,24 @@ class TestScore:
         assert flagged[("F-001", "F-003")].signals["same_title"] is True
         assert flagged[("F-004", "F-005")].signals["dense"] > 0.99
 
+    def test_the_same_body_under_two_titles_is_flagged_in_both_modes(self) -> None:
+        """Two entries of the same words in the same order (titles differ): a near-duplicate at 1.0 with
+        the vectors, and without them, where with two entries every shared word's IDF is 0."""
+        from memfiles.services.dedupe import lexical_pairs
+
+        body = "Two clients on one folder hang for minutes."
+        docs = [doc(1, "Chroma hangs", body), doc(2, "Store stalls", body)]
+        vectors = np.asarray([[1.0, 0.0, 0.0], [0.8, 0.6, 0.0]], dtype=np.float32)  # as far apart as titles make them
+        for pairs in (score_pairs(docs, vectors), lexical_pairs(docs)):
+            assert [(p.a.id, p.b.id, p.score, p.signals["same_body"]) for p in pairs] == [("F-001", "F-002", 1.0, True)]
+
+    def test_markdown_emphasis_is_no_rare_token(self) -> None:
+        """`**Runs` (bold in a templated body) is not a code-like token two entries share."""
+        from memfiles.services.dupes import _rare_tokens
+
+        docs = [doc(1, "A flag", "**Runs** with `--max-fanout`"), doc(2, "B flag", "**Runs** with `--antenna`")]
+        assert _rare_tokens(docs) == [{"--max-fanout"}, {"--antenna"}]
+
     def test_a_small_project_of_unrelated_entries_flags_nothing(self) -> None:
         """Moderately close pairs in a sparse file do not stand out enough to be flagged."""
         vectors = np.eye(4, 8, dtype=np.float32) * 0.8 + 0.2
@@ -86,7 +104,7 @@ class TestDupes:
         assert finding["path"] == "memory/frictions.md" and finding["target"]["type"] == "entry"
         assert set(finding["detail"]) == {"score", "mode", "signals"}
         signals = finding["detail"]["signals"]
-        assert set(signals) == {"dense", "margin", "nearest", "title", "rare", "same_area", "same_title"}
+        assert set(signals) == {"dense", "margin", "nearest", "title", "rare", "same_area", "same_title", "same_body"}
         assert signals["nearest"] == "mutual" and signals["same_area"] is True
         expected = 0.5 + signals["margin"] + 0.2 * signals["title"] + 0.1 * min(len(signals["rare"]), 2) / 2
         assert finding["detail"]["score"] == pytest.approx(min(1.0, expected), abs=1e-3)

@@ -199,6 +199,8 @@ def dupes(app: App, threshold: float | None, as_json: bool) -> None:
             why = f"words {signals['lexical']:.2f}, margin {signals['margin']:+.2f}, title {signals['title']:.2f}"
         if signals["same_title"]:
             why += ", same title"
+        if signals.get("same_body"):
+            why += ", the same body word for word"
         click.echo(
             f"{pair.score:.3f}  {a.id} {a.title!r} ({a.path}:{a.line})  ~  {b.id} {b.title!r} ({b.path}:{b.line})"
         )

@@ -194,26 +194,34 @@ def lexical_pairs(docs: list[Doc], threshold: float = LEXICAL_PAIR_THRESHOLD) ->
     sims, local = sparse_similarities([tokenize(f"{d.title}\n\n{d.body}") for d in docs])
     titles = _idf_vectors([tokenize(d.title) for d in docs])
     keys = [title_key(d.title) for d in docs]
-    by_title: dict[str, list[int]] = {}
-    for n, key in enumerate(keys):
-        by_title.setdefault(key, []).append(n)
-    for group in by_title.values():
+    # the same words in the same order: said twice, however few entries there are to weigh words against
+    # (with two entries every shared word's IDF is 0, so their TF-IDF cosine says nothing)
+    bodies = [" ".join(tokenize(d.body)) for d in docs]
+    groups: dict[tuple[str, str], list[int]] = {}
+    for n, (key, body) in enumerate(zip(keys, bodies, strict=True)):
+        groups.setdefault(("title", key), []).append(n)
+        if body:
+            groups.setdefault(("body", body), []).append(n)
+    for group in groups.values():
         for x, a in enumerate(group):
             for b in group[x + 1 :]:
                 sims.setdefault((a, b), 0.0)
     pairs = []
     for (a, b), cosine in sims.items():
         margin = cosine - (local[a] + local[b]) / 2
-        if margin < threshold - 0.5 - LEXICAL_TITLE and keys[a] != keys[b]:
+        same_body = bool(bodies[a]) and bodies[a] == bodies[b]
+        if margin < threshold - 0.5 - LEXICAL_TITLE and keys[a] != keys[b] and not same_body:
             continue
         title = _cosine(titles[a], titles[b])
         score = round(min(1.0, max(0.0, 0.5 + margin + LEXICAL_TITLE * title)), 4)
+        score = 1.0 if same_body else score
         if score >= threshold or keys[a] == keys[b]:
             signals = {
                 "lexical": round(cosine, 4),
                 "margin": round(margin, 4),
                 "title": round(title, 4),
                 "same_title": keys[a] == keys[b],
+                "same_body": same_body,
             }
             pairs.append(Pair(docs[a], docs[b], score, signals))
     return sorted(pairs, key=lambda p: (-p.score, p.a.id, p.b.id))

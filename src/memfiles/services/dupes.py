@@ -48,7 +48,7 @@ FLOOR = 0.6
 IDENTICAL = 0.97
 RARE_DF = 3
 BLOCK = 2048
-_EDGES = ".,;:()[]{}<>\"'`"
+_EDGES = ".,;:()[]{}<>\"'`*"  # `*`: Markdown emphasis (**Runs) is no part of a code-like token
 
 
 def _code_like(token: str) -> bool:
@@ -170,9 +170,12 @@ def score_pairs(docs: list[Doc], vectors: np.ndarray, threshold: float = THRESHO
         i, j = np.nonzero(((margin >= floor) | (block >= IDENTICAL)) & upper)
         found.update(zip(zip((i + start).tolist(), j.tolist(), strict=True), block[i, j].tolist(), strict=True))
     keys = [title_key(d.title) for d in docs]
-    by_title: dict[str, list[int]] = defaultdict(list)
-    for index, key in enumerate(keys):
-        by_title[key].append(index)
+    bodies = [" ".join(tokenize(d.body)) for d in docs]  # the same words in the same order: said twice
+    by_title: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for index, (key, body) in enumerate(zip(keys, bodies, strict=True)):
+        by_title[("title", key)].append(index)
+        if body:
+            by_title[("body", body)].append(index)
     for group in by_title.values():
         for x, a in enumerate(group):
             for b in group[x + 1 :]:
@@ -185,12 +188,14 @@ def score_pairs(docs: list[Doc], vectors: np.ndarray, threshold: float = THRESHO
     for (a, b), dense in found.items():
         margin = dense - float(local[a] + local[b]) / 2
         same_title = keys[a] == keys[b]
-        helped = title_sets[a] & title_sets[b] or rare[a] & rare[b]
+        same_body = bool(bodies[a]) and bodies[a] == bodies[b]
+        helped = title_sets[a] & title_sets[b] or rare[a] & rare[b] or same_body
         if margin < alone and not same_title and dense < IDENTICAL and not helped:
             continue  # no shared title word or rare token can lift it to the threshold
         title = _cosine(titles[a], titles[b])
         shared = sorted(rare[a] & rare[b])
         score = min(1.0, max(0.0, 0.5 + margin + TITLE_WEIGHT * title + RARE_WEIGHT * min(len(shared), 2) / 2))
+        score = 1.0 if same_body else score
         if score < threshold and not same_title and dense < IDENTICAL:
             continue
         mutual = nearest[a] == b and nearest[b] == a
@@ -202,6 +207,7 @@ def score_pairs(docs: list[Doc], vectors: np.ndarray, threshold: float = THRESHO
             "rare": shared[:5],
             "same_area": docs[a].area == docs[b].area,
             "same_title": same_title,
+            "same_body": same_body,
         }
         pairs.append(Pair(docs[a], docs[b], round(score, 4), signals))
     return sorted(pairs, key=lambda p: (-p.score, p.a.id, p.b.id))
