@@ -134,6 +134,7 @@ class TestLoad:
             result = run("distil", "--domain", domain)
             assert result.exit_code == 0 and "fewer than --min-records 5" in result.stdout
             assert not (root / "memory" / domain / "knowledge.md").exists()
+        assert distil(run, "sta", "--dry-run")["dry_run"] is True  # a skipped domain says what it was asked
         assert run("distil", "--domain", "sta", "--min-records", "3").exit_code == 0
         assert (root / "memory" / "sta" / "knowledge.md").exists()
 

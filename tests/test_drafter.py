@@ -72,6 +72,8 @@ class TestLlmDrafter:
             assert result.exit_code == 0, result.output
             assert len(seen) == 2 and "refused" in seen[1]["messages"][-1]["content"]
             assert "add needs body" in seen[1]["messages"][-1]["content"]
+            decisions = json.loads(result.stdout)["domains"][0]["decisions"]
+            assert {d["finding"] for d in decisions} == {"symptom"}  # the contract's word, not the section's name
             entry = knowledge(root).entries[0]
             assert "\n" not in entry.title and len(entry.title) <= 120 and entry.title.endswith("…")
             assert entry.evidence == ("r2",) and entry.failed == ("r1",) and entry.confirmed == "1"
@@ -97,4 +99,6 @@ class TestDistilErrors:
         write_log(root, "synthesis", base_records())
         no_url = run("distil", "--domain", "synthesis", "--drafter", "llm")
         assert no_url.exit_code == 2 and "llm_url" in no_url.stderr
+        as_json = run("distil", "--domain", "synthesis", "--drafter", "llm", "--json")
+        assert json.loads(as_json.stdout)["error"]["key"] == "llm_url"
         assert run("distil").exit_code == 2

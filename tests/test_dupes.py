@@ -74,6 +74,20 @@ class TestWithoutIndex:
         other = add(run, "Pin pandas", "Pin it too.", kind="T")
         assert other.exit_code == 0 and "near-duplicate" not in other.stderr
 
+    def test_a_file_that_does_not_parse_is_named_and_the_rest_compared(self, run: Run, root: Path) -> None:
+        """dupes, like the other reads, names a broken file (stderr and the JSON's skipped) and compares the
+        entries of the files that parse; it used to refuse the whole project."""
+        body = "Two clients on one folder hang for minutes."
+        add(run, "Chroma hangs", body)
+        add(run, "Store stalls", body)
+        add(run, "A decision", "Made.", kind="D")
+        (root / "memory" / "decisions.md").write_bytes((root / "memory" / "decisions.md").read_bytes() + b"\xff\n")
+        text = run("dupes")
+        assert text.exit_code == 0 and "memory/decisions.md" in text.stderr and "(skipped)" in text.stderr
+        assert "F-001" in text.stdout and "the same body word for word" in text.stdout
+        answer = json.loads(run("dupes", "--json").stdout)
+        assert [f["path"] for f in answer["skipped"]] == ["memory/decisions.md"] and len(answer["findings"]) == 1
+
 
 @pytest.mark.integration
 class TestDupes:

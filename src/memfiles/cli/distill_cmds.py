@@ -178,13 +178,18 @@ def dupes(app: App, threshold: float | None, as_json: bool) -> None:
       memfiles dupes
       memfiles dupes --threshold 0.7 --json
     """
+    from memfiles.cli.reads import warn_skipped
     from memfiles.services.dupes import duplicate_pairs
+    from memfiles.services.read import read_project
 
     with errors_to_exit():
-        pairs, mode, notes = duplicate_pairs(app.project, threshold)
+        reading = read_project(app.project)  # a file that does not parse is named and left out
+        pairs, mode, notes = duplicate_pairs(app.project, threshold, reading.loaded.files)
     if as_json:
-        print_json({"mode": mode, "findings": [pair.finding(mode).as_json() for pair in pairs]})
+        skipped = [f.as_json() for f in reading.skipped]
+        print_json({"mode": mode, "findings": [pair.finding(mode).as_json() for pair in pairs], "skipped": skipped})
         return
+    warn_skipped(reading)
     for note in notes:
         warn(note)
     for pair in pairs:

@@ -18,7 +18,7 @@ from memfiles.format.parse import parse
 from memfiles.format.wrap import one_line
 from memfiles.services.experiences import Experiences, Record, load_experiences
 from memfiles.services.filing import Decision, Filer
-from memfiles.services.knowledge import NOTES, QUIRKS, SECTIONS, Known, known_from, sentence
+from memfiles.services.knowledge import FLAGS, NOTES, QUIRKS, SECTIONS, Known, known_from, sentence
 from memfiles.services.matching import Similarity
 from memfiles.store.fileio import read_text
 from memfiles.store.project import Project
@@ -128,7 +128,8 @@ def _llm_findings(filer: Filer, findings: list[Any], records: list[Record]) -> N
             if known.mentions(record.key):
                 continue
             known.note("evidence" if record.signoff or finding.section == QUIRKS else "failed", record.key, record.when)
-            filer.decide(record, finding.section, finding.title, action, known, score, f"drafter: {why}")
+            kind = {FLAGS: "flag", QUIRKS: "quirk"}.get(finding.section, "symptom")  # Decision.finding's words
+            filer.decide(record, kind, finding.title, action, known, score, f"drafter: {why}")
 
 
 def _ops(knowns: list[Known], domain: str, rel: str) -> list[dict[str, Any]]:
@@ -210,6 +211,7 @@ def distil_domain(
     summary = experiences.summary()
     report = DomainReport(domain, rel, summary, warnings=[*experiences.skipped, *experiences.warnings])
     count = len(experiences.records)
+    report.dry_run = dry_run
     if count == 0 or count < min_records:
         report.skipped = f"{count} valid record{'s' * (count != 1)}, fewer than --min-records {min_records}"
         return report

@@ -121,7 +121,9 @@ class LlmDrafter:
         self, settings: Settings, timeout: float = 120.0, attempts: int = ATTEMPTS, backoff: float = 1.0
     ) -> None:
         if not settings.llm_url:
-            raise ConfigError("--drafter llm needs llm_url in [tool.memfiles] (an OpenAI-compatible base URL)")
+            raise ConfigError(
+                "--drafter llm needs llm_url in [tool.memfiles] (an OpenAI-compatible base URL)", key="llm_url"
+            )
         self.settings = settings
         self.timeout = timeout
         self.attempts = attempts

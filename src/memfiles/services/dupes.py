@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from memfiles.contract import Finding, entry_ref
 from memfiles.errors import IndexUnavailable
-from memfiles.store.project import Project
+from memfiles.store.project import LoadedFile, Project
 
 if TYPE_CHECKING:
     import numpy as np
@@ -213,7 +213,7 @@ def score_pairs(docs: list[Doc], vectors: np.ndarray, threshold: float = THRESHO
     return sorted(pairs, key=lambda p: (-p.score, p.a.id, p.b.id))
 
 
-def project_docs(project: Project) -> list[Doc]:
+def project_docs(project: Project, files: list[LoadedFile] | None = None) -> list[Doc]:
     """Every entry that is knowledge: a run's working memory (kind `working`) is state, left out as searches
     leave it out (two runs' "write test" todos are not duplicates to merge)."""
     from memfiles.format.ids import HIDDEN_KINDS
@@ -231,7 +231,7 @@ def project_docs(project: Project) -> list[Doc]:
             loc.entry.line,
             content_hash(f"{loc.entry.title}\n\n{loc.entry.body}"),
         )
-        for loc in project.entries()
+        for loc in project.entries(files)
         if getattr(schema.kind_of(loc.entry.id), "name", None) not in HIDDEN_KINDS
     ]
 
@@ -256,11 +256,14 @@ def entry_vectors(project: Project, docs: list[Doc]) -> tuple[np.ndarray, int]:
     return matrix, len(missing)
 
 
-def duplicate_pairs(project: Project, threshold: float | None = None) -> tuple[list[Pair], str, list[str]]:
-    """The near-duplicate pairs of the project, best first; the mode ('index' or 'lexical'); warnings."""
+def duplicate_pairs(
+    project: Project, threshold: float | None = None, files: list[LoadedFile] | None = None
+) -> tuple[list[Pair], str, list[str]]:
+    """The near-duplicate pairs of the project (of `files`, those that parse, when given), best first;
+    the mode ('index' or 'lexical'); warnings."""
     from memfiles.services.dedupe import lexical_pairs
 
-    docs = project_docs(project)
+    docs = project_docs(project, files)
     try:
         vectors, stale = entry_vectors(project, docs)
     except IndexUnavailable as error:
