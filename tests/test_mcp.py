@@ -163,9 +163,33 @@ def test_show_and_resources_take_any_id_spelling(root: Path, run: Any) -> None:
         resource = await client.read_resource("memfiles://t-1")
         assert "### T-001: Write the journal" in resource.contents[0].text
         assert "'second' is not an id" in error_text(await client.call_tool("show", {"id": "second"}))
+        typo = error_text(await client.call_tool("search", {"query": "journal", "status": "opne"}))
+        assert "unknown status 'opne' (known:" in typo
         assert "no entry T-002" in error_text(await client.call_tool("show", {"id": "t-2"}))
         assert error_text(await client.call_tool("show", {"id": "t-2"})).strip().endswith("no entry T-002")
         unknown = error_text(await client.call_tool("show", {"id": "z-9"}))
         assert "no entry Z-009 (no kind has the prefix Z; the prefixes are D, F, T, L, K, P, E, I, W)" in unknown
+
+    drive(root, scenario, "--no-watch")
+
+
+def test_show_reads_past_a_broken_file_and_shows_a_pruned_entry(root: Path, run: Any) -> None:
+    """As `show --json`: with another memory file that does not parse, the show tool and the resource
+    still read the entry (the broken file named in `skipped`); a pruned id gives the entry as it was."""
+    for kind, title in (("todo", "Write the journal"), ("todo", "Drop the cache"), ("friction", "Slow CI")):
+        assert run("add", "-k", kind, "-t", title, "-a", "store", "--body", "Body.").exit_code == 0
+    assert run("prune", "T-002", "--reason", "done elsewhere").exit_code == 0
+    frictions = root / "memory" / "frictions.md"
+    frictions.write_bytes(frictions.read_bytes() + b"\n\xff bad\n")
+
+    async def scenario(client: Any) -> None:
+        shown = data(await client.call_tool("show", {"id": "T-1"}))
+        assert shown["entry"]["title"] == "Write the journal"
+        assert [f["path"] for f in shown["skipped"]] == ["memory/frictions.md"]
+        assert "### T-001: Write the journal" in (await client.read_resource("memfiles://T-1")).contents[0].text
+        pruned = data(await client.call_tool("show", {"id": "t-2"}))["entry"]
+        assert pruned["title"] == "Drop the cache" and pruned["pruned"]["reason"] == "done elsewhere"
+        text = (await client.read_resource("memfiles://T-2")).contents[0].text
+        assert "was pruned on" in text and "done elsewhere" in text and "### T-002: Drop the cache" in text
 
     drive(root, scenario, "--no-watch")

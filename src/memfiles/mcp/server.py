@@ -96,6 +96,10 @@ class Tools:
         query = " ".join(query.split())
         if not query:
             raise MemfilesError("query is empty: say what to look for")
+        if status:
+            from memfiles.services.read import resolve_statuses
+
+            (status,) = resolve_statuses(self.settings.schema, (status,))  # "opne" is refused, as by memsearch
         filters: dict[str, Any] = {"area": area, "status": status}
         if kind:
             found = self.settings.schema.kind(kind)
@@ -111,15 +115,11 @@ class Tools:
         return {"query": query, "hits": hits, "warnings": warnings}
 
     def show(self, entry_id: str) -> dict[str, Any]:
-        from memfiles.services.promote import entry_json
+        """As `show --json`: a pruned id gives the entry as it was; a file that does not parse is named in
+        `skipped` and the others are read."""
+        from memfiles.services.read import show_json
 
-        wanted = _entry_id(entry_id, self.settings.schema.id_width)
-        entry = entry_json(self.project, wanted)
-        if entry is None:
-            from memfiles.services.read import unknown_prefix
-
-            raise MemfilesError(f"no entry {wanted}{unknown_prefix(wanted, self.settings.schema)}")
-        return {"entry": entry}
+        return show_json(self.project, _entry_id(entry_id, self.settings.schema.id_width))
 
     def add(self, fields: dict[str, Any], unique: bool) -> dict[str, Any]:
         from memfiles.services.unique import check_adds
@@ -169,7 +169,8 @@ def build(settings: Settings) -> MCPServer:
 
     @server.tool()
     def show(id: str) -> dict[str, Any]:
-        """One entry by id (D-005 or @@D-005): {"entry": {...}} with its path, line, metadata and body."""
+        """One entry by id (D-005 or @@D-005): {"entry": {...}, "skipped": [...]} with its path, line,
+        metadata and body; a pruned id gives the entry as it was, `pruned` saying when and why."""
         return _guard(lambda: tools.show(id))
 
     @server.tool()
@@ -302,14 +303,17 @@ def build(settings: Settings) -> MCPServer:
     def entry_resource(entry_id: str) -> str:
         """One memory entry by id, as Markdown, headed by the file and line it lives at."""
         from memfiles.format.render import render_entry
+        from memfiles.services.read import PrunedEntry, find_entry, read_project
 
         try:
-            located = tools.project.find(_entry_id(entry_id, tools.settings.schema.id_width))
+            found = find_entry(read_project(tools.project), entry_id, tools.settings.schema)
         except MemfilesError as error:
             raise ResourceNotFoundError(str(error)) from error
-        if located is None:
-            raise ResourceNotFoundError(f"no entry {entry_id}")
-        return f"<!-- {located.where} -->\n{render_entry(located.entry)}\n"
+        if isinstance(found, PrunedEntry):
+            record = found.record
+            said = f"pruned on {record.get('date', '?')} from {record.get('path', '?')}: {record.get('reason', '')}"
+            return f"<!-- {found.entry.id} was {said} -->\n{render_entry(found.entry)}\n"
+        return f"<!-- {found.where} -->\n{render_entry(found.entry)}\n"
 
     return server
 

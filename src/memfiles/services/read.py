@@ -146,6 +146,16 @@ def entry_json(located: Located, schema: Schema, *, body: bool = True) -> dict[s
     )
 
 
+def show_json(project: Project, text: str) -> dict[str, Any]:
+    """What `show --json` prints for `text`: the entry (a pruned one as it was, with `pruned` set) and the
+    files set aside; MemfilesError (ParseError for an entry in a broken file) when there is none."""
+    schema = project.settings.schema
+    reading = read_project(project)
+    found = find_entry(reading, text, schema)
+    entry = pruned_json(found, schema) if isinstance(found, PrunedEntry) else entry_json(found, schema)
+    return {"entry": entry, "skipped": [f.as_json() for f in reading.skipped]}
+
+
 def pruned_json(pruned: PrunedEntry, schema: Schema) -> dict[str, Any]:
     kind = schema.kind_of(pruned.entry.id)
     record = pruned.record
