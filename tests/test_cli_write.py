@@ -133,6 +133,9 @@ class TestAdd:
             assert refused.exit_code == 2 and "holds runs' working memory" in refused.stderr, refused.output
         persona = run("set", "D-001", "--file", "memory/persona.md")
         assert persona.exit_code == 2 and "memory/persona.md is the agents' persona" in persona.stderr
+        for args in (("add", "-k", "working", "-t", "Scratch", "-a", "a", "--body", "b"),):  # working list: unreadable
+            refused = run(*args)
+            assert refused.exit_code == 2 and "written by `memfiles working start`" in refused.stderr, refused.output
         assert snapshot(root) == before and not (root / "memory" / "working").exists()
         assert run("working", "start", "--run", "r1", "--goal", "Still works").exit_code == 0
         assert (root / "memory" / "working" / "r1.md").is_file()

@@ -35,12 +35,11 @@ from memfiles.services.write import IndexNotifier, write_ops
 from memfiles.store.batch import BatchResult, Guard
 from memfiles.store.ops import normalize_automated, parse_op
 from memfiles.store.places import Workspace
-from memfiles.store.project import WORKING_FOLDER, WORKING_KIND, LoadedFile, Project
+from memfiles.store.project import WORKING_FOLDER, WORKING_KIND, WORKING_SECTIONS, LoadedFile, Project
 
 KIND = WORKING_KIND
 FOLDER = WORKING_FOLDER  # below the root memory/
-STATE_SECTION = "State"
-TODO_SECTION = "Todo"
+STATE_SECTION, TODO_SECTION = WORKING_SECTIONS
 # The seed's working-memory contract, in its order.
 TODOS = ("todo_active", "todo_done", "todo_blocked")
 __all__ = ["LISTS", "SCALARS", "WorkingError", "checked_changes", "episode_op", "parse_fields", "render_fields"]

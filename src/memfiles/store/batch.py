@@ -21,7 +21,7 @@ from memfiles.store.lock import FileLock
 from memfiles.store.marks import MarksFile, advance, render_marks, used_numbers
 from memfiles.store.ops import Op, ops_digest, today
 from memfiles.store.places import Draft, Workspace
-from memfiles.store.project import PERSONA_FILE, WORKING_FOLDER, WORKING_KIND, Project
+from memfiles.store.project import PERSONA_FILE, WORKING_FOLDER, WORKING_KIND, WORKING_SECTIONS, Project
 from memfiles.store.renumber import check_refs, renumber
 
 # Called under the write lock with the files as they stand, before the ops; raises to refuse the batch.
@@ -264,6 +264,17 @@ class Batch:
         if rel.startswith(("/", "..")) or not self.project.is_memory_path(path):
             raise OpError(
                 op.position, f"file: {rel!r} is not a Markdown file inside a memory/ folder of the project", "file"
+            )
+        if (
+            kind is not None
+            and kind.name == WORKING_KIND
+            and (not rel.startswith(f"memory/{WORKING_FOLDER}/") or op.get("section") not in WORKING_SECTIONS)
+        ):
+            raise OpError(
+                op.position,
+                f"kind: {WORKING_KIND} entries are a run's working memory, written by `memfiles working start`,"
+                " `working set` and `working todo`; add this entry as another kind",
+                "kind",
             )
         if rel.startswith(f"memory/{WORKING_FOLDER}/") and (kind is None or kind.name != WORKING_KIND):
             raise OpError(

@@ -22,6 +22,7 @@ _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "build", "dist", "
 PERSONA_FILE = "persona.md"  # behaviour configuration in the root memory/: never a memory file, never indexed
 WORKING_FOLDER = "working"  # memory/working/<run>.md: runs' working memory (services/working.py), nothing else
 WORKING_KIND = "working"
+WORKING_SECTIONS = ("State", "Todo")  # a run's state entry, then its todos: all a working file holds
 # Files parsed in this process, by absolute path, with the text (and schema) they were parsed from: a
 # long-lived process (the watcher answering hooks, the MCP and LSP servers) and a command that loads the
 # tree more than once parse a file again only when its text changed. Parsed files are frozen, so sharing
