@@ -193,3 +193,29 @@ def test_show_reads_past_a_broken_file_and_shows_a_pruned_entry(root: Path, run:
         assert "was pruned on" in text and "done elsewhere" in text and "### T-002: Drop the cache" in text
 
     drive(root, scenario, "--no-watch")
+
+
+def test_a_refused_working_set_writes_nothing(root: Path, run: Any) -> None:
+    """working_set whose last part is refused (a todo that does not exist, an empty task, episode without
+    end, a change to an ended run) is a tool error and writes nothing: not the run it would have started,
+    not the todos before the part it could not do. Naming a todo this call adds by its text works."""
+
+    async def scenario(client: Any) -> None:
+        calls = [
+            {"run": "r1", "goal": "Fix CI", "todo_add": ["first", "second"], "todo_done": ["W-999"]},
+            {"run": "r2", "goal": "Other", "todo_add": [""]},
+            {"run": "r3", "goal": "Third", "episode": True},
+        ]
+        for call in calls:
+            assert (await client.call_tool("working_set", call)).is_error
+        assert not (root / "memory" / "working").exists() or not list((root / "memory" / "working").glob("*.md"))
+        done = data(
+            await client.call_tool("working_set", {"run": "r4", "goal": "G", "todo_add": ["a"], "todo_done": ["a"]})
+        )
+        assert [t["task"] for t in done["working"]["todo_done"]] == ["a"]
+        assert not (await client.call_tool("working_set", {"run": "r4", "end": True})).is_error
+        before = (root / "memory" / "working" / "r4.md").read_bytes()
+        assert (await client.call_tool("working_set", {"run": "r4", "todo_add": ["late"]})).is_error
+        assert (root / "memory" / "working" / "r4.md").read_bytes() == before
+
+    drive(root, scenario, "--no-watch")

@@ -25,12 +25,12 @@ def working_set(
     name = run
     try:
         name = working.resolve_run(project, run)
-        exists = working.load(project, name) is not None
+        current = working.load(project, name)
     except working.WorkingError:
-        exists = False  # no run named and none active: this call may start one
+        current = None  # no run named and none active: this call may start one
+    exists = current is not None
+    _check_first(current, changes, add_evidence, todos, end, episode)
     if not exists:
-        if not changes.get("goal"):
-            raise MemfilesError("this run has no working memory yet: give goal to start it")
         goal = changes.pop("goal")
         state = service.start(name, goal, **changes)
         name = state.run
@@ -48,7 +48,37 @@ def working_set(
     if end:
         _state, episode_id = service.end(name, episode)
         added += [episode_id] if episode_id else []
-    elif episode:
-        raise MemfilesError("episode records the run when it ends: pass end too")
     state = working.require(project, name or "")
     return {"working": state.as_json(), "added": added, "warnings": service.warnings}
+
+
+def _check_first(
+    current: working.WorkingState | None,
+    changes: dict[str, Any],
+    add_evidence: list[str],
+    todos: dict[str, list[str]],
+    end: bool,
+    episode: bool,
+) -> None:
+    """Every part of the call that can be refused, refused before anything is written: a bad call writes
+    nothing (not the run it would have started, nor the todos before the one it could not find)."""
+    from memfiles.services.working_text import checked_changes, list_field, one_line_field
+
+    if episode and not end:
+        raise MemfilesError("episode records the run when it ends: pass end too")
+    if current is None and not changes.get("goal"):
+        raise MemfilesError("this run has no working memory yet: give goal to start it")
+    changing = bool(changes or add_evidence or any(todos.values()))
+    if current is not None and changing and current.status == "ended":
+        working.live_state(current)  # raises, naming the run and its episode
+    checked_changes(changes)
+    list_field("evidence_refs", add_evidence)
+    tasks = [one_line_field("task", task) or "" for task in todos.get("add", [])]
+    if "" in tasks:
+        raise MemfilesError("todo_add: a task is empty: say what is to be done")
+    for which in [*todos.get("done", []), *todos.get("blocked", [])]:
+        if any(which.strip().casefold() == task.casefold() for task in tasks):
+            continue  # a todo this call adds, named by its text
+        if current is None:
+            raise MemfilesError(f"todo {which!r} is neither a todo of this run nor one this call adds")
+        working.find_todo(current, which)

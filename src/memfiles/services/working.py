@@ -206,7 +206,12 @@ def resolve_run(project: Project, run: str | None) -> str:
 
 def live(project: Project, run: str) -> WorkingState:
     """The run's working memory, which must not have ended (an ended run is a record, not a workspace)."""
-    state = require(project, run)
+    return live_state(require(project, run))
+
+
+def live_state(state: WorkingState) -> WorkingState:
+    """`state`, unless its run has ended (WorkingError naming the run and its episode)."""
+    run = state.run
     if state.status == "ended":
         episode = f" (recorded as {', '.join(state.promoted)})" if state.promoted else ""
         raise WorkingError(
@@ -321,7 +326,7 @@ class Working:
 
     def todo_status(self, run: str | None, which: str, status: str, note: str | None = None) -> WorkingState:
         state = live(self.project, resolve_run(self.project, run))
-        todo = _find_todo(state, which)
+        todo = find_todo(state, which)
         op: dict[str, Any] = {"op": "update", "id": todo.id, "status": status}
         if note and note.strip():
             op["body"] = note.strip()
@@ -361,7 +366,7 @@ class Working:
         return f"{kind.prefix}-" if kind else "E-"
 
 
-def _find_todo(state: WorkingState, which: str) -> Todo:
+def find_todo(state: WorkingState, which: str) -> Todo:
     which = which.strip()
     by_id = [todo for todo in state.todos if same_id(todo.id, which)]  # w-2 and W-0002 are W-002
     if by_id:
