@@ -61,8 +61,7 @@ def build_server(root: Path | None = None) -> MemfilesServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: MemfilesServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.publish(params.text_document.uri)
-        ls.schedule_lint(params.text_document.uri)
+        ls.changed(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: MemfilesServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -71,7 +70,7 @@ def build_server(root: Path | None = None) -> MemfilesServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: MemfilesServer, params: types.DidCloseTextDocumentParams) -> None:
-        ls.lint_versions.pop(params.text_document.uri, None)
+        ls.forget(params.text_document.uri)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(params.text_document.uri, []))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)

@@ -83,7 +83,7 @@ def words(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Resolution:
-    """What a reference resolves to: state ok, retired, pruned or dangling, and a one-line message."""
+    """What a reference resolves to: state ok, retired, pruned, unreadable or dangling, and a one-line message."""
 
     state: str
     message: str
@@ -120,6 +120,7 @@ class WorkspaceIndex:
     files: dict[Path, _FileState] = field(default_factory=dict)
     by_id: dict[str, Located] = field(default_factory=dict)
     pruned: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)  # id -> the file that holds it and does not parse
     postings: dict[str, set[str]] = field(default_factory=dict)
     generation: int = 0
     _dirs: dict[Path, int] = field(default_factory=dict)
@@ -188,6 +189,7 @@ class WorkspaceIndex:
     def _rebuild(self) -> None:
         self.by_id = {}
         self.postings = {}
+        self.unreadable = self.project.ids_in_broken([s.error for s in self.files.values() if s.error is not None])
         for state in sorted(self.files.values(), key=lambda s: s.loaded.rel if s.loaded else ""):
             if state.loaded is None:
                 continue
@@ -256,10 +258,11 @@ class WorkspaceIndex:
 
     def spelled(self, entry_id: str) -> str:
         """The id as the project spells it (`T-2` and `t-002` name T-002), or `entry_id` when none has it."""
-        if entry_id in self.by_id or entry_id in self.pruned:
+        if entry_id in self.by_id or entry_id in self.pruned or entry_id in self.unreadable:
             return entry_id
         key = id_key(entry_id)
-        return next((known for known in (*self.by_id, *self.pruned) if id_key(known) == key), entry_id)
+        known_ids = (*self.by_id, *self.pruned, *self.unreadable)
+        return next((known for known in known_ids if id_key(known) == key), entry_id)
 
     def resolve_id(self, written: str) -> Resolution:
         entry_id = self.spelled(written)
@@ -274,6 +277,8 @@ class WorkspaceIndex:
             if entry_id in self.pruned:
                 record = self.pruned[entry_id]
                 return Resolution("pruned", f"{entry_id} was pruned: {record.get('reason', '')}", pruned=record)
+            if entry_id in self.unreadable:  # as `memfiles refs` says it: a warning, not a missing entry
+                return Resolution("unreadable", f"{entry_id} is in {self.unreadable[entry_id]}, which does not parse")
             return Resolution("dangling", f"no entry {entry_id}")
         if located.entry.status == RETIRED:
             live = successor_chain(entry_id, self.by_id)

@@ -182,9 +182,9 @@ class Project:
                 continue
             if item is not None:
                 loaded.append(item)
-        return Loaded(loaded, problems, self._ids_in_broken(problems))
+        return Loaded(loaded, problems, self.ids_in_broken(problems))
 
-    def _ids_in_broken(self, problems: list[ParseError]) -> dict[str, str]:
+    def ids_in_broken(self, problems: list[ParseError]) -> dict[str, str]:
         """The ids whose headings stand in files that do not parse, so that a reference to one is not
         called dangling when it is only unreadable."""
         found: dict[str, str] = {}
