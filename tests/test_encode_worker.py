@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -212,50 +211,9 @@ def test_what_the_child_prints_goes_to_stderr_not_into_the_replies() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert b"a library talking" in done.stderr and b"a library talking" not in done.stdout
-    ready, first, second, vectors = done.stdout.split(b"\n", 3)
-    assert json.loads(ready) == {"ready": True}
+    first, second, vectors = done.stdout.split(b"\n", 2)
     assert json.loads(first) == {"done": 1} and json.loads(second) == {"rows": 1, "dimension": 384}
     assert len(vectors) == 384 * 4
-
-
-def test_the_parent_encodes_the_shortest_texts_while_the_child_loads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """encode_texts with a child not ready for three looks (its torch import, held): this process encodes
-    the shortest texts a batch at a time meanwhile, hands the child the rest, and every vector lands in
-    its text's place, equal to a whole encode to 1e-5; the progress bar hears of every text once."""
-    from memfiles.index.sync import EMBED_BATCH, encode_texts
-
-    child = _child()
-    looks = [False, False, False]
-    monkeypatch.setattr(child, "ready", lambda: looks.pop() if looks else True)  # the child's line: collect's
-    head_start, started = child.head_start, []
-
-    def recorded(texts: list[str], batch_size: int, progress: Any) -> tuple[list[int], np.ndarray]:
-        done, vectors = head_start(texts, batch_size, progress)
-        started.append(done)
-        return done, vectors
-
-    monkeypatch.setattr(child, "head_start", recorded)
-    heard: list[int] = []
-    monkeypatch.setattr("memfiles.index.sync._progress", lambda total, label: _Bar(heard))
-    try:
-        vectors = encode_texts(child, TEXTS)
-    finally:
-        child.close()
-    whole = TorchBertEmbedder(*resolve_model(None)).encode(TEXTS)
-    assert len(started[0]) == 2 * EMBED_BATCH  # a look before the first batch, one before each of two
-    assert max(len(TEXTS[n]) for n in started[0]) < len("long " * 400)  # the shortest went first
-    assert np.abs(vectors - whole).max() < 1e-5 and sum(heard) == len(TEXTS)
-
-
-class _Bar:
-    def __init__(self, heard: list[int]) -> None:
-        self.heard = heard
-
-    def update(self, n: int) -> None:
-        self.heard.append(n)
-
-    def close(self) -> None:
-        pass
 
 
 def test_the_current_folder_shadows_nothing_in_the_child(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

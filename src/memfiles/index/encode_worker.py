@@ -4,14 +4,8 @@ A cold backfill imports torch (~2 s here) and chromadb (~2 s), each on one core.
 child imports torch and loads the model while the parent imports chromadb and reads the files and
 the store; the parent then hands it the texts. On 2 cores that hides the shorter of the two imports.
 
-While the child still imports torch, the parent has a core to spare (its own imports end first): it
-encodes the shortest texts itself with the numpy recipe, a batch at a time, until the child says it is
-ready, then hands the child the rest (`head_start`). Short texts are where the child's batches cost the
-most per word piece, and the numpy recipe's vectors equal torch's to 1e-5.
-
-The wire, over the child's stdin and stdout:
-- first, once it has loaded (or failed to load) the model: {"ready": true}
-- then one request at a time: one line of JSON, {"texts": [...], "batch_size": 16}
+The wire, over the child's stdin and stdout, one request at a time:
+- request: one line of JSON, {"texts": [...], "batch_size": 16}
 - replies: lines {"done": n} as batches finish; then {"rows": r, "dimension": d} followed by r x d
   little-endian float32 values; or {"error": "...", "model": true|false} instead.
 The child stops at the end of its input.
@@ -22,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import subprocess
 import sys
 import tempfile
@@ -52,8 +45,6 @@ class EncoderProcess:
         self.path = path
         self._dimension = dimension
         self._sent = 0
-        self._ready = False
-        self._pending: bytes | None = None  # a line read while looking for the ready line
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the child; closed by close())
         # The child imports this memfiles, wherever it came from (an install, or a checkout put on
@@ -79,55 +70,6 @@ class EncoderProcess:
     @property
     def dimension(self) -> int:
         return self._dimension
-
-    def ready(self) -> bool:
-        """True once the child has said it is ready, or has ended (what it left is read by `collect`);
-        never waits."""
-        process = self._process
-        if self._ready or process is None or process.stdout is None:
-            return True
-        try:
-            readable, _, _ = select.select([process.stdout], [], [], 0)
-        except (OSError, ValueError):
-            readable = [process.stdout]
-        if not readable:
-            return False
-        line = process.stdout.readline()  # its first line: nothing else is written before a request
-        self._ready = True
-        with contextlib.suppress(ValueError):
-            if isinstance(json.loads(line), dict) and "ready" in json.loads(line):
-                return True
-        self._pending = line  # the end, or something else: for collect to report
-        return True
-
-    def head_start(
-        self, texts: list[str], batch_size: int = 16, progress: Callable[[int], object] | None = None
-    ) -> tuple[list[int], np.ndarray]:
-        """While the child still loads, encode the shortest of `texts` here (numpy recipe, one thread), a
-        batch at a time; stop as soon as it is ready. Returns the positions done and their vectors."""
-        import numpy as np
-
-        done: list[int] = []
-        parts: list[np.ndarray] = []
-        if self.ready() or not texts:
-            return done, np.zeros((0, self._dimension), dtype=np.float32)
-        from memfiles.index.embedder import ModelUnavailable, NumpyBertEmbedder
-
-        try:
-            light = NumpyBertEmbedder(self.name, self.path)
-            encodings = light.tokenizer.encode_batch(texts)
-            order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-            with light._blas_threads(1):  # the other core imports torch
-                while len(done) < len(texts) and not self.ready():
-                    chunk = order[len(done) : len(done) + batch_size]
-                    parts.append(light._encode_batch([encodings[i] for i in chunk]))
-                    done += chunk
-                    if progress is not None:
-                        progress(len(chunk))
-        except (ModelUnavailable, OSError, ValueError, KeyError):
-            pass  # the child reports the model in its own words; what was done here stands
-        vectors = np.concatenate(parts) if parts else np.zeros((0, self._dimension), dtype=np.float32)
-        return done, vectors
 
     def encode(
         self, texts: list[str], batch_size: int = 16, progress: Callable[[int], object] | None = None
@@ -160,15 +102,11 @@ class EncoderProcess:
         if process is None or process.stdout is None:
             raise EncoderFailed("the encoder process was closed")
         while True:
-            line = self._pending if self._pending is not None else process.stdout.readline()
-            self._pending = None
+            line = process.stdout.readline()
             if not line:
                 raise self._ended()
             try:
                 reply = json.loads(line)
-                if "ready" in reply:
-                    self._ready = True
-                    continue
                 if "done" in reply:
                     if progress is not None:
                         progress(int(reply["done"]))
@@ -234,7 +172,6 @@ def _serve(name: str, path: Path, requests: IO[bytes], replies: IO[bytes]) -> No
         failed: Exception | None = None
     except (ModelUnavailable, OSError, ValueError) as error:
         failed = error
-    say({"ready": True})  # a model that failed is reported on the first request
     for line in requests:
         request = json.loads(line)
         if failed is not None:

@@ -167,25 +167,14 @@ def encode_texts(embedder: Embedder, texts: list[str], meanwhile: Callable[[], o
     update = bar.update if bar is not None else None
     try:
         if isinstance(embedder, EncoderProcess):
+            embedder.submit(texts, batch_size=EMBED_BATCH)
             try:
-                if meanwhile is not None and not embedder.ready():  # this process has a core to spare now
-                    meanwhile()
-                    meanwhile = None
-                done, head = embedder.head_start(texts, EMBED_BATCH, update)
-                taken = set(done)
-                rest = [n for n in range(len(texts)) if n not in taken]
-                if rest:
-                    embedder.submit([texts[n] for n in rest], batch_size=EMBED_BATCH)
                 if meanwhile is not None:
                     meanwhile()
-                tail = embedder.collect(progress=update) if rest else head[:0]
+                return embedder.collect(progress=update)
             except BaseException:
                 embedder.close()  # its reply to this request must never answer a later one
                 raise
-            vectors = np.empty((len(texts), embedder.dimension), dtype=np.float32)
-            vectors[done] = head
-            vectors[rest] = tail
-            return vectors
         vectors = embedder.encode(texts, batch_size=EMBED_BATCH, progress=update)
         if meanwhile is not None:
             meanwhile()
