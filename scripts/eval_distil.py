@@ -19,7 +19,9 @@ the real CLI. At the end the knowledge file is read back and compared with the g
 - idempotence: one more distillation with no new records changes no byte.
 
 The routing domain was written after the matching rules and thresholds were frozen (truth.json marks
-it held_out); the other three were used while building them, so their figures are not held out.
+it held_out); the other three were used while building them, so their figures are not held out. The soc
+domain (truth.json: adversarial) holds the traps a walk-through found later (another named object, a
+negation, a shared fix); the rules that guard them were built on it.
 """
 
 from __future__ import annotations

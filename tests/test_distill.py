@@ -259,6 +259,48 @@ class TestFiling:
         ]
         assert after.evidence == fanout.evidence and "Fix: Cap fanout with --max-fanout 16." in after.body
 
+    def test_alike_sentences_about_other_things_are_not_filed_together(self, run: Run, root: Path) -> None:
+        """Three traps of a sentence encoder, each a new entry: another named object (USB / DDR PHY, 0.84),
+        a negation ("does not converge" / "converges", 0.9), and another symptom of one object that shares
+        its fix. A paraphrase of a known symptom is still confirmed on it."""
+        usb, stage = "Setup timing fails on the USB PHY clock domain", "Add a register stage after the PHY"
+        pipeline = "Add a pipeline stage to the branch predictor"
+        records = [
+            record("r1", 1, [usb], [stage]),
+            record("r2", 2, ["Setup timing fails on the DDR PHY clock domain"], ["Retime the read data path"]),
+            record("r3", 3, ["Hold fixing does not converge at the fast corner"], ["Allow buffers on the enables"]),
+            record("r4", 4, ["Hold fixing converges at the fast corner but adds 4% area"], ["Use delay cells"]),
+            record("r5", 5, ["Setup violations on the branch predictor path"], [pipeline]),
+            record("r6", 6, ["Simulation mismatch between RTL and gates in the branch predictor"], [pipeline]),
+            record("r7", 7, ["Setup timing violations in the USB PHY clock domain"], [stage]),
+        ]
+        write_log(root, "soc", records)
+        distil(run, "soc")
+        entries = {e.title: e for e in knowledge(root, "soc").entries}
+        assert len(entries) == 6
+        assert entries[usb].evidence == ("r1", "r7")
+        for title, runs in (
+            ("Setup timing fails on the DDR PHY clock domain", ("r2",)),
+            ("Hold fixing converges at the fast corner but adds 4% area", ("r4",)),
+            ("Simulation mismatch between RTL and gates in the branch predictor", ("r6",)),
+        ):
+            assert entries[title].evidence == runs and not entries[title].contradicted
+
+    def test_a_fix_reworded_by_hand_still_confirms_with_the_runs_fix(self, run: Run, root: Path) -> None:
+        """Someone rewrites a distilled entry's body (its fix now reads differently); a later run with the
+        symptom and the fix its evidence runs used is a confirmation, not a contradiction."""
+        fix = "Lower target density to 0.7"
+        records = [record("c1", 1, ["Global placement diverges at high target density"], [fix])]
+        write_log(root, "pnr", records)
+        distil(run, "pnr", "--min-records", "1")
+        (known,) = knowledge(root, "pnr").entries
+        body = "**Global placement diverges at high target density.** Drop the density to 0.7; reviewed by Ana."
+        assert run("set", known.id, "--body", body).exit_code == 0
+        write_log(root, "pnr", [*records, record("c6", 6, ["Global placement diverges at high target density"], [fix])])
+        distil(run, "pnr", "--min-records", "1")
+        (after,) = knowledge(root, "pnr").entries
+        assert after.evidence == ("c1", "c6") and not after.contradicted
+
     def test_new_findings_get_new_entries_not_unrelated_ones(self, run: Run, root: Path) -> None:
         """New issues with new flags become new entries; congestion and --skip-io entries stay untouched."""
         hotspot = add_by_hand(

@@ -21,7 +21,7 @@ from memfiles.format.wrap import clip
 from memfiles.services.experiences import Record, issue_fix_pairs, notes_for, tool_flags
 from memfiles.services.flags import Flag
 from memfiles.services.knowledge import FAILURES, FLAGS, QUIRKS, Known, sentence
-from memfiles.services.matching import NEAR, SAME, Similarity
+from memfiles.services.matching import NEAR, SAME, Similarity, shares_beyond
 
 _QUIRK = re.compile(r"\b(quirk|pdk|workaround|known issue|tool bug|undocumented|silently)\b", re.IGNORECASE)
 
@@ -85,6 +85,8 @@ class Filer:
         self.sim.prepare(texts)
         for record in counted:
             for known in self.knowns:
+                if known.section == FAILURES and record.key in known.evidence:
+                    known.run_fixes += [f for f in record.fixes if f and f not in known.run_fixes]
                 if known.section == FAILURES and record.issues and known.mentions(record.key):
                     closest = max(record.issues, key=lambda i: max(self.sim.score(i, s) for s in known.symptoms))
                     if closest not in known.symptoms:
@@ -122,25 +124,32 @@ class Filer:
 
     def best(self, section: str, text: str, fix: str | None = None) -> tuple[Known | None, float, str]:
         """The entry of `section` whose symptom is `text`'s, its score and why; (None, best score, why)."""
+        # Each entry by its closest symptom; a symptom naming another thing (USB / DDR) scores 0, one that
+        # negates the text stays under SAME (matching.Similarity.symptom_score).
         scored = sorted(
-            ((max(self.sim.score(text, s) for s in k.symptoms), n, k) for n, k in enumerate(self.knowns)),
-            key=lambda item: (-item[0], item[1]),
+            (
+                (*max((self.sim.symptom_score(text, s), s) for s in k.symptoms), n, k)
+                for n, k in enumerate(self.knowns)
+                if k.section == section
+            ),
+            key=lambda item: (-item[0], item[2]),
         )
-        scored = [(score, k) for score, _, k in scored if k.section == section]
         same, near = self.sim.threshold(SAME), self.sim.threshold(NEAR)
-        for score, known in scored:
+        for score, symptom, _, known in scored:
             if score >= same:
                 return known, score, f"same symptom (>= {same:.2f})"
             if score < near:
                 break
-            # A close symptom is the same one only when the fix agrees too (the recorded fix, or one
-            # that contradicted it): unrelated runs that share words are not filed together.
-            for known_fix in [known.fix, *(c.fix for c in known.contradictions if c.runs)] if fix else []:
+            # A close symptom is the same one only when the fix agrees too (the recorded fix, one its runs
+            # used, or one that contradicted it), and the symptoms share a word besides the fix's:
+            # unrelated runs that share words, or share a fix for one object, are not filed together.
+            fixes = [known.fix, *known.run_fixes, *(c.fix for c in known.contradictions if c.runs)]
+            for known_fix in fixes if fix else []:
                 agree, fix_score = self.sim.same_fix(fix, known_fix)
-                if known_fix and agree:
+                if known_fix and agree and shares_beyond(text, symptom, [fix, known_fix]):
                     return known, score, f"close symptom (>= {near:.2f}) and a fix it records ({fix_score:.2f})"
         best = scored[0][0] if scored else 0.0
-        closest = f"closest {scored[0][1].label} at {best:.2f}" if scored else "no entry in the section yet"
+        closest = f"closest {scored[0][3].label} at {best:.2f}" if scored else "no entry in the section yet"
         return None, best, f"no entry states this symptom ({closest}; same needs {same:.2f})"
 
     def _symptom(self, record: Record, issue: str, fix: str) -> None:
@@ -160,7 +169,7 @@ class Filer:
             return
         if issue not in known.symptoms:
             known.symptoms.append(issue)
-        agree, fix_score = self.sim.same_fix(fix, known.fix)
+        agree, fix_score = max(self.sim.same_fix(fix, f) for f in [known.fix, *known.run_fixes])
         if not record.signoff:
             known.note("failed", record.key, record.when)
             self.decide(record, "symptom", issue, "failed", known, score, f"{why}; the run did not reach signoff")

@@ -83,6 +83,7 @@ class Known:
     symptoms: list[str]
     fix: str = ""
     flags: list[Flag] = field(default_factory=list)
+    run_fixes: list[str] = field(default_factory=list)  # the fixes of the runs it counts as evidence (the log's)
     evidence: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     contradictions: list[Contradiction] = field(default_factory=list)
