@@ -138,6 +138,18 @@ class TestLoad:
         assert run("distil", "--domain", "sta", "--min-records", "3").exit_code == 0
         assert (root / "memory" / "sta" / "knowledge.md").exists()
 
+    def test_several_domains_in_one_call(self, run: Run, root: Path) -> None:
+        """--domain a --domain b distils both (the second used to replace the first in silence); a log that
+        is a folder is named as such, not called an unknown domain."""
+        write_log(root, "synthesis", base_records())
+        write_log(root, "sta", base_records())
+        result = run("distil", "--domain", "synthesis", "--domain", "sta", "--json")
+        assert result.exit_code == 0, result.output
+        assert [d["domain"] for d in json.loads(result.stdout)["domains"]] == ["synthesis", "sta"]
+        (root / "memory" / "odd" / "experiences.jsonl").mkdir(parents=True)
+        odd = run("distil", "--domain", "odd")
+        assert odd.exit_code == 2 and "memory/odd/experiences.jsonl is not a file" in odd.stderr
+
     def test_unknown_and_traversing_domains_are_refused(self, run: Run, root: Path) -> None:
         """'..', an absolute path, a missing log and a symlink out of the tree: exit 2 listing the valid domains."""
         write_log(root, "synthesis", base_records())

@@ -123,6 +123,16 @@ class TestWithoutIndex:
         assert working["working"]["goal"] == "Run the test suite" and working["working"]["next_step"] == "make install"
         assert data["query"] == "Run the test suite make install"
 
+    def test_resume_of_a_run_that_does_not_exist_names_it(self, run: Run) -> None:
+        """--trigger resume --run nosuch with no query: the error says the run has no working memory, not
+        only that the query is empty."""
+        result = run("recall", "--trigger", "resume", "--run", "nosuch", "--json")
+        assert result.exit_code == 2
+        assert (
+            "run 'nosuch' gives none: no working memory for run 'nosuch'"
+            in json.loads(result.stdout)["error"]["message"]
+        )
+
     def test_working_layer_without_a_run_is_empty_with_the_reason(self, run: Run) -> None:
         """No run known: the working group is empty and says how to start one."""
         data = recall(run, "where was I", "--trigger", "compaction")

@@ -103,6 +103,12 @@ class TestStartAndShow:
         assert started("working", "end", "--episode", "--outcome", "Done.").exit_code == 0
         assert started("check").exit_code == 0
 
+    def test_a_todo_named_loosely_is_echoed_by_its_id(self, started: Run) -> None:
+        """todo done w-2 (or its text) says which todo it marked, by its id and task."""
+        assert started("working", "todo", "add", "Pin the dev extra").exit_code == 0
+        done = started("working", "todo", "done", "w-2")
+        assert done.exit_code == 0 and done.stdout.strip() == "W-002 Pin the dev extra: done"
+
     def test_set_changes_only_the_fields_given(self, started: Run) -> None:
         """set leaves every field it was not given as it was; --clear empties one; --add-evidence appends."""
         started("working", "set", "--hypothesis", "h1", "--evidence", "a.py")

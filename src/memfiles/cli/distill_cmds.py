@@ -57,7 +57,9 @@ def _state(data: dict[str, Any]) -> str:
 
 
 @click.command()
-@click.option("--domain", help="A subfolder of memory/ holding experiences.jsonl.")
+@click.option(
+    "--domain", "domains", multiple=True, help="A subfolder of memory/ holding experiences.jsonl (repeat for several)."
+)
 @click.option("--all", "all_", is_flag=True, help="Every domain.")
 @click.option(
     "--min-records",
@@ -80,7 +82,7 @@ def _state(data: dict[str, Any]) -> str:
 @pass_app
 def distil(
     app: App,
-    domain: str | None,
+    domains: tuple[str, ...],
     all_: bool,
     min_records: int,
     dry_run: bool,
@@ -107,15 +109,17 @@ def distil(
     from memfiles.services.distill import distil_domain
     from memfiles.services.experiences import check_domain, load_experiences, valid_domains
 
-    if domain is not None and all_:
+    if domains and all_:
         raise click.UsageError("give --domain NAME or --all, not both")
-    if domain is None and not all_:
+    if not domains and not all_:
         raise click.UsageError("give --domain NAME or --all")
     memory_dir = app.settings.memory_dir
     with errors_to_exit():
-        domains = valid_domains(memory_dir) if all_ else [check_domain(memory_dir, domain or "")]
+        chosen = (
+            valid_domains(memory_dir) if all_ else list(dict.fromkeys(check_domain(memory_dir, d) for d in domains))
+        )
         if summary_json:
-            summaries = [load_experiences(memory_dir, d, f"memory/{d}/experiences.jsonl").summary() for d in domains]
+            summaries = [load_experiences(memory_dir, d, f"memory/{d}/experiences.jsonl").summary() for d in chosen]
             print_json({"summaries": summaries})
             return
         draft = None
@@ -124,7 +128,7 @@ def distil(
 
             draft = LlmDrafter(app.settings)
         reports = [
-            distil_domain(app.project, d, min_records=min_records, dry_run=dry_run, drafter=draft) for d in domains
+            distil_domain(app.project, d, min_records=min_records, dry_run=dry_run, drafter=draft) for d in chosen
         ]
     for report in reports:
         for line in report.warnings:
@@ -139,7 +143,7 @@ def distil(
         if n:
             click.echo()
         _print_report(report, explain)
-    if all_:
+    if all_ or len(reports) > 1:
         click.echo()
         click.echo(f"{'domain':<14} {'records':>7} {'signoff':>7} {'new':>4} {'annotated':>9}  status")
         for report in reports:

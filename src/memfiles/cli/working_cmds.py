@@ -10,7 +10,7 @@ import click
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, warn
 from memfiles.cli.complete import complete_todo
 from memfiles.contract import write_object
-from memfiles.services.working import FIELDS, LISTS, SCALARS, TODOS, Working, WorkingState
+from memfiles.services.working import FIELDS, LISTS, SCALARS, TODOS, Working, WorkingState, find_todo
 
 run_option = click.option(
     "--run",
@@ -246,7 +246,8 @@ def _todo_command(name: str, status: str, summary: str) -> click.Command:
         with errors_to_exit():
             service = _service(app)
             state = service.todo_status(run, todo_ref, status, note)
-        _report(app, service, state, as_json, text=f"{todo_ref}: {status}")
+            todo = find_todo(state, todo_ref)  # w-4 and the task's text name W-004
+        _report(app, service, state, as_json, text=f"{todo.id} {todo.task}: {status}")
 
     return command
 

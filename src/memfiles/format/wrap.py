@@ -133,6 +133,11 @@ def one_line(text: str) -> str:
     return " ".join(cleaned.split())
 
 
+def with_article(noun: str) -> str:
+    """`noun` after "a" or "an" as it is spoken ("an insight", "a decision", "an episode")."""
+    return f"{'an' if noun[:1].lower() in 'aeio' else 'a'} {noun}"
+
+
 def clip(text: str, limit: int) -> str:
     """`text` at most `limit` characters: cut at a word boundary past the middle, else hard, ending in `…`."""
     if len(text) <= limit:

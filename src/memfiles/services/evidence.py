@@ -15,6 +15,7 @@ from typing import Any
 
 from memfiles.contract import Finding, entry_ref
 from memfiles.format.ids import FULL_ID_RE
+from memfiles.format.wrap import with_article
 from memfiles.store.ledger import Ledger
 from memfiles.store.project import Located, Project
 
@@ -105,7 +106,8 @@ def evidence_findings(
                     "info",
                     path,
                     line,
-                    f"{entry.id} is a {kind.name} that cites no evidence (episodes, files, commits or runs)",
+                    f"{entry.id} is {with_article(kind.name)} that cites no evidence"
+                    " (episodes, files, commits or runs)",
                     id=entry.id,
                 )
             )

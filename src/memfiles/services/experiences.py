@@ -245,6 +245,9 @@ def valid_domains(memory_dir: Path) -> list[str]:
 def check_domain(memory_dir: Path, domain: str) -> str:
     """`domain` when it names a valid domain; a clear error listing the valid ones otherwise."""
     domains = valid_domains(memory_dir)
+    log = memory_dir / domain / EXPERIENCES
+    if "/" not in domain and domain not in (".", "..") and log.exists() and not log.is_file():
+        raise MemfilesError(f"memory/{domain}/{EXPERIENCES} is not a file: the domain's log is one JSON record a line")
     if domain not in domains or "/" in domain or domain in (".", ".."):
         listed = ", ".join(domains) or "none (no memory/<domain>/experiences.jsonl yet)"
         raise MemfilesError(f"unknown domain {domain!r}; valid domains: {listed}")

@@ -14,7 +14,7 @@ from typing import Any
 from memfiles.contract import Finding
 from memfiles.errors import MemfilesError
 from memfiles.format.ids import RETIRED, normalize_id
-from memfiles.format.wrap import clip, one_line
+from memfiles.format.wrap import clip, one_line, with_article
 from memfiles.services.write import IndexNotifier, write_ops
 from memfiles.store.ops import parse_op
 from memfiles.store.project import Located, Project
@@ -50,7 +50,9 @@ def _sources(project: Project, ids: list[str]) -> list[Located]:
         entry_id = located.entry.id
         kind = project.settings.schema.kind_of(entry_id)
         if kind is None or kind.name not in SOURCE_KINDS:
-            raise MemfilesError(f"{entry_id} is a {kind.name if kind else 'unknown kind'}: only episodes are promoted")
+            raise MemfilesError(
+                f"{entry_id} is {with_article(kind.name if kind else 'unknown kind')}: only episodes are promoted"
+            )
         if located.entry.status == RETIRED:
             raise MemfilesError(f"{entry_id} is retired ({located.entry.reason}): promote live episodes only")
         if all(other.entry.id != entry_id for other in found):  # E-1 and e-001 name one episode

@@ -216,6 +216,8 @@ def recall(
         query = " ".join(str(working.get(name) or "") for name in ("goal", "next_step")).strip()
     searched = [layer for layer in layers if layer != "working"]
     if searched and not query:
+        if run and run_note:  # the run named was to supply the query: say why it could not
+            raise MemfilesError(f"the query is empty and run {run!r} gives none: {run_note}")
         raise MemfilesError("say what you are about to do (the query is empty)")
     signature = error_signature(query) if trigger == "failure" else None
     queries = {layer: (signature if layer == "episode" and signature else query) for layer in searched}

@@ -14,6 +14,7 @@ from memfiles.format.model import MANUAL_HEADING, Entry, MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.render import render
 from memfiles.format.validate import validate_file
+from memfiles.format.wrap import with_article
 from memfiles.store.fileio import empty_or_missing, remove_debris
 from memfiles.store.journal import Journal
 from memfiles.store.ledger import Ledger
@@ -304,7 +305,7 @@ class Batch:
         if status not in kind.statuses:
             raise OpError(
                 op.position,
-                f"status: {status!r} is not a status of a {kind.name} ({', '.join(kind.statuses)})",
+                f"status: {status!r} is not a status of {with_article(kind.name)} ({', '.join(kind.statuses)})",
                 "status",
             )
         if status == RETIRED and op.op != "retire":
