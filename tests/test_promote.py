@@ -15,6 +15,8 @@ from memfiles.services.promote import entry_json
 from memfiles.store.project import Project
 from tests.conftest import Run, snapshot
 
+AT = "@@"  # apart, so that `memfiles refs --dangling` on this repository does not read it
+
 
 def add_episode(run: Run, title: str, body: str, **extra: str) -> str:
     args = [f"--{key}={value}" for key, value in extra.items()]
@@ -57,9 +59,9 @@ class TestPromote:
         assert run("check").exit_code == 0
 
     def test_one_episode_named_twice_is_cited_once(self, run: Run, root: Path) -> None:
-        """promote E-1 e-001 @@E-001: one source, cited once in the evidence and the body."""
+        """promote E-1 e-001 and the @@-reference of E-001: one source, cited once in the evidence and the body."""
         first = add_episode(run, "Deploy failed on a locked table", "The migration waited on a lock.")
-        result = run("promote", "E-1", "e-001", "@@E-001", "--to", "insight", "--reason", "Locks", "--json")
+        result = run("promote", "E-1", "e-001", AT + "E-001", "--to", "insight", "--reason", "Locks", "--json")
         assert result.exit_code == 0, result.output
         new = entry(root, json.loads(result.stdout)["added"][0])
         assert new["evidence"] == [first] and new["body"].count(first) == 1
