@@ -260,6 +260,17 @@ class TestEndedRun:
         assert result.exit_code == 2 and "run fix-ci ended" in result.stderr
         assert snapshot(root) == before
 
+    def test_the_generic_writes_do_not_reopen_a_run(self, started: Run, root: Path) -> None:
+        """set W-001 --status active, or an import update of it, on an ended run: exit 2 naming the working
+        commands; the run stays a record."""
+        assert started("working", "end").exit_code == 0
+        before = snapshot(root)
+        reopened = started("set", "W-001", "--status", "active")
+        assert reopened.exit_code == 2 and "W-001 is a run's working memory" in reopened.stderr
+        batch = json.dumps({"ops": [{"op": "update", "id": "w-1", "status": "active"}]})
+        assert started("import", "-", input=batch).exit_code == 2
+        assert snapshot(root) == before
+
 
 class TestRunNames:
     def test_two_starts_in_one_second_get_runs_of_their_own(self, root: Path) -> None:

@@ -18,6 +18,7 @@ from memfiles.format.ids import Schema, normalize_id
 from memfiles.format.model import MANUAL_HEADING
 from memfiles.format.validate import body_problem, is_date
 from memfiles.format.wrap import clip, control_character, normalize_body, one_line, printable_body, stray_control
+from memfiles.store.project import WORKING_KIND
 
 OPS = ("add", "update", "retire", "prune", "section", "renumber")
 TEXT_FIELDS = (
@@ -271,6 +272,12 @@ def check_ops(document: Any, schema: Schema, wrap: int = 100) -> tuple[list[Op],
     for position, value in enumerate(ops, start=1):
         collected = _Problems(position)
         op = _parse_op(value, collected, schema, wrap)
+        if op is not None and op.op == "update" and op.id:
+            kind = schema.kind_of(op.id)
+            if kind is not None and kind.name == WORKING_KIND:  # `set W-1 --status active` reopened an ended run
+                collected.add(
+                    f"{op.id} is a run's working memory: change it with memfiles working set, todo or end", "id"
+                )
         problems.extend(collected.items)
         if op is not None and not collected.items:
             parsed.append(op)
