@@ -163,6 +163,8 @@ def test_show_and_resources_take_any_id_spelling(root: Path, run: Any) -> None:
         resource = await client.read_resource("memfiles://t-1")
         assert "### T-001: Write the journal" in resource.contents[0].text
         assert "'second' is not an id" in error_text(await client.call_tool("show", {"id": "second"}))
+        dated = {"kind": "fact", "title": "An old note", "area": "store", "body": "Kept.", "date": "2025-03-01"}
+        assert data(await client.call_tool("add", dated))["entries"][0]["date"] == "2025-03-01"
         typo = error_text(await client.call_tool("search", {"query": "journal", "status": "opne"}))
         assert "unknown status 'opne' (known:" in typo
         assert "no entry T-002" in error_text(await client.call_tool("show", {"id": "t-2"}))

@@ -185,13 +185,15 @@ def build(settings: Settings) -> MCPServer:
         evidence: list[str] | None = None,
         file: str | None = None,
         section: str | None = None,
+        date: str | None = None,
         unique: bool = False,
     ) -> dict[str, Any]:
         """Add an entry through the one write path; returns the write object (added ids, the entry).
 
         A near-duplicate of an existing entry is a warning (with unique=true: refused). kind is decision,
         friction, todo, lesson, fact, procedure, episode or insight; title one line of at most 120
-        characters; the body stands alone. evidence: entry ids, files, commit:SHA, run:ID.
+        characters; the body stands alone. evidence: entry ids, files, commit:SHA, run:ID. date:
+        YYYY-MM-DD, default today (an older note imported with its own date).
         """
         fields = {
             "kind": kind,
@@ -204,6 +206,7 @@ def build(settings: Settings) -> MCPServer:
             "evidence": evidence,
             "file": file,
             "section": section,
+            "date": date,
         }
         return _guard(lambda: tools.add(fields, unique))
 
