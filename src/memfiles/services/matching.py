@@ -33,7 +33,7 @@ THRESHOLDS = {SAME: (0.80, 0.6), NEAR: (0.50, 0.3)}
 # What names one object among others: an acronym (USB, DDR, SRAM), a word with digits (M2, sky130), an
 # identifier (u_core). Two symptoms that each name one the other does not are about different things,
 # however alike their sentences (a sentence encoder puts "on the USB PHY" and "on the DDR PHY" at 0.84).
-_MARKER = re.compile(r"\b(?:[A-Z][A-Z0-9]+|[A-Za-z]+[0-9][A-Za-z0-9]*|\w+_\w+)\b")
+_MARKER = re.compile(r"\b(?:[A-Z]{2,}[0-9]*|[A-Za-z]+[0-9][A-Za-z0-9]*|\w+_\w+)\b")
 _NEGATION = re.compile(r"\b(?:not|no|never|cannot|without|none|\w+n't)\b", re.IGNORECASE)
 
 
