@@ -130,9 +130,9 @@ class TestLoad:
         """Under --min-records, or an empty log: a skip notice and no knowledge file."""
         write_log(root, "sta", base_records()[:3])
         write_log(root, "empty", [])
-        for domain in ("sta", "empty"):
-            result = run("distil", "--domain", domain)
-            assert result.exit_code == 0 and "fewer than --min-records 5" in result.stdout
+        for domain, said in (("sta", "3 valid records, fewer than --min-records 5"), ("empty", "no valid records")):
+            result = run("distil", "--domain", domain, "--min-records", "0" if domain == "empty" else "5")
+            assert result.exit_code == 0 and said in result.stdout
             assert not (root / "memory" / domain / "knowledge.md").exists()
         assert distil(run, "sta", "--dry-run")["dry_run"] is True  # a skipped domain says what it was asked
         assert run("distil", "--domain", "sta", "--min-records", "3").exit_code == 0

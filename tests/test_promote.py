@@ -54,9 +54,19 @@ class TestPromote:
         new = entry(root, "P-001")
         assert new["kind"] == "procedure" and new["evidence"] == [first, second]
         assert "Twice the same failure" in new["body"] and first in new["body"]
+        assert "No module named 'yaml' in CI" in new["body"]  # what the episodes say, not their titles only
         for source in (first, second):
             assert entry(root, source)["status"] == "promoted" and entry(root, source)["promoted"] == ["P-001"]
         assert run("check").exit_code == 0
+
+    def test_a_default_body_of_many_episodes_fits_the_limit(self, run: Run, root: Path) -> None:
+        """Twelve long episodes promoted with no --body: each is summed up on its line, the whole under the
+        body limit (the write would refuse a longer one)."""
+        ids = [add_episode(run, f"Long run {n}", f"Run {n}: " + "step after step " * 100) for n in range(12)]
+        result = run("promote", *ids, "--to", "procedure", "--reason", "Twelve runs", "--json")
+        assert result.exit_code == 0, result.output
+        body = entry(root, json.loads(result.stdout)["added"][0])["body"]
+        assert len(body) <= 2000 and all(i in body for i in ids)
 
     def test_one_episode_named_twice_is_cited_once(self, run: Run, root: Path) -> None:
         """promote E-1 e-001 and the @@-reference of E-001: one source, cited once in the evidence and the body."""

@@ -213,7 +213,11 @@ def distil_domain(
     count = len(experiences.records)
     report.dry_run = dry_run
     if count == 0 or count < min_records:
-        report.skipped = f"{count} valid record{'s' * (count != 1)}, fewer than --min-records {min_records}"
+        report.skipped = (
+            f"{count} valid record{'s' * (count != 1)}, fewer than --min-records {min_records}"
+            if count
+            else "no valid records"
+        )
         return report
     knowns, notes = _read_knowledge(project, rel)
     records = sorted(experiences.records, key=lambda r: (r.timestamp, r.line))

@@ -60,9 +60,16 @@ def _sources(project: Project, ids: list[str]) -> list[Located]:
     return found
 
 
-def default_body(sources: list[Located], reason: str) -> str:
+def default_body(sources: list[Located], reason: str, limit: int = 2000) -> str:
+    """The reason, then each source with what its body says (its outcome, what was done and seen), on one
+    line each: the procedure carries the fix its episodes record, so a search for it finds the procedure."""
     lines = [reason, "", "Promoted from:"]
-    lines += [f"- {s.entry.id} ({s.entry.date}): {s.entry.title}" for s in sources]
+    room = max(80, (limit - len(reason) - 40) // max(1, len(sources)) - 40)
+    for source in sources:
+        entry = source.entry
+        head = f"- {entry.id} ({entry.date}): {entry.title}"
+        said = one_line(entry.body.replace("**", ""))
+        lines.append(f"{head}. {clip(said, max(20, room - len(head)))}" if said else head)
     return "\n".join(lines)
 
 
@@ -90,7 +97,7 @@ def promote(
     sources = _sources(project, ids)
     schema, settings = project.settings.schema, project.settings
     source_ids = [s.entry.id for s in sources]
-    text = body.strip() if body and body.strip() else default_body(sources, reason)
+    text = body.strip() if body and body.strip() else default_body(sources, reason, project.settings.schema.body_limit)
     if body and body.strip():
         text += f"\n\nPromoted from {', '.join(source_ids)}: {reason}"
     add = {
