@@ -221,3 +221,17 @@ def test_a_refused_working_set_writes_nothing(root: Path, run: Any) -> None:
         assert (root / "memory" / "working" / "r4.md").read_bytes() == before
 
     drive(root, scenario, "--no-watch")
+
+
+def test_a_broken_config_is_said_by_every_tool(root: Path) -> None:
+    """memory/memfiles.toml with a bad value: the server still answers, and each tool call is an error
+    naming the file and the key (the client saw only a closed connection before)."""
+    (root / "memory" / "memfiles.toml").write_text("wrap = 7\n")
+
+    async def scenario(client: Any) -> None:
+        assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS
+        said = error_text(await client.call_tool("search", {"query": "anything"}))
+        assert "memfiles cannot serve this project" in said and "wrap" in said and "memfiles.toml" in said
+        assert "wrap" in error_text(await client.call_tool("show", {"id": "D-1"}))
+
+    drive(root, scenario, "--no-watch")

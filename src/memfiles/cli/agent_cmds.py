@@ -7,6 +7,7 @@ import click
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, refuse_a_terminal, warn
 from memfiles.cli.complete import complete_id
 from memfiles.contract import write_object
+from memfiles.errors import MemfilesError
 
 
 @click.command()
@@ -99,11 +100,15 @@ def mcp(app: App, no_watch: bool) -> None:
     """
     refuse_a_terminal("mcp", "an MCP client registered with it (docs/agents.md)")
     try:
-        from memfiles.mcp.server import serve
+        from memfiles.mcp.server import serve, serve_unconfigured
     except ImportError as error:
         raise click.ClickException(
             f"the MCP server needs the mcp extra: pip install 'memfiles[mcp]' ({error})"
         ) from error
-    with errors_to_exit():
+    try:
         settings = app.settings
+    except MemfilesError as error:  # the client would only see the connection close: tell it through the tools
+        warn(f"{error}; every tool will answer with this until the server is restarted")
+        serve_unconfigured(error)
+        return
     serve(settings, watch=not no_watch)

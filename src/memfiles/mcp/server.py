@@ -137,9 +137,20 @@ class Tools:
         return self._write(parse_ops({"ops": ops}, self.settings.schema, self.settings.wrap), request_id)
 
 
-def build(settings: Settings) -> MCPServer:
-    """The server with its tools and resources, for the project of `settings`."""
-    tools = Tools(settings)
+class Unconfigured:
+    """Stands in for Tools when the project's configuration cannot be used: every tool call and resource
+    read is an error saying why, so that the agent reads the reason instead of a closed connection."""
+
+    def __init__(self, error: MemfilesError) -> None:
+        self.error = error
+
+    def __getattr__(self, name: str) -> Any:
+        raise MemfilesError(f"memfiles cannot serve this project: {self.error} (fix it, then restart the MCP server)")
+
+
+def build(settings: Settings | None, tools: Any = None) -> MCPServer:
+    """The server with its tools and resources, for the project of `settings` (or over `tools`)."""
+    tools = tools if tools is not None else Tools(settings)  # type: ignore[arg-type]
     server = MCPServer(name="memfiles", instructions=INSTRUCTIONS, version=__version__)
 
     @server.tool()
@@ -342,6 +353,11 @@ def start_watcher(settings: Settings) -> Any:
 
     threading.Thread(target=run, name="memfiles-mcp-watcher", daemon=True).start()
     return watcher
+
+
+def serve_unconfigured(error: MemfilesError) -> None:
+    """Serve over stdio with every tool answering `error` (a broken config, no project root)."""
+    build(None, Unconfigured(error)).run("stdio")
 
 
 def serve(settings: Settings, watch: bool = True) -> None:
