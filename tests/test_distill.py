@@ -7,6 +7,8 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 from memfiles import parse
 from memfiles.services.knowledge import parse_contradictions
 from tests.conftest import Run, snapshot
@@ -545,3 +547,51 @@ class TestReport:
         assert entry(root, FANOUT[0][0]).evidence == ("r2", "r5")
         again = distil(run)
         assert again["matching"] == "lexical" and not again["updated"]
+
+
+class TestMatchingRules:
+    @pytest.mark.parametrize(
+        ("a", "b", "apart"),
+        [
+            ("Setup timing fails on the USB PHY clock domain", "Setup timing fails on the DDR PHY clock domain", True),
+            ("Error E1234 in the loader", "Error E1235 in the loader", True),
+            ("Hold violations on u_core", "Hold violations on u_io", True),
+            ("ERROR: Setup violations at the slow corner", "Setup violations at the slow corner (WNS -0.21 ns)", False),
+            ("Setup fails on the USB PHYs after CTS", "Setup fails on the USB PHY after clock tree synthesis", False),
+            ("DRC violations on M2 near the SRAMs", "DRC violations on metal 2 near the SRAM macros", False),
+            ("Hold fails on x86_64 builds", "Hold fails on x86-64 builds", False),
+            ("Timing on gf180mcu corners", "Timing on GF180 corners", False),
+        ],
+    )
+    def test_named_things_set_symptoms_apart_only_in_the_same_place(self, a: str, b: str, apart: bool) -> None:
+        """Another acronym, numbered name or identifier where the other text has its own, the words around
+        alike; not a name only one side spells out or adds, nor one extending the other."""
+        from memfiles.services.matching import names_other_things
+
+        assert names_other_things(a, b) is apart
+
+    @pytest.mark.parametrize(
+        ("a", "b", "apart"),
+        [
+            ("IR drop exceeds 5% in the core centre", "IR drop does not exceed 5% in the core centre", True),
+            ("Hold fixing does not converge at the corner", "Hold fixing converges at the corner but adds area", True),
+            ("Import fails: No module named 'yaml'", "Import fails: the yaml module is missing", False),
+            ("ModuleNotFoundError: No module named 'yaml'", "ModuleNotFoundError: No module named 'yaml' in CI", False),
+        ],
+    )
+    def test_a_negation_sets_apart_only_the_same_words_said_not(self, a: str, b: str, apart: bool) -> None:
+        """`not` on one side counts when the rest is the same statement; an error's own "No module" does not."""
+        from memfiles.services.matching import negated_apart
+
+        assert negated_apart(a, b) is apart
+
+    def test_a_run_with_two_issues_lends_an_entry_only_its_own_fix(self, run: Run, root: Path) -> None:
+        """r1 fixed the hold issue one way and the latch another; r2, the hold issue with the latch's fix,
+        contradicts the hold entry (it is not confirmed by the other issue's fix)."""
+        records = [record("r1", 1, [FANOUT[0][0], LATCH[0][0]], [FANOUT[1][0], LATCH[1][0]])]
+        write_log(root, "synthesis", records)
+        distil(run, "synthesis", "--min-records", "1")
+        write_log(root, "synthesis", [*records, record("r2", 2, [FANOUT[0][0]], [LATCH[1][0]])])
+        distil(run, "synthesis", "--min-records", "1")
+        hold = entry(root, FANOUT[0][0])
+        assert hold.evidence == ("r1",) and "r2" in (hold.contradicted or "")

@@ -85,12 +85,16 @@ class Filer:
         self.sim.prepare(texts)
         for record in counted:
             for known in self.knowns:
-                if known.section == FAILURES and record.key in known.evidence:
-                    known.run_fixes += [f for f in record.fixes if f and f not in known.run_fixes]
                 if known.section == FAILURES and record.issues and known.mentions(record.key):
-                    closest = max(record.issues, key=lambda i: max(self.sim.score(i, s) for s in known.symptoms))
+                    # the run's issue this entry counts it for, and the fix paired with that issue
+                    closest, fix = max(
+                        issue_fix_pairs(record),
+                        key=lambda pair: max(self.sim.score(pair[0], s) for s in known.symptoms),
+                    )
                     if closest not in known.symptoms:
                         known.symptoms.append(closest)
+                    if record.key in known.evidence and fix and fix not in known.run_fixes:
+                        known.run_fixes.append(fix)
 
     def file(self, record: Record) -> None:
         before = len(self.decisions)

@@ -28,30 +28,65 @@ SAME, NEAR = "same", "near"
 # 0.80 (0.91); Jaccard 0.3 (precision 0.75, recall 0.81) stands in for cosine 0.50 (0.65, 0.97): words
 # cannot reach that recall. `python scripts/eval_distil.py --stsb` prints the table.
 THRESHOLDS = {SAME: (0.80, 0.6), NEAR: (0.50, 0.3)}
+# A negation sets two symptoms apart when the rest of their words, in order, match this well
+# (difflib's ratio of the stemmed words): the same statement but for the `not`.
+NEGATION_OVERLAP = 0.7
 
 
 # What names one object among others: an acronym (USB, DDR, SRAM), a word with digits (M2, sky130), an
-# identifier (u_core). Two symptoms that each name one the other does not are about different things,
-# however alike their sentences (a sentence encoder puts "on the USB PHY" and "on the DDR PHY" at 0.84).
+# identifier (u_core). Two symptoms that name different ones in the same place are about different
+# things, however alike their sentences (a sentence encoder puts "on the USB PHY" and "on the DDR PHY"
+# at 0.84).
 _MARKER = re.compile(r"\b(?:[A-Z]{2,}[0-9]*|[A-Za-z]+[0-9][A-Za-z0-9]*|\w+_\w+)\b")
 _NEGATION = re.compile(r"\b(?:not|no|never|cannot|without|none|\w+n't)\b", re.IGNORECASE)
 
 
-def _plain_words(text: str) -> set[str]:
-    return {word.lower() for word in re.findall(r"\w+", text)}
+def _sequence(text: str) -> list[str]:
+    return [word.lower() for word in re.findall(r"[\w.%-]+", text)]
 
 
 def names_other_things(a: str, b: str) -> bool:
-    """True when each text names something (acronym, numbered name, identifier) the other never mentions."""
-    mine = {m.lower() for m in _MARKER.findall(a)} - _plain_words(b)
-    theirs = {m.lower() for m in _MARKER.findall(b)} - _plain_words(a)
-    return bool(mine) and bool(theirs)
+    """True when one text names a thing (acronym, numbered name, identifier) where the other names
+    another, the words around them alike ("on the USB PHY" / "on the DDR PHY"). A name the other text
+    only spells out or leaves out ("after CTS" / "after clock tree synthesis", "ERROR:" in front) is not
+    that, nor one that extends the other (`gf180` / `gf180mcu`, `x86` / `x86_64`)."""
+    words_a, words_b = _sequence(a), _sequence(b)
+    mine = {m.lower() for m in _MARKER.findall(a)} - set(words_b)
+    theirs = {m.lower() for m in _MARKER.findall(b)} - set(words_a)
+    for x in mine:
+        for y in theirs:
+            if x.startswith(y) or y.startswith(x):
+                continue
+            around_x = _around(words_a, x)
+            if any(side and side in around_x for side in _around(words_b, y)):
+                return True
+    return False
+
+
+def _around(words: list[str], marker: str) -> set[tuple[str, str]]:
+    """The words just before and just after each place `marker` stands, as ("before", w) / ("after", w)."""
+    found: set[tuple[str, str]] = set()
+    for n, word in enumerate(words):
+        if word == marker:
+            if n > 0:
+                found.add(("before", words[n - 1]))
+            if n + 1 < len(words):
+                found.add(("after", words[n + 1]))
+    return found
 
 
 def negated_apart(a: str, b: str) -> bool:
-    """True when one text says `not` (no, never, cannot ...) and the other does not: "IR drop exceeds 5%"
-    and "IR drop does not exceed 5%" embed at 0.97 and say opposite things."""
-    return bool(_NEGATION.search(a)) != bool(_NEGATION.search(b))
+    """True when one text says `not` (no, never, cannot ...) and the other does not, their other words
+    mostly the same: "IR drop exceeds 5%" and "IR drop does not exceed 5%" embed at 0.97 and say
+    opposite things. "No module named yaml" beside "the yaml module is missing" says no such thing."""
+    if bool(_NEGATION.search(a)) == bool(_NEGATION.search(b)):
+        return False
+    from difflib import SequenceMatcher
+
+    from memfiles.index.text import tokenize
+
+    left, right = tokenize(_NEGATION.sub(" ", a)), tokenize(_NEGATION.sub(" ", b))
+    return bool(left and right) and SequenceMatcher(None, left, right).ratio() >= NEGATION_OVERLAP
 
 
 def shares_beyond(a: str, b: str, besides: list[str]) -> bool:
