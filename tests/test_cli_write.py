@@ -133,12 +133,33 @@ class TestAdd:
             assert refused.exit_code == 2 and "holds runs' working memory" in refused.stderr, refused.output
         persona = run("set", "D-001", "--file", "memory/persona.md")
         assert persona.exit_code == 2 and "memory/persona.md is the agents' persona" in persona.stderr
-        for args in (("add", "-k", "working", "-t", "Scratch", "-a", "a", "--body", "b"),):  # working list: unreadable
+        for args in (
+            ("add", "-k", "working", "-t", "Scratch", "-a", "a", "--body", "b"),  # working list: unreadable
+            (
+                "add",
+                "-k",
+                "working",
+                "-t",
+                "x",
+                "-a",
+                "a",
+                "--body",
+                "b",
+                "--file",
+                "memory/working/r9.md",
+                "--section",
+                "Todo",
+            ),
+        ):
             refused = run(*args)
             assert refused.exit_code == 2 and "written by `memfiles working start`" in refused.stderr, refused.output
         assert snapshot(root) == before and not (root / "memory" / "working").exists()
         assert run("working", "start", "--run", "r1", "--goal", "Still works").exit_code == 0
         assert (root / "memory" / "working" / "r1.md").is_file()
+        second_state = ("-k", "working", "-t", "x", "-a", "a", "--body", "b", "--file", "memory/working/r1.md")
+        refused = run("add", *second_state, "--section", "State")
+        assert refused.exit_code == 2 and "written by `memfiles working start`" in refused.stderr
+        assert run("working", "todo", "add", "--run", "r1", "A todo").exit_code == 0
 
     def test_write_rewrites_only_files_whose_text_changes(self, run: Run, root: Path) -> None:
         """Adding a decision leaves frictions.md untouched, its mtime included."""

@@ -207,6 +207,8 @@ def test_a_refused_working_set_writes_nothing(root: Path, run: Any) -> None:
             {"run": "r1", "goal": "Fix CI", "todo_add": ["first", "second"], "todo_done": ["W-999"]},
             {"run": "r2", "goal": "Other", "todo_add": [""]},
             {"run": "r3", "goal": "Third", "episode": True},
+            {"run": "r5", "goal": "Fifth", "todo_add": ["ok", "x" * 200]},
+            {"run": "r6", "goal": "Sixth", "todo_add": ["a", "a"], "todo_done": ["a"]},
         ]
         for call in calls:
             assert (await client.call_tool("working_set", call)).is_error
@@ -215,6 +217,10 @@ def test_a_refused_working_set_writes_nothing(root: Path, run: Any) -> None:
             await client.call_tool("working_set", {"run": "r4", "goal": "G", "todo_add": ["a"], "todo_done": ["a"]})
         )
         assert [t["task"] for t in done["working"]["todo_done"]] == ["a"]
+        again = {"run": "r4", "todo_add": ["a"], "todo_done": ["a"]}  # r4 has a todo "a" already
+        before = (root / "memory" / "working" / "r4.md").read_bytes()
+        assert "several todos have that text" in error_text(await client.call_tool("working_set", again))
+        assert (root / "memory" / "working" / "r4.md").read_bytes() == before
         assert not (await client.call_tool("working_set", {"run": "r4", "end": True})).is_error
         before = (root / "memory" / "working" / "r4.md").read_bytes()
         assert (await client.call_tool("working_set", {"run": "r4", "todo_add": ["late"]})).is_error

@@ -29,7 +29,7 @@ def working_set(
     except working.WorkingError:
         current = None  # no run named and none active: this call may start one
     exists = current is not None
-    _check_first(current, changes, add_evidence, todos, end, episode)
+    _check_first(current, changes, add_evidence, todos, end, episode, project.settings.schema.title_limit)
     if not exists:
         goal = changes.pop("goal")
         state = service.start(name, goal, **changes)
@@ -59,6 +59,7 @@ def _check_first(
     todos: dict[str, list[str]],
     end: bool,
     episode: bool,
+    title_limit: int,
 ) -> None:
     """Every part of the call that can be refused, refused before anything is written: a bad call writes
     nothing (not the run it would have started, nor the todos before the one it could not find)."""
@@ -76,9 +77,17 @@ def _check_first(
     tasks = [one_line_field("task", task) or "" for task in todos.get("add", [])]
     if "" in tasks:
         raise MemfilesError("todo_add: a task is empty: say what is to be done")
+    for task in tasks:
+        if len(task) > title_limit:  # a todo's task is its title
+            raise MemfilesError(f"todo_add: a task is {len(task)} characters; at most {title_limit}")
+    existing = current.todos if current is not None else []
     for which in [*todos.get("done", []), *todos.get("blocked", [])]:
-        if any(which.strip().casefold() == task.casefold() for task in tasks):
-            continue  # a todo this call adds, named by its text
+        text = which.strip().casefold()
+        added = [task for task in tasks if task.casefold() == text]
+        if added:  # a todo this call adds, named by its text: it must name one todo only
+            if len(added) > 1 or any(todo.task.casefold() == text for todo in existing):
+                raise MemfilesError(f"todo {which!r}: several todos have that text; name one by its id")
+            continue
         if current is None:
             raise MemfilesError(f"todo {which!r} is neither a todo of this run nor one this call adds")
         working.find_todo(current, which)

@@ -271,12 +271,7 @@ class Batch:
             and kind.name == WORKING_KIND
             and (not rel.startswith(f"memory/{WORKING_FOLDER}/") or op.get("section") not in WORKING_SECTIONS)
         ):
-            raise OpError(
-                op.position,
-                f"kind: {WORKING_KIND} entries are a run's working memory, written by `memfiles working start`,"
-                " `working set` and `working todo`; add this entry as another kind",
-                "kind",
-            )
+            raise OpError(op.position, self._working_kind_refusal(), "kind")
         if rel.startswith(f"memory/{WORKING_FOLDER}/") and (kind is None or kind.name != WORKING_KIND):
             raise OpError(
                 op.position,
@@ -300,6 +295,13 @@ class Batch:
         self.work.touched.add(rel)
         return rel, self.work.drafts[rel]
 
+    @staticmethod
+    def _working_kind_refusal() -> str:
+        return (
+            f"kind: {WORKING_KIND} entries are a run's working memory, written by `memfiles working start`,"
+            " `working set` and `working todo`; add this entry as another kind"
+        )
+
     def _status(self, op: Op, kind: Kind, status: str | None) -> str:
         status = status or kind.default_status
         if status not in kind.statuses:
@@ -315,6 +317,11 @@ class Batch:
     def _add(self, op: Op, allocator: IdAllocator, date: str) -> str:
         kind = self._kind(op)
         rel, draft = self._draft_for(op, op.get("file"), kind)
+        if kind.name == WORKING_KIND:
+            # a run file holds one state entry, written first, then its todos (services/working.py)
+            has_state = any(name == WORKING_SECTIONS[0] and entries for name, _intro, entries in draft.sections)
+            if has_state == (op.get("section") == WORKING_SECTIONS[0]):
+                raise OpError(op.position, self._working_kind_refusal(), "kind")
         status = self._status(op, kind, op.get("status"))
         entry_id = allocator.next_id(kind.prefix)
         entry = Entry(
