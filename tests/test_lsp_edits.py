@@ -121,4 +121,4 @@ async def test_a_burst_of_edits_is_diagnosed_once_it_pauses(client: LanguageClie
             break
         await asyncio.sleep(0.05)
     await asyncio.sleep(0.5)
-    assert 1 <= published.count(uri) <= 4, published.count(uri)
+    assert 1 <= published.count(uri) <= 6, published.count(uri)  # per edit, it was 31

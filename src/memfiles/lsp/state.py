@@ -141,6 +141,7 @@ class MemfilesServer(LanguageServer):
         waiting = self.pending.pop(uri, None)
         if waiting is not None:
             waiting.cancel()
+        self.lint_versions.pop(uri, None)  # a lint still running is of text that is gone: not published
 
         def settled() -> None:
             self.pending.pop(uri, None)
