@@ -46,6 +46,10 @@ class TestScore:
         vectors = np.asarray([[1.0, 0.0, 0.0], [0.8, 0.6, 0.0]], dtype=np.float32)  # as far apart as titles make them
         for pairs in (score_pairs(docs, vectors), lexical_pairs(docs)):
             assert [(p.a.id, p.b.id, p.score, p.signals["same_body"]) for p in pairs] == [("F-001", "F-002", 1.0, True)]
+        unlike = [doc(1, "Cache", "Do not use the cache here."), doc(2, "Cache again", "Do use the cache here.")]
+        stock = [doc(1, "One thing", "See title."), doc(2, "Another thing", "See title.")]
+        for pair in (unlike, stock):  # a word apart ("not"), or too few words to say the same finding
+            assert not any(p.signals["same_body"] for p in lexical_pairs(pair))
 
     def test_markdown_emphasis_is_no_rare_token(self) -> None:
         """`**Runs` (bold in a templated body) is not a code-like token two entries share."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from memfiles.errors import IndexUnavailable, ParseError
 from memfiles.index.search import Filters
 from memfiles.index.text import tokenize
-from memfiles.services.dupes import Doc, Pair, title_key
+from memfiles.services.dupes import Doc, Pair, body_key, title_key
 from memfiles.store.project import Project
 
 # For a new text against the index (`add`), measured by the first scripts/calibrate_dedupe.py (@@D-019):
@@ -196,7 +196,7 @@ def lexical_pairs(docs: list[Doc], threshold: float = LEXICAL_PAIR_THRESHOLD) ->
     keys = [title_key(d.title) for d in docs]
     # the same words in the same order: said twice, however few entries there are to weigh words against
     # (with two entries every shared word's IDF is 0, so their TF-IDF cosine says nothing)
-    bodies = [" ".join(tokenize(d.body)) for d in docs]
+    bodies = [body_key(d.body) for d in docs]
     groups: dict[tuple[str, str], list[int]] = {}
     for n, (key, body) in enumerate(zip(keys, bodies, strict=True)):
         groups.setdefault(("title", key), []).append(n)

@@ -64,6 +64,17 @@ def _code_like(token: str) -> bool:
     return any(c.isupper() for c in token[1:]) and any(c.islower() for c in token)  # nsIFoo, ensureVisible
 
 
+# A body of fewer words ("See title.") says too little for two of them to be one finding twice.
+SAME_BODY_WORDS = 4
+
+
+def body_key(body: str) -> str:
+    """What two bodies must share to be the same words in the same order: their text with case and runs of
+    white space set aside, every word kept ("not", "only", "before" included); "" for a short body."""
+    words = body.casefold().split()
+    return " ".join(words) if len(words) >= SAME_BODY_WORDS else ""
+
+
 def title_key(title: str) -> str:
     """Titles compare equal when they match once trimmed, lower-cased and with runs of spaces made one
     (the rule `audit` reports duplicate titles by)."""
@@ -170,7 +181,7 @@ def score_pairs(docs: list[Doc], vectors: np.ndarray, threshold: float = THRESHO
         i, j = np.nonzero(((margin >= floor) | (block >= IDENTICAL)) & upper)
         found.update(zip(zip((i + start).tolist(), j.tolist(), strict=True), block[i, j].tolist(), strict=True))
     keys = [title_key(d.title) for d in docs]
-    bodies = [" ".join(tokenize(d.body)) for d in docs]  # the same words in the same order: said twice
+    bodies = [body_key(d.body) for d in docs]  # the same words in the same order: said twice
     by_title: dict[tuple[str, str], list[int]] = defaultdict(list)
     for index, (key, body) in enumerate(zip(keys, bodies, strict=True)):
         by_title[("title", key)].append(index)
