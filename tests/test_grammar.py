@@ -134,6 +134,9 @@ class TestEntryHeadings:
         text = "See `D-9` and ``a `D-8` b`` but @@D-1, [D-2] and D-3.\n\n```\nD-7\n```\n~~~~\nD-6\n~~~~\nD-4"
         assert grammar_for(("D",)).ids_in(text) == ["D-1", "D-2", "D-3", "D-4"]
         assert grammar_for(("D",)).ids_in("an unclosed ` D-5") == ["D-5"]
+        paragraphs = "Quote the ` character.\n\nThis replaces D-005.\n\nRun `make` after."
+        assert grammar_for(("D",)).ids_in(paragraphs) == ["D-005"]  # a span never crosses a blank line
+        assert grammar_for(("D",)).ids_in("An escaped \\` then D-6 and `x`.") == ["D-6"]
 
     def test_ids_in_counts_only_known_prefixes(self) -> None:
         """Audit's id mentions in a body come from the grammar: known prefixes only."""

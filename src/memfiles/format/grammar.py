@@ -61,8 +61,9 @@ _SECTION_RE = re.compile(r"^##(?:[ \t]+(.*?))?[ \t]*$")
 META_RE = re.compile(r"^-[ \t]+([a-z][a-z-]*):[ \t]*(.*?)\s*$")
 _FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
-# A CommonMark code span: a run of backticks, then text, then a run of the same length (may span lines).
-_CODE_SPAN_RE = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
+# A CommonMark code span: a run of backticks (not escaped), then text, then a run of the same length; it
+# may span lines, never a blank one (a paragraph ends there, and with it any span).
+_CODE_SPAN_RE = re.compile(r"(?<![`\\])(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.DOTALL)
 
 
 # --- lines and line endings -----------------------------------------------------------------------
