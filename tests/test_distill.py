@@ -106,6 +106,13 @@ class TestLoad:
         assert "memory/synthesis/experiences.jsonl:9: run_id 'nightly, build 7' holds a comma" in result.stderr
         assert json.loads(result.stdout)["domains"][0]["records_skipped"] == 4
 
+    def test_a_run_id_with_spaces_around_is_counted_once(self, run: Run, root: Path) -> None:
+        """run_id "r1 " is r1, as the evidence list keeps it: distilled three times, counted once."""
+        write_log(root, "synthesis", [record("r1 ", 1, *FANOUT)])
+        for _ in range(3):
+            distil(run, "synthesis", "--min-records", "1")
+        assert entry(root, FANOUT[0][0]).evidence == ("r1",)
+
     def test_a_finding_longer_than_the_body_limit_is_clipped_not_refused(self, run: Run, root: Path) -> None:
         """A log line of 2,100 characters (a pasted stack trace) still becomes an entry, its body clipped
         to the limit and its title to one line; the domain is not refused."""

@@ -230,6 +230,15 @@ class TestWorkingMemory:
         state = json.loads(run("working", "show", "--run", RUN, "--json").stdout)["working"]
         assert OPEN not in json.dumps(state) and "E-001" not in json.dumps(state)
 
+    def test_a_coloured_failure_is_written_without_its_colour_codes(self, run: Run) -> None:
+        """A tool's output in colour (pytest's red FAILED): the working memory gets the words, not the escapes
+        a body refuses (the failure used to be dropped with a logged error)."""
+        error = "\x1b[31mModuleNotFoundError: No module named 'yaml'\x1b[0m"
+        hook(run, "PostToolUseFailure", "post_tool_use_failure", error=error)
+        state = json.loads(run("working", "show", "--run", RUN, "--json").stdout)["working"]
+        assert state["last_observation"] == "ModuleNotFoundError: No module named 'yaml'"
+        assert "\\u001b" not in json.dumps(state)
+
     def test_compaction_gives_the_working_memory_back_first_and_exactly(self, run: Run, root: Path) -> None:
         """PreCompact saves the run; SessionStart compact injects it first, each value as saved, with no index."""
         run("working", "start", "--run", "fix-ci", "--goal", "Make the hook tests pass", "--next-step", "pin pyyaml")

@@ -178,7 +178,8 @@ def parse_record(value: Any, line: int, warnings: list[str] | None = None) -> Re
             dropped.append(f"{name!r} is not a field: did you mean {meant!r}? (kept as context, not read as {meant})")
     run_id = context.get("run_id")
     canonical = json.dumps(value, sort_keys=True, ensure_ascii=False)
-    key = str(run_id) if run_id else "r" + hashlib.sha256(canonical.encode()).hexdigest()[:10]
+    given = str(run_id).strip() if run_id is not None else ""  # "r1 " is r1, as an evidence list keeps it
+    key = given or "r" + hashlib.sha256(canonical.encode()).hexdigest()[:10]
     unfit = "a comma" if "," in key else control_character(key)
     if unfit:
         raise ValueError(

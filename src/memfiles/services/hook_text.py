@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from memfiles.format.wrap import one_line as printable_line
+
 OPEN = "<memfiles-context>"
 CLOSE = "</memfiles-context>"
 # An injection cut short (a transcript clipped mid-way) has no closing tag: drop to the end.
@@ -33,7 +35,7 @@ def strip_all(values: Iterable[str]) -> list[str]:
 
 def one_line(text: str, limit: int = 300) -> str:
     """`text` on one line, without injected context, clipped at `limit` characters (a working-memory value)."""
-    text = " ".join(strip_injected(text).split())
+    text = printable_line(strip_injected(text))  # a tool's output: colour codes and other control characters
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
