@@ -69,20 +69,32 @@ def check_adds(
 
 def repeated_adds(adds: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, str]]:
     """(op number, what it repeats) of each add of one batch close to an earlier add of the same batch,
-    by title or word overlap as the guard compares: the index knows neither of them yet."""
+    by title or word overlap as the guard compares: the index knows neither of them yet. Earlier adds are
+    found by title and through the words they share (a word overlap of J needs J x the words of the add
+    in common), so a batch of thousands is not compared pair by pair."""
+    from collections import Counter
+
     found = []
     earlier: list[tuple[str, str, str, int, set[str]]] = []
+    by_title: dict[str, int] = {}
+    postings: dict[str, list[int]] = {}
     for number, op in adds:
         title, body = str(op.get("title", "")), str(op.get("body", ""))
         mine = words(f"{title}\n\n{body}")
-        same = next((e for e in earlier if title_key(e[1]) == title_key(title)), None)
-        close = lexical_matches(earlier, mine, LEXICAL_THRESHOLD, frozenset())
+        same = by_title.get(title_key(title))
+        shared = Counter(n for word in mine for n in postings.get(word, ()))
+        need = LEXICAL_THRESHOLD * len(mine)
+        near = [earlier[n] for n, count in shared.items() if count >= need or earlier[n][4] == mine]
+        close = lexical_matches(near, mine, LEXICAL_THRESHOLD, frozenset())
         if same is not None:
-            found.append((number, f"op {number} {title!r} repeats {same[0]} {same[1]!r} (the same title)"))
+            them = earlier[same]
+            found.append((number, f"op {number} {title!r} repeats {them[0]} {them[1]!r} (the same title)"))
         elif close:
-            found.append(
-                (number, f"op {number} {title!r} repeats {close[0].id} {close[0].title!r} ({close[0].score:.2f})")
-            )
+            first = close[0]
+            found.append((number, f"op {number} {title!r} repeats {first.id} {first.title!r} ({first.score:.2f})"))
+        by_title.setdefault(title_key(title), len(earlier))
+        for word in mine:
+            postings.setdefault(word, []).append(len(earlier))
         earlier.append((f"op {number}", title, "", number, mine))
     return found
 
