@@ -120,7 +120,15 @@ class TestLoad:
         report = distil(run, "synthesis", "--min-records", "1")
         assert report["updated"] is True
         entry = knowledge(root).entries[0]
-        assert len(entry.body) <= 2000 and entry.body.endswith("…") and len(entry.title) <= 120
+        assert len(entry.body) <= 2000 and len(entry.title) <= 120
+        assert "Fix: Rerun." in entry.body and "Seen in 1 run" in entry.body  # the lead is clipped, not the fix
+        many = [record("r1", 1, *FANOUT), *(record(f"f{n}", 2, *FANOUT, signoff=False) for n in range(199))]
+        write_log(root, "sta", many)
+        distil(run, "sta", "--min-records", "1")
+        fanout = knowledge(root, "sta").entries[0]
+        assert (
+            len(fanout.body) <= 2000 and "and 189 more" in " ".join(fanout.body.split()) and len(fanout.failed) == 199
+        )
         assert run("check").exit_code == 0
 
     def test_a_bad_metric_costs_the_metric_not_the_record(self, run: Run, root: Path) -> None:

@@ -23,6 +23,8 @@ from memfiles.services.flags import Flag
 from memfiles.services.knowledge import FAILURES, FLAGS, QUIRKS, Known, sentence
 from memfiles.services.matching import NEAR, SAME, Similarity, shares_beyond
 
+# Characters of a symptom a new entry's bold lead keeps (the title is clipped to the title limit).
+LEAD_LIMIT = 300
 _QUIRK = re.compile(r"\b(quirk|pdk|workaround|known issue|tool bug|undocumented|silently)\b", re.IGNORECASE)
 
 
@@ -160,7 +162,7 @@ class Filer:
         known, score, why = self.best(FAILURES, issue, fix)
         if known is None:
             cause = notes_for(record, issue)
-            body = f"**{sentence(issue)}.**"
+            body = f"**{sentence(clip(issue, LEAD_LIMIT))}.**"  # a pasted log line is not a lead
             if cause:
                 body += f" {sentence(clip(cause, 300))}."
             body += f" Fix: {sentence(fix)}." if fix else " No fix was recorded."

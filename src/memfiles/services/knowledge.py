@@ -136,7 +136,7 @@ class Known:
         if self.section == FLAGS:
             text = f"Seen in {_plural(seen, 'signed-off run')}"
             if failed:
-                text += f"; {_plural(failed, 'run')} that used it did not reach signoff ({', '.join(self.failed)})"
+                text += f"; {_plural(failed, 'run')} that used it did not reach signoff ({_listed(self.failed)})"
             return text + "."
         if seen or not failed:
             what = "where this fix worked" if self.fix else "that reached signoff"
@@ -144,7 +144,7 @@ class Known:
         else:
             text = "No run has confirmed this fix yet" if self.fix else "No run with it has reached signoff yet"
         if failed:
-            text += f"; {_plural(failed, 'run')} with this symptom did not reach signoff ({', '.join(self.failed)})"
+            text += f"; {_plural(failed, 'run')} with this symptom did not reach signoff ({_listed(self.failed)})"
         return text + "."
 
     def current_body(self) -> str:
@@ -154,6 +154,15 @@ class Known:
         *before, last = self.body.split("\n\n")  # only the last paragraph holds the sentence
         last = f"{_TRAILER.sub('', one_line(last)).rstrip()} {self.trailer()}".strip()
         return "\n\n".join([*before, last])
+
+
+# Runs a counting sentence names; the rest are counted ("and 190 more"): the metadata lists them all.
+LISTED_RUNS = 10
+
+
+def _listed(runs: list[str]) -> str:
+    named = ", ".join(runs[:LISTED_RUNS])
+    return named if len(runs) <= LISTED_RUNS else f"{named} and {len(runs) - LISTED_RUNS} more"
 
 
 def known_from(entry: Entry, section: str | None) -> Known:
