@@ -321,7 +321,7 @@ def build(settings: Settings | None, tools: Any = None) -> MCPServer:
 
         try:
             found = find_entry(read_project(tools.project), entry_id, tools.settings.schema)
-        except MemfilesError as error:
+        except (MemfilesError, ValueError) as error:  # ValueError: not an id at all (memfiles://second)
             raise ResourceNotFoundError(str(error)) from error
         if isinstance(found, PrunedEntry):
             record = found.record
