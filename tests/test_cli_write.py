@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -66,7 +67,10 @@ class TestAdd:
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
         )
         assert process.stdin is not None and process.stderr is not None
-        notice = process.stderr.readline().decode()  # blocks until the notice (it comes after 2 s)
+        ready, _, _ = select.select([process.stderr], [], [], 60)  # the notice comes after 2 s
+        if not ready:  # no notice: the command waits in silence, which is the defect
+            process.kill()
+        notice = process.stderr.readline().decode()
         assert "waiting for the body on standard input" in notice and "--body" in notice
         out, _ = process.communicate(b"Sent after the notice.\n", timeout=60)
         assert process.returncode == 0 and out.decode().strip() == "D-001"
