@@ -7,7 +7,7 @@ import click
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, refuse_a_terminal, warn
 from memfiles.cli.complete import complete_id
 from memfiles.contract import write_object
-from memfiles.errors import MemfilesError
+from memfiles.errors import ConfigError
 
 
 @click.command()
@@ -107,7 +107,12 @@ def mcp(app: App, no_watch: bool) -> None:
         ) from error
     try:
         settings = app.settings
-    except MemfilesError as error:  # the client would only see the connection close: tell it through the tools
+    except ConfigError as error:
+        if error.path is None:  # no project at all (the client's registration points elsewhere): refuse
+            with errors_to_exit():
+                raise
+        # a project whose config file is broken: the client would only see the connection close, so the
+        # tools say it, naming the file and the key, until the server is restarted
         warn(f"{error}; every tool will answer with this until the server is restarted")
         serve_unconfigured(error)
         return
