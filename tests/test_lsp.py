@@ -327,6 +327,7 @@ async def test_an_unpadded_reference_resolves_to_its_entry(client: LanguageClien
     assert [d.message for d in found if d.code == "ref-dangling"] == ["no entry D-077"]
     text = await _hover(client, uri, 0, 9)
     assert "**D-001: The Manual section is kept byte for byte**" in text
+    assert f"write it `{AT}D-001`" in text  # as `memfiles refs` says it
 
 
 def test_hover_and_completion_path_imports_nothing_heavy() -> None:

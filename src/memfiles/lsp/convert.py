@@ -70,6 +70,9 @@ def hover_markdown(index: WorkspaceIndex, resolution: Resolution, token: str) ->
         ]
         if entry.tags:
             lines.append(f"tags: {', '.join(entry.tags)}")
+        written = token[2:] if token.startswith("@@") else token
+        if token.startswith("@@") and written != entry.id:  # `@@D-1` resolves; the project spells it D-001
+            lines.append(f"\nwrite it `@@{entry.id}`")
         if entry.status == "retired":
             successor = resolution.successor
             if successor is not None:
