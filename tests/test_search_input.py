@@ -233,6 +233,7 @@ def test_recall_without_an_index_reads_ids_in_any_spelling(bare: Path) -> None:
     found = json.loads(cli_in(bare, "recall", "what does @@p-2 say", "--trigger", "act", "--json").stdout)
     group = next(layer for layer in found["layers"] if layer["layer"] == "procedure")
     assert group["hits"][0]["entry"]["id"] == "P-002"
+    assert group["hits"][0]["signals"]["id"] is True  # as with an index: `p-2` names P-002
 
 
 class TestBadModel:

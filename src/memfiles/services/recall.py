@@ -273,6 +273,9 @@ def to_hits(
     reader: EntryReader, raw_hits: list[dict[str, Any]], query: str, k: int, drop_retired: bool = False
 ) -> list[dict[str, Any]]:
     """The contract's hit objects for the seam's raw hits (entries read from their files), at most k."""
+    from memfiles.format.ids import id_key, id_keys_in
+
+    named = set(id_keys_in(query))  # `t-1` and `@@T-0001` name T-001, as the index reads them
     hits: list[dict[str, Any]] = []
     for raw in raw_hits:
         if "entry" in raw and "rank" in raw:  # already a contract hit
@@ -280,7 +283,7 @@ def to_hits(
         else:
             entry = reader.entry(raw)
             score = min(1.0, float(raw["score"]))
-            signals = {"id": raw["id"].casefold() in query.casefold(), "exact": False, "lexical": None, "dense": None}
+            signals = {"id": id_key(raw["id"]) in named, "exact": False, "lexical": None, "dense": None}
         if entry is None or (drop_retired and entry["status"] == RETIRED):
             continue
         hits.append(hit_object(entry, score, signals, len(hits) + 1))
