@@ -91,10 +91,12 @@ class TestPromote:
             (["D-001", "--to", "procedure", "--reason", "r"], "only episodes are promoted"),
             (["E-001", "--to", "procedure", "--reason", "  "], "give a --reason"),
             (["E-001", "--to", "lesson", "--reason", "r"], "Invalid value for '--to'"),
+            (["E-001", "--to", "insight", "--reason", "r", "--title", "t" * 121], "--title is 121 characters"),
         ],
     )
     def test_bad_promotions_exit_2_and_write_nothing(self, run: Run, root: Path, args: list[str], message: str) -> None:
-        """A missing id, a non-episode, an empty reason or an unknown target: exit 2, files untouched."""
+        """A missing id, a non-episode, an empty reason, an unknown target or a title over the limit (it was
+        clipped in silence): exit 2, files untouched."""
         add_episode(run, "An episode", "Something happened.")
         run("add", "-k", "decision", "-t", "A decision", "-a", "x", "--body", "Because.")
         before = snapshot(root)

@@ -96,6 +96,8 @@ def promote(
         raise MemfilesError("give a --reason: why these episodes deserve a " + to)
     sources = _sources(project, ids)
     schema, settings = project.settings.schema, project.settings
+    if title and len(one_line(title)) > schema.title_limit:  # a person's title is not cut short in silence
+        raise MemfilesError(f"--title is {len(one_line(title))} characters; at most {schema.title_limit}")
     source_ids = [s.entry.id for s in sources]
     text = body.strip() if body and body.strip() else default_body(sources, reason, project.settings.schema.body_limit)
     if body and body.strip():
@@ -103,7 +105,7 @@ def promote(
     add = {
         "op": "add",
         "kind": to,
-        "title": clip(one_line(title), schema.title_limit) if title else sources[0].entry.title,
+        "title": one_line(title) if title else sources[0].entry.title,
         "area": area or sources[0].entry.area,
         "body": text,
         "evidence": source_ids,
