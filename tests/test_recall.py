@@ -133,6 +133,11 @@ class TestWithoutIndex:
             in json.loads(result.stdout)["error"]["message"]
         )
 
+    def test_a_run_name_that_cannot_be_one_is_refused(self, run: Run) -> None:
+        """--run ../../etc: exit 2 naming the run, not a working layer that is merely empty."""
+        result = run("recall", "where was I", "--trigger", "resume", "--run", "../../etc")
+        assert result.exit_code == 2 and "run '../../etc'" in result.stderr
+
     def test_working_layer_without_a_run_is_empty_with_the_reason(self, run: Run) -> None:
         """No run known: the working group is empty and says how to start one."""
         data = recall(run, "where was I", "--trigger", "compaction")

@@ -209,6 +209,10 @@ def recall(
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 50:
         raise MemfilesError(f"k must be a whole number from 1 to 50, got {k!r}")
     layers = [layer for layer in ORDER if layer in TRIGGERS[trigger]]
+    if run:
+        from memfiles.services.working import check_run
+
+        check_run(run)  # a run name that cannot be one ("../../etc") is bad input, not an empty layer
     warnings: list[str] = []
     working, run_name, run_note = _working(project, run, "working" in layers, warnings)
     query = " ".join((query or "").split())
