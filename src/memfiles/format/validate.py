@@ -57,9 +57,6 @@ def body_problem(body: str, schema: Schema | None = None) -> str | None:
     """Why `body` cannot stand in an entry (it would end the entry or break the file), or None."""
     grammar = (schema or Schema()).grammar
     lines = body.split("\n")
-    control = stray_control(body)
-    if control is not None:
-        return f"body line {control[0]} holds {control[1]}: delete it (a body is printable text)"
     fence = Fence()
     for number, line in enumerate(lines, start=1):
         if fence.feed(line, number):

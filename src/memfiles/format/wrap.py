@@ -85,6 +85,11 @@ def normalize_body(text: str, width: int = 100) -> str:
     return "\n".join(out)
 
 
+def _is_control(char: str) -> bool:
+    """A control character (tab, line ends and NUL included) or a Unicode line or paragraph separator."""
+    return unicodedata.category(char) == "Cc" or char in "\u2028\u2029"
+
+
 def control_character(text: str) -> str | None:
     """How to name the first control character of `text` (`a tab`, `U+001B`), or None when it has none.
 
@@ -92,7 +97,7 @@ def control_character(text: str) -> str | None:
     set (md010) in a way fmt cannot repair, and other control characters do not display at all.
     """
     for char in text:
-        if unicodedata.category(char) == "Cc" or char in "\u2028\u2029":
+        if _is_control(char):
             return {"\t": "a tab", "\n": "a newline", "\r": "a carriage return"}.get(char, f"U+{ord(char):04X}")
     return None
 
@@ -106,7 +111,7 @@ def stray_control(text: str) -> tuple[int, str] | None:
     or None. Markdown viewers do not show them, and a NUL or an escape is no text at all."""
     for number, line in enumerate(text.split("\n"), start=1):
         for char in line.rstrip("\r"):
-            if char != "\t" and (unicodedata.category(char) == "Cc" or char in "\u2028\u2029"):
+            if char != "\t" and _is_control(char):
                 name = f"U+{ord(char):04X}"
                 if char == "\x1b":
                     name += " (an escape: colour codes pasted from a terminal?)"
@@ -120,16 +125,14 @@ def printable_body(text: str) -> str:
     """`text` with terminal escape sequences removed and every other control character but tabs and line
     ends dropped: an automated writer's way with a pasted log (people are told instead)."""
     text = _TERMINAL_ESCAPE_RE.sub("", text)
-    return "".join(
-        char for char in text if char in "\t\n\r" or not (unicodedata.category(char) == "Cc" or char in "\u2028\u2029")
-    )
+    return "".join(char for char in text if char in "\t\n\r" or not _is_control(char))
 
 
 def one_line(text: str) -> str:
     """Whitespace and control characters, newlines included, collapsed to single spaces (the automated
     writers' way with a one-line field; people are told instead); terminal escape sequences go whole."""
     text = _TERMINAL_ESCAPE_RE.sub("", text)
-    cleaned = "".join(" " if unicodedata.category(char) == "Cc" else char for char in text)
+    cleaned = "".join(" " if _is_control(char) else char for char in text)
     return " ".join(cleaned.split())
 
 

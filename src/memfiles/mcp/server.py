@@ -356,7 +356,7 @@ def start_watcher(settings: Settings) -> Any:
 
 
 def serve_unconfigured(error: MemfilesError) -> None:
-    """Serve over stdio with every tool answering `error` (a broken config, no project root)."""
+    """Serve over stdio with every tool answering `error` (a project whose config file is broken)."""
     build(None, Unconfigured(error)).run("stdio")
 
 

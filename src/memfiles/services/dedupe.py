@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from memfiles.errors import IndexUnavailable, ParseError
 from memfiles.index.search import Filters
 from memfiles.index.text import tokenize
-from memfiles.services.dupes import Doc, Pair, body_key, title_key
+from memfiles.services.dupes import Doc, Pair, body_key, same_text_pairs, title_key
 from memfiles.store.project import Project
 
 # For a new text against the index (`add`), measured by the first scripts/calibrate_dedupe.py (@@D-019):
@@ -197,15 +197,8 @@ def lexical_pairs(docs: list[Doc], threshold: float = LEXICAL_PAIR_THRESHOLD) ->
     # the same words in the same order: said twice, however few entries there are to weigh words against
     # (with two entries every shared word's IDF is 0, so their TF-IDF cosine says nothing)
     bodies = [body_key(d.body) for d in docs]
-    groups: dict[tuple[str, str], list[int]] = {}
-    for n, (key, body) in enumerate(zip(keys, bodies, strict=True)):
-        groups.setdefault(("title", key), []).append(n)
-        if body:
-            groups.setdefault(("body", body), []).append(n)
-    for group in groups.values():
-        for x, a in enumerate(group):
-            for b in group[x + 1 :]:
-                sims.setdefault((a, b), 0.0)
+    for a, b in same_text_pairs(keys, bodies):
+        sims.setdefault((a, b), 0.0)
     pairs = []
     for (a, b), cosine in sims.items():
         margin = cosine - (local[a] + local[b]) / 2

@@ -75,6 +75,17 @@ def body_key(body: str) -> str:
     return " ".join(words) if len(words) >= SAME_BODY_WORDS else ""
 
 
+def same_text_pairs(keys: list[str], bodies: list[str]) -> list[tuple[int, int]]:
+    """(a, b), a < b, of every two entries with the same title key or the same body key: near-duplicates
+    whatever their score (both modes add them to the pairs they score)."""
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for index, (key, body) in enumerate(zip(keys, bodies, strict=True)):
+        groups[("title", key)].append(index)
+        if body:
+            groups[("body", body)].append(index)
+    return [(a, b) for group in groups.values() for x, a in enumerate(group) for b in group[x + 1 :]]
+
+
 def title_key(title: str) -> str:
     """Titles compare equal when they match once trimmed, lower-cased and with runs of spaces made one
     (the rule `audit` reports duplicate titles by)."""
@@ -182,15 +193,8 @@ def score_pairs(docs: list[Doc], vectors: np.ndarray, threshold: float = THRESHO
         found.update(zip(zip((i + start).tolist(), j.tolist(), strict=True), block[i, j].tolist(), strict=True))
     keys = [title_key(d.title) for d in docs]
     bodies = [body_key(d.body) for d in docs]  # the same words in the same order: said twice
-    by_title: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for index, (key, body) in enumerate(zip(keys, bodies, strict=True)):
-        by_title[("title", key)].append(index)
-        if body:
-            by_title[("body", body)].append(index)
-    for group in by_title.values():
-        for x, a in enumerate(group):
-            for b in group[x + 1 :]:
-                found.setdefault((a, b), float(vectors[a] @ vectors[b]))
+    for a, b in same_text_pairs(keys, bodies):
+        found.setdefault((a, b), float(vectors[a] @ vectors[b]))
     title_words = [tokenize(d.title) for d in docs]
     title_sets = [set(words) for words in title_words]
     titles = _idf_vectors(title_words)
