@@ -389,10 +389,28 @@ class TestBodies:
             ("text\n```python\nx = 1", "body line 2 opens a code fence ``` that is never closed"),
             ("text\n## Section", "body line 2 is a level-2 heading"),
             ("### D-004: not mine", "body line 1 looks like an entry heading"),
+            # indented by up to 3 spaces, a heading all the same: the lint fixer would move it to the margin
+            ("New body.\n\n ## Manual\n\nmore text", "body line 3 is a level-2 heading"),
+            ("Intro.\n\n   ## Design\n\nmine", "body line 3 is a level-2 heading"),
+            ("Intro.\n\n  ### D-009: x", "body line 3 looks like an entry heading"),
         ):
             result = run("add", "-k", "D", "-t", "t", "-a", "a", "--body", body)
             assert result.exit_code == 2 and words in result.stderr, (body, result.stderr)
         assert snapshot(root) == {}
+
+    def test_indented_heading_in_a_set_body_is_refused_and_the_file_kept(self, run: Run, root: Path) -> None:
+        """` ## Manual` in a new body used to pass the check, then lose its indent to the lint fixer: the
+        body was cut there and its rest filed under a second Manual section."""
+        run("add", "-k", "T", "-t", "one", "-a", "a", "--body", "first")
+        path = root / "memory" / "todos.md"
+        path.write_text(path.read_text() + "Mine, hand-written.\n")
+        before = path.read_text()
+        result = run("set", "T-1", "--body", "New body.\n\n ## Manual\n\nmore text")
+        assert result.exit_code == 2 and "body line 3 is a level-2 heading" in result.stderr
+        assert path.read_text() == before
+        body = "Indented code:\n\n    ## not a heading"  # four spaces: code, kept as it is
+        assert run("set", "T-1", "--body", body).exit_code == 0
+        assert parse(path.read_text()).entries[0].body == body
 
     def test_body_with_closed_fence_and_subheadings_is_kept(self, run: Run, root: Path) -> None:
         """Fenced code holding '## x' and a ### sub-heading are fine and survive the round trip."""

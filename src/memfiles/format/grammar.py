@@ -24,7 +24,9 @@ entry (it stays text where it stands) but `check` reports it (`unknown-prefix`) 
 refuses it in a body, so an entry is never lost silently when a kind leaves the configuration.
 
 **Sections.** `## Name` (a tab may stand for the space); `##` alone is an empty one. `## Manual`
-starts the user's own section, which runs to the end of the file.
+starts the user's own section, which runs to the end of the file. A body that the write path is given
+is judged with its headings at the margin (`heading_at_margin`): ` ## Name`, indented by up to 3
+spaces, is a heading to CommonMark and to the lint fixer, which moves it to the margin.
 
 **Fences** (CommonMark): up to 3 spaces of indentation, then at least 3 backticks or 3 tildes; a
 backtick fence's info string holds no backtick (`` ```x``` `` is inline code, not a fence). The fence
@@ -146,6 +148,13 @@ def outside_fences(lines: Iterable[str], start: int = 1) -> Iterator[tuple[int, 
 
 
 # --- headings ---------------------------------------------------------------------------------------
+
+
+def heading_at_margin(line: str) -> str:
+    """`line` with the up to 3 spaces before a `#` heading removed (CommonMark reads ` ## Name` as a
+    heading, and the lint fixer moves it to the margin); any other line as it is."""
+    bare = line.lstrip(" ")
+    return bare if bare.startswith("#") and len(line) - len(bare) <= 3 else line
 
 
 def section_name(line: str) -> str | None:

@@ -15,6 +15,7 @@ from memfiles.format.grammar import (
     BOM,
     FULL_ID_RE,
     Fence,
+    heading_at_margin,
     line_endings,
     newline_of,
     outside_fences,
@@ -56,7 +57,9 @@ def is_date(text: str) -> bool:
 def body_problem(body: str, schema: Schema | None = None) -> str | None:
     """Why `body` cannot stand in an entry (it would end the entry or break the file), or None."""
     grammar = (schema or Schema()).grammar
-    lines = body.split("\n")
+    # A heading indented by up to 3 spaces is a heading all the same (CommonMark), and the lint fixer
+    # (md023) moves it to the margin: judge each line as it will stand.
+    lines = [heading_at_margin(line) for line in body.split("\n")]
     fence = Fence()
     for number, line in enumerate(lines, start=1):
         if fence.feed(line, number):
