@@ -73,6 +73,45 @@ class TestEntryHeadings:
         memory = parse(_file(f"Body.\n\n{line}\n\nMore."))
         assert [entry.id for entry in memory.entries] == ["D-001"]
 
+    @pytest.mark.parametrize(
+        "line",
+        [
+            "## D-002: level two",
+            "#### D-002: deeper",
+            "  ### D-002: indented",
+            "### d-002: lower",
+            "### D\u2013002: en dash",
+            "### [D-002]: brackets",
+        ],
+    )
+    def test_a_stray_heading_with_metadata_is_a_parse_error(self, line: str) -> None:
+        """An entry written with the wrong heading was read as a section or as text of the entry above,
+        and its id handed out again: with metadata under it, it stops the parse at its line."""
+        text = _file("Body.") + f"\n{line}\n\n- date: 2026-12-01\n- area: a\n- status: proposed\n\nSecond.\n"
+        with pytest.raises(ParseError) as caught:
+            parse(text)
+        assert caught.value.line == text.split("\n").index(line) + 1
+        assert caught.value.message.startswith(
+            "D-002 has metadata under it but no entry heading: write it as '### D-002: "
+        )
+        assert body_problem(f"Text.\n\n{line}\n\n- date: 2026-12-01") is not None  # the write path refuses it
+
+    def test_stray_heading_is_checked_and_blocks_writes(self, run: Run, root: Path) -> None:
+        """check names it, and no write hands out its id while it stands."""
+        run("add", "-k", "D", "-t", "one", "-a", "a", "--body", "b")
+        path = root / "memory" / "decisions.md"
+        text = path.read_text()
+        cut = text.index("## Manual")
+        path.write_text(
+            text[:cut] + "## D-002: by hand\n\n- date: 2026-12-01\n- area: a\n- status: proposed\n\nB.\n\n" + text[cut:]
+        )
+        before = snapshot(root)
+        result = run("check", "--no-lint")
+        assert result.exit_code == 1 and "parse-error D-002 has metadata under it" in result.stdout
+        result = run("add", "-k", "D", "-t", "two", "-a", "a", "--body", "b")
+        assert result.exit_code == 2 and "memory/decisions.md:" in result.stderr
+        assert snapshot(root) == before
+
     def test_tabs_and_extra_spaces_in_a_heading_are_whitespace(self) -> None:
         """'###<tab>D-001:<tab>Title' is an entry; fmt writes it with single spaces."""
         memory = parse("# D\n\n###\tD-001:\t Title\t\n\n- date:\t2026-01-01\n- area: a\n- status: accepted\n\nB.\n")

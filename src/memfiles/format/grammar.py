@@ -18,6 +18,11 @@ kinds, `### D-12 Title`, `### D-12:Title`, `### D-12:`, `### D-12` and `###D-12:
 `### UTF-8 handling`, `### Step-1 of the fix`, `### RFC-9110: semantics`, `### D-12a` and
 `#### D-12: x` are ordinary sub-headings of a body.
 
+**Stray entry heading** (a ParseError too): a heading of a known kind's id, with a metadata line
+next, that is not at level 3 at the margin in upper case with a hyphen (`## D-12: x`, `#### D-12: x`,
+`  ### D-12: x`, `### d-12: x`, `### D–12: x`, `### [D-12]: x`). Without metadata under it such a line
+is an ordinary heading.
+
 **Entry of an unknown kind**: a line shaped like an entry heading whose prefix is not known
 (`### X-001: Title`) and whose next non-blank line is a metadata line (`- date: ...`). It is not an
 entry (it stays text where it stands) but `check` reports it (`unknown-prefix`) and the write path
@@ -59,6 +64,8 @@ BOM = "\ufeff"
 
 # An entry heading's shape for any syntactically valid prefix; Grammar narrows it to the known ones.
 _ANY_ENTRY_RE = re.compile(rf"^###[ \t]+({ID_PATTERN}):[ \t]+(\S.*?)[ \t]*$")
+# Any heading of an id in any case, dash or brackets (Grammar.stray_heading): prefix, number, the rest.
+_STRAY_RE = re.compile(r"^#{1,6}[ \t]*\[?([A-Za-z][A-Za-z0-9]{0,7})[ \t]*[-\u2010-\u2015][ \t]*(\d{1,9})\]?(?=[:\s]|$)(.*)$")
 _SECTION_RE = re.compile(r"^##(?:[ \t]+(.*?))?[ \t]*$")
 META_RE = re.compile(r"^-[ \t]+([a-z][a-z-]*):[ \t]*(.*?)\s*$")
 _FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
@@ -213,6 +220,25 @@ class Grammar:
         title = line[match.end() :].strip(" \t").lstrip(":").strip(" \t")
         return f"write it as '### {match.group(1)}: {title or 'Title'}' (id, colon, space, title)"
 
+    def stray_heading(self, lines: list[str], index: int) -> str | None:
+        """What is wrong with lines[index] when it is a heading of a known kind's id, with metadata under
+        it, that is neither an entry heading nor a broken one: at another level (`## D-2: x`,
+        `#### D-2: x`), indented, lower-case (`### d-2: x`), with another dash (`D–2`) or in brackets
+        (`[D-2]`). Said as the fix; None for any other line. Without this an entry so written was read as
+        a section or as text of the entry above, and its id was handed out again."""
+        line = lines[index]
+        match = _STRAY_RE.match(heading_at_margin(line))
+        if match is None or match.group(1).upper() not in self.prefixes:
+            return None
+        if line.startswith("###") and (self.entry_heading(line) or self.broken_heading(line)):
+            return None
+        following = next((later for later in lines[index + 1 :] if later.strip()), "")
+        if not META_RE.match(following):
+            return None
+        entry_id = f"{match.group(1).upper()}-{match.group(2)}"
+        title = match.group(3).strip(" \t").lstrip(":").strip(" \t") or "Title"
+        return f"{entry_id} has metadata under it but no entry heading: write it as '### {entry_id}: {title}'"
+
     def unknown_entry(self, lines: list[str], index: int) -> str | None:
         """The id when lines[index] is shaped like an entry heading of an unknown kind and metadata follows."""
         match = _ANY_ENTRY_RE.match(lines[index]) if lines[index].startswith("###") else None
@@ -228,7 +254,13 @@ class Grammar:
         unknown kind with metadata under it (so that check can name what is wrong with it)."""
         lines = split_lines(text)
         for number, line in outside_fences(lines):
-            if self.entry_heading(line) or self.broken_heading(line) or self.unknown_entry(lines, number - 1):
+            index = number - 1
+            if (
+                self.entry_heading(line)
+                or self.broken_heading(line)
+                or self.unknown_entry(lines, index)
+                or self.stray_heading(lines, index)
+            ):
                 return True
         return False
 

@@ -106,6 +106,9 @@ def parse(text: str, path: str | Path | None = None, schema: Schema | None = Non
                 f"{INDEX_END} closes no generated index (its start marker is gone): delete the old index"
                 " down to this line, and the next write puts a new one at the top",
             )
+        stray = grammar.stray_heading(lines, i)
+        if stray:
+            raise ParseError(path, lineno, stray)
         name = section_name(line)
         if name == MANUAL_NAME:
             manual = "\n".join(lines[i:])

@@ -68,6 +68,8 @@ def body_problem(body: str, schema: Schema | None = None) -> str | None:
             return f"body line {number} is a level-2 heading, which would end the entry: use ### or deeper"
         if grammar.entry_heading(line) or grammar.broken_heading(line):
             return f"body line {number} looks like an entry heading ('### ID: ...'): reword it"
+        if grammar.stray_heading(lines, number - 1):
+            return f"body line {number} is a heading of an id with metadata under it, like an entry: reword it"
         if grammar.unknown_entry(lines, number - 1):
             return f"body line {number} is an entry heading with metadata under it: reword it"
         if line.strip().startswith(INDEX_START_PREFIX) or line.strip() == INDEX_END:
