@@ -273,3 +273,55 @@ class TestErrorObjects:
         places = [(p["id"], p["path"], p["line"]) for p in error["problems"]]
         assert places == [("D-001", "memory/decisions.md", 8), ("D-001", "pkg/memory/decisions.md", 3)]
         assert (error["code"], error["path"], error["line"]) == ("ambiguous", "pkg/memory/decisions.md", 3)
+
+
+class TestStateFilesOfTheWrongKind:
+    """A file memfiles keeps that is a folder, or not UTF-8, or a folder it keeps that is a file: exit 2
+    naming it (check: a finding), never a traceback, nothing written."""
+
+    @pytest.mark.parametrize(
+        ("spoil", "command", "words"),
+        [
+            ("state-is-a-file", ("add",), ".memfiles: is a file, where memfiles keeps a folder of its own"),
+            ("lock-is-a-folder", ("add",), "write.lock: is a directory"),
+            ("ids-is-a-folder", ("add",), "ids.txt: is a folder, where memfiles keeps a file"),
+            ("ids-not-utf8", ("add",), "ids.txt:1: not UTF-8 text: byte 0xff"),
+            ("ledger-is-a-folder", ("prune", "D-001", "--reason", "r"), "pruned.jsonl: is a folder"),
+        ],
+    )
+    def test_a_write_is_refused_naming_the_file(self, run: Run, root: Path, spoil: str, command, words: str) -> None:
+        import shutil
+
+        assert run("add", "-k", "D", "-t", "one", "-a", "a", "--body", "b").exit_code == 0
+        state, memory = root / ".memfiles", root / "memory"
+        if spoil == "state-is-a-file":
+            shutil.rmtree(state)
+            state.write_text("")
+        elif spoil == "lock-is-a-folder":
+            (state / "write.lock").unlink(missing_ok=True)
+            (state / "write.lock").mkdir()
+        elif spoil == "ids-is-a-folder":
+            (memory / "ids.txt").unlink()
+            (memory / "ids.txt").mkdir()
+        elif spoil == "ids-not-utf8":
+            (memory / "ids.txt").write_bytes(b"\xff")
+        else:
+            (memory / "pruned.jsonl").mkdir()
+        before = (memory / "decisions.md").read_text()
+        args = command if command != ("add",) else ("add", "-k", "D", "-t", "two", "-a", "a", "--body", "b")
+        result = run(*args, "--json")
+        assert result.exit_code == 2 and words in result.stderr, result.stderr
+        assert json.loads(result.stdout)["error"]["code"] in ("io", "parse")
+        assert (memory / "decisions.md").read_text() == before
+
+    @pytest.mark.parametrize("spoil", ["ids-is-a-folder", "ids-not-utf8"])
+    def test_check_reports_the_marks_file(self, run: Run, root: Path, spoil: str) -> None:
+        run("add", "-k", "D", "-t", "one", "-a", "a", "--body", "b")
+        ids = root / "memory" / "ids.txt"
+        ids.unlink()
+        if spoil == "ids-is-a-folder":
+            ids.mkdir()
+        else:
+            ids.write_bytes(b"D 1\n\xff\n")
+        result = run("check", "--no-lint")
+        assert result.exit_code == 1 and "memory/ids.txt" in result.stdout and "ids-file" in result.stdout

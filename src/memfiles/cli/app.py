@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,7 +16,7 @@ import click
 
 from memfiles.config import Settings, load_settings
 from memfiles.contract import error_for, error_object
-from memfiles.errors import MemfilesError
+from memfiles.errors import MemfilesError, ReadError
 from memfiles.store.project import Project
 
 
@@ -56,6 +58,20 @@ def error_json(error: Exception) -> dict[str, Any]:
     return error_for(error)
 
 
+def os_error(error: OSError) -> MemfilesError:
+    """An OSError that reached a command (a state file that is a folder, a full disk) as an `io` error
+    naming its file, relative to the current folder when it lies below it."""
+    reason = (error.strerror or str(error)).lower()
+    if error.filename is None:
+        unnamed = MemfilesError(reason)
+        unnamed.code = "io"
+        return unnamed
+    path = Path(os.fsdecode(error.filename))
+    with contextlib.suppress(ValueError):
+        path = path.resolve().relative_to(Path.cwd().resolve())
+    return ReadError(path, reason)
+
+
 def _wants_json() -> bool:
     context = click.get_current_context(silent=True)
     return bool(context is not None and context.params.get("as_json"))
@@ -68,7 +84,10 @@ def errors_to_exit(as_json: bool | None = None, one_line: bool = False) -> Itera
     (`one_line`: on one line, for a command whose output is JSON lines)."""
     wants_json = _wants_json if as_json is None else (lambda: as_json)
     try:
-        yield
+        try:
+            yield
+        except OSError as error:  # a file of memfiles' own where it cannot be used: said, not a traceback
+            raise os_error(error) from error
     except MemfilesError as error:
         if wants_json():
             print_json(error_json(error), one_line)
@@ -123,7 +142,8 @@ class JsonErrorsGroup(click.Group):
             if "--json" in options and not getattr(error, "json_printed", False):
                 print_json(error_json(error))
             raise
-        except MemfilesError as error:  # raised outside a command's errors_to_exit (`app.settings` of a bad root)
+        except (MemfilesError, OSError) as raised:  # outside a command's errors_to_exit (`app.settings`...)
+            error = os_error(raised) if isinstance(raised, OSError) else raised
             if "--json" in options:
                 print_json(error_json(error))
             raise CommandError(str(error), error.exit_code) from error

@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from memfiles.errors import ParseError
+from memfiles.errors import ParseError, ReadError
 
 
 class NotUtf8Error(ParseError):
@@ -18,6 +18,22 @@ def read_text(path: Path) -> str:
     """The file's text exactly as stored (no newline translation); UnicodeDecodeError when not UTF-8."""
     # Decoding the whole byte string (not a stream) makes the error's offset count from the file's start.
     return path.read_bytes().decode("utf-8")
+
+
+def read_state(path: Path) -> str | None:
+    """The text of a file memfiles keeps (memory/ids.txt, memory/pruned.jsonl), None when it does not
+    exist; a ParseError naming it when it is a folder, unreadable or not UTF-8 (check reports that as a
+    finding, and a write refuses: both would otherwise stop on a traceback)."""
+    try:
+        return read_text(path)
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise ParseError(path, None, "is a folder, where memfiles keeps a file: move it away") from None
+    except UnicodeDecodeError as error:
+        raise not_utf8(str(path), error) from None
+    except OSError as error:
+        raise ParseError(path, None, f"cannot be read: {error.strerror or error}") from None
 
 
 def not_utf8(shown: str, error: UnicodeDecodeError) -> NotUtf8Error:
@@ -97,7 +113,10 @@ def _fsync_dir(folder: Path) -> None:
 
 def ensure_private_dir(folder: Path) -> Path:
     """A tool-owned folder (state, index) that git ignores by itself: it carries its own .gitignore."""
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file where the folder should be
+        raise ReadError(folder, "is a file, where memfiles keeps a folder of its own: move it away") from None
     ignore = folder / ".gitignore"
     if not ignore.exists():
         with contextlib.suppress(OSError):

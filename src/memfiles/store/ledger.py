@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from memfiles.errors import ParseError
-from memfiles.store.fileio import read_text
+from memfiles.store.fileio import read_state
 
 
 class Ledger:
@@ -15,10 +15,7 @@ class Ledger:
         self.path = path
 
     def text(self) -> str | None:
-        try:
-            return read_text(self.path)
-        except FileNotFoundError:
-            return None
+        return read_state(self.path)
 
     def read(self) -> list[dict[str, Any]]:
         records = []

@@ -21,7 +21,7 @@ from pathlib import Path
 from memfiles.errors import ParseError
 from memfiles.format.grammar import PREFIX_PATTERN
 from memfiles.format.ids import split_id
-from memfiles.store.fileio import read_text
+from memfiles.store.fileio import read_state, read_text
 
 MARKS_FILE = "ids.txt"
 ATTRIBUTES_FILE = ".gitattributes"
@@ -151,10 +151,7 @@ class MarksFile:
         self.attributes = memory_dir / ATTRIBUTES_FILE
 
     def text(self) -> str | None:
-        try:
-            return read_text(self.path)
-        except FileNotFoundError:
-            return None
+        return read_state(self.path)
 
     def read(self) -> Marks | None:
         """The marks, or None when the project has none yet; ParseError for a line that is not a mark."""
