@@ -215,6 +215,16 @@ def test_override_values_pymarkdown_refuses_are_errors(root: Path, run: Run) -> 
         result = run("check")
         assert result.exit_code == 2, (setting, result.output)
         assert "pyproject.toml" in result.output and words in result.output
+        # --json: the error object alone on stdout (PyMarkdown logged its traceback there), naming file and key
+        for args in (
+            ("check", "--json"),
+            ("add", "-k", "D", "-t", "t", "-a", "a", "--body", "#### Sub\n\ntext", "--json"),
+        ):
+            result = run(*args)
+            error = json.loads(result.stdout)["error"]
+            assert result.exit_code == 2 and error["code"] == "config" and error["path"] == "pyproject.toml", args
+            assert words in (error["key"] or ""), (setting, error)
+            assert "Traceback" not in result.output and "\n" not in error["message"]
 
 
 def test_write_path_refuses_a_title_that_fails_the_rules(root: Path, run: Run) -> None:

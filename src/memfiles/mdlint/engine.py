@@ -15,8 +15,10 @@ import functools
 import hashlib
 import importlib.util
 import json
+import logging
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -206,8 +208,24 @@ def _drop_leading_blanks(chunk: Chunk) -> Chunk:
     return Chunk(chunk.start + skip, "\n".join(lines[skip:]), chunk.prefixed, chunk.meta_lines, chunk.code_lines)
 
 
+def _quiet_logging() -> None:
+    """PyMarkdown calls logging.basicConfig(stream=sys.stdout) and logs a refused setting there, traceback
+    and all: that broke `--json` output (and would break a stdio server's protocol). Give the root
+    logger a handler on stderr first (basicConfig is then a no-op) and keep PyMarkdown's own messages to
+    itself: the ConfigError raised from its exception says the same in one line."""
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    own = logging.getLogger("pymarkdown")
+    if own.propagate:
+        own.propagate = False
+        own.addHandler(logging.NullHandler())
+
+
 def _api(config: LintConfig, folder: Path) -> Any:
     from pymarkdown.api import PyMarkdownApi
+
+    _quiet_logging()
 
     settings = folder / "pymarkdown.json"
     settings.write_text(json.dumps(config.settings), encoding="utf-8")
@@ -217,7 +235,10 @@ def _api(config: LintConfig, folder: Path) -> Any:
 
 def _config_error(config: LintConfig, error: Exception) -> ConfigError:
     where = config.source or "the memfiles lint defaults"
-    return ConfigError(f"{where}: [tool.pymarkdown] was refused by PyMarkdown: {error}")
+    named = re.search(r"property '([\w.-]+)'", str(error))
+    key = f"tool.pymarkdown.{named.group(1)}" if named and config.source else None
+    said = str(error).split("\n")[-1].strip() or str(error)  # its last line says why; the first, what failed
+    return ConfigError(f"{where}: [tool.pymarkdown] was refused by PyMarkdown: {said}", key=key, path=config.source)
 
 
 def scan_documents(documents: list[str], config: LintConfig) -> list[list[tuple[int, int, str, str, str]]]:

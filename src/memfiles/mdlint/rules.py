@@ -108,30 +108,37 @@ def known_rules() -> frozenset[str]:
 
 
 def user_rules(root: Path) -> tuple[dict[str, Any], str | None]:
-    """`[tool.pymarkdown]` of the root's pyproject.toml ({} when there is none), and where it came from."""
+    """`[tool.pymarkdown]` of the root's pyproject.toml ({} when there is none), and where it came from
+    (the file's name relative to the root, as every error about it names it)."""
     pyproject = root / "pyproject.toml"
     if not pyproject.is_file():
         return {}, None
+    shown = "pyproject.toml"
+
+    def refused(message: str, key: str | None = None) -> ConfigError:
+        return ConfigError(f"{shown}: {message}", key=key, path=shown)
+
     try:
         table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("pymarkdown")
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{pyproject}: {error}") from error
+        raise refused(str(error)) from error
     if table is None:
         return {}, None
     if not isinstance(table, dict):
-        raise ConfigError(f"{pyproject}: [tool.pymarkdown] must be a table")
+        raise refused("[tool.pymarkdown] must be a table", "tool.pymarkdown")
     for key in ("plugins", "extensions"):
         if not isinstance(table.get(key, {}), dict):
-            raise ConfigError(f"{pyproject}: tool.pymarkdown.{key} must be a table (like {key}.md013.enabled = false)")
+            raise refused(
+                f"tool.pymarkdown.{key} must be a table (like {key}.md013.enabled = false)", f"tool.pymarkdown.{key}"
+            )
     known = known_rules()
     for name, rule in table.get("plugins", {}).items():
+        key = f"tool.pymarkdown.plugins.{name}"
         if known and re.fullmatch(r"(md|pml)\d+", name.lower()) and name.lower() not in known:
-            raise ConfigError(
-                f"{pyproject}: tool.pymarkdown.plugins.{name}: PyMarkdown has no such rule (md001 ... md060)"
-            )
+            raise refused(f"{key}: PyMarkdown has no such rule (md001 ... md060)", key)
         if not isinstance(rule, dict):
-            raise ConfigError(f"{pyproject}: tool.pymarkdown.plugins.{name} must be a table (like enabled = false)")
-    return table, str(pyproject)
+            raise refused(f"{key} must be a table (like enabled = false)", key)
+    return table, shown
 
 
 def load_lint_config(root: Path, wrap: int = 100) -> LintConfig:
