@@ -484,6 +484,22 @@ class TestContract:
         check_command("error", json.loads(memsearch("-k", "0", "x", "--json").stdout))
 
 
+    def test_a_hits_entry_is_the_entry_show_gives(self, run: Run, memsearch, root: Path) -> None:
+        """Every metadata key reaches a hit's entry object: `failed` and `promoted` were always [] there."""
+        (root / "memory" / "lessons.md").write_text(
+            "# Lessons\n\n### L-001: Flatten before synthesis\n\n- date: 2026-12-01\n- area: synthesis\n"
+            "- status: active\n- refs: L-002\n- tags: mem, synth\n- source: distilled\n- confirmed: 2026-12-01\n"
+            "- last-seen: 2026-12-01\n- evidence: run-1, run-2\n- failed: run-3\n- contradicted: 2026-12-01\n"
+            "- promoted: L-002\n\nSynthesis ran out of memory until the design was flattened first.\n\n"
+            "### L-002: Second\n\n- date: 2026-12-01\n- area: synthesis\n- status: active\n\nB.\n"
+        )
+        assert run("fmt").exit_code == 0 and run("backfill").exit_code == 0
+        shown = json.loads(run("show", "L-001", "--json").stdout)["entry"]
+        assert shown["failed"] == ["run-3"] and shown["promoted"] == ["L-002"]
+        hit = json.loads(memsearch("L-001", "--json").stdout)["hits"][0]["entry"]
+        assert hit == {key: shown[key] for key in hit} and set(shown) - set(hit) <= {"body", "pruned"}
+
+
 class TestStatus:
     def test_status_json_shape_and_instants(self, filled: Path, run: Run) -> None:
         """status --json is {root, watcher, index, drift}; before a backfill index.exists is false, drift null."""

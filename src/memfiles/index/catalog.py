@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memfiles.format.ids import Schema
-from memfiles.format.model import LIST_KEYS, Entry
+from memfiles.format.model import LIST_KEYS, META_KEYS, REQUIRED_KEYS, Entry
 from memfiles.store.fileio import atomic_write
 from memfiles.store.project import Located
 
@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 
 CATALOG_VERSION = 2  # 2: entries carry their other metadata (refs, tags, ...) and the store's generation
 # The entry's metadata besides what the index filters on; kept as one JSON string (Chroma holds no lists).
-EXTRA_KEYS = ("refs", "tags", "successor", "reason", "source", "confirmed", "last_seen", "evidence", "contradicted")
+# Every metadata key an entry has besides the three every entry has (as Entry's fields are named): a
+# hit's entry object is the one `show` gives (docs/json.md), `failed` and `promoted` included.
+EXTRA_KEYS = tuple(key.replace("-", "_") for key in META_KEYS if key not in REQUIRED_KEYS)
 _CORE_KEYS = ("kind", "area", "status", "path", "line", "section", "date", "title", "hash")
 
 
