@@ -652,3 +652,37 @@ class TestTorchQueries:
             assert type(w.keeper.searcher.embedder) is NumpyBertEmbedder
             assert first(root, "two writers hang")["id"] == "F-001"
         assert "queries stay on the numpy encoder: torch could not be loaded" in caplog.text
+
+
+class TestStale:
+    """A watcher whose project changed under it (config, folder, index folder) stops serving and exits:
+    before, it answered with the old settings, and backfill asked it and found no drift."""
+
+    def test_a_config_change_sends_clients_on_without_it(self, watcher: Watcher, root: Path, run: Run) -> None:
+        settings = load_settings(root)
+        assert request(settings, {"op": "ping"}, timeout=30) is not None
+        (root / "memory" / "memfiles.toml").write_text(
+            '[kinds.risk]\nprefix = "R"\nstatuses = ["open", "mitigated"]\nfile = "risks.md"\n'
+        )
+        assert request(settings, {"op": "ping"}, timeout=30) is None  # it answers "gone": no watcher
+        assert watcher.stopping.is_set()
+        watcher.stop()  # what its process does once `stopping` is set: the store lock is free again
+        result = run("add", "-k", "risk", "-t", "Vendor lock-in on the queue service", "-a", "infra", "--body", "x")
+        assert result.exit_code == 0, result.stderr
+        assert first(root, "R-001").get("id") == "R-001"
+        assert no_drift(root)
+
+    def test_a_deleted_index_folder_makes_it_exit(self, watcher: Watcher, root: Path) -> None:
+        import shutil
+
+        shutil.rmtree(load_settings(root).index_dir)
+        wait_until(watcher.stopping.is_set, timeout=30)  # its reconcile loop (every 1 s here) sees it
+
+    def test_a_moved_project_makes_it_exit(self, watcher: Watcher, root: Path) -> None:
+        moved = root.with_name(root.name + "-moved")
+        root.rename(moved)
+        try:
+            wait_until(watcher.stopping.is_set, timeout=30)
+        finally:
+            watcher.stop()
+            moved.rename(root)

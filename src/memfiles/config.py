@@ -354,13 +354,32 @@ def _read_toml(path: Path, shown: str) -> dict[str, Any]:
         raise ConfigError(f"{shown}: cannot read: {error.strerror}", path=shown) from error
 
 
+def config_files(root: Path) -> tuple[Path, Path]:
+    """The files settings are read from, in the order they win: memory/memfiles.toml, pyproject.toml."""
+    return root / MEMORY_DIR / "memfiles.toml", root / "pyproject.toml"
+
+
+def config_stamp(root: Path) -> tuple[tuple[int, int, int] | None, ...]:
+    """What changes when a config file is written, made or deleted ((inode, size, mtime) of each, None
+    for one that is missing): a long-running process (the watcher) compares it to know its settings are
+    stale. Cheap: two stat calls."""
+    stamps: list[tuple[int, int, int] | None] = []
+    for path in config_files(root):
+        try:
+            info = path.stat()
+        except OSError:
+            stamps.append(None)
+            continue
+        stamps.append((info.st_ino, info.st_size, info.st_mtime_ns))
+    return tuple(stamps)
+
+
 def _file_config(root: Path) -> tuple[dict[str, Any], str | None]:
     """The settings table and the file it came from (relative to the root): memfiles.toml wins."""
-    own = root / MEMORY_DIR / "memfiles.toml"
+    own, pyproject = config_files(root)
     if own.is_file():
         shown = _shown_path(own, root)
         return _own_table(_read_toml(own, shown), shown), shown
-    pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         shown = _shown_path(pyproject, root)
         tool = _read_toml(pyproject, shown).get("tool", {})

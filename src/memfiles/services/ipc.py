@@ -67,7 +67,7 @@ def request(settings: Settings, payload: dict[str, Any], timeout: float = 30.0) 
                 raise IndexUnavailable(f"the watcher's socket failed: {error}") from error
             threading.Event().wait(0.2)  # its exit removes the socket file right after closing it
             continue
-        if answer is None:
+        if answer is None or answer.get("gone"):  # gone: a watcher exiting because it is stale (watcher.stale)
             return None
         if not answer.get("ok"):
             raise IndexUnavailable(f"the watcher refused: {answer.get('error', 'no reason given')}")

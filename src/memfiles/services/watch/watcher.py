@@ -45,6 +45,7 @@ class Watcher:
         self.stopping = threading.Event()
         self.ready = threading.Event()
         self.failed: str | None = None  # why start() failed, for clients that asked meanwhile
+        self.uprooted = False  # its project folder or index folder went away (stale)
         self.watched: set[Path] = set()
         self._threads: list[threading.Thread] = []
         self._exit = contextlib.ExitStack()
@@ -77,6 +78,7 @@ class Watcher:
             pid = read_text(pid_path(self.settings)).strip() if pid_path(self.settings).exists() else "?"
             raise WatcherRunning(f"a watcher is already running for {self.project.root} (pid {pid})") from None
         self._exit.callback(owner.release)
+        self._origin = self._where()
         pid_path(self.settings).write_text(f"{os.getpid()}\n")
         self._exit.callback(lambda: pid_path(self.settings).unlink(missing_ok=True))
         starting_path(self.settings).unlink(missing_ok=True)  # the owner is known now
@@ -113,7 +115,7 @@ class Watcher:
         if hasattr(self, "keeper"):
             self.keeper.settle(timeout=30)
         try:
-            if hasattr(self, "keeper"):
+            if hasattr(self, "keeper") and not self.uprooted:  # a save would make the moved folders anew
                 self.keeper.persist()
         except Exception:  # the catalog is derived: losing this save costs a rebuild, never the shutdown
             log.exception("could not save the catalog on the way out")
@@ -132,6 +134,45 @@ class Watcher:
         self._exit.callback(lambda: socket_path(self.settings).unlink(missing_ok=True))
         self._exit.callback(server.server_close)
         self._exit.callback(server.shutdown)
+
+    # --- staying the project's watcher -------------------------------------------------------------
+
+    def _where(self) -> tuple[Any, ...]:
+        """What the watcher's settings and paths were read from: the config files' stamps, the root
+        folder's identity, and whether its index folder is there."""
+        from memfiles.config import config_stamp
+
+        try:
+            info = os.stat(self.project.root)
+            root: tuple[int, int] | None = (info.st_dev, info.st_ino)
+        except OSError:
+            root = None
+        return (config_stamp(self.project.root), root, self.settings.index_dir.is_dir())
+
+    def stale(self) -> str | None:
+        """Why this watcher no longer serves its project as the files stand, or None: its config changed
+        (new kinds, another model...), the project folder moved away, or its index folder was deleted.
+        Such a watcher answers nothing more and exits; clients go on without it, and the next one to
+        start reads the project afresh. (Before, it answered with the old settings: an entry of a new
+        kind was never indexed, and backfill asked it and said there was no drift.)"""
+        origin = getattr(self, "_origin", None)
+        if origin is None:
+            return None
+        now = self._where()
+        if now == origin:
+            return None
+        if now[1] != origin[1]:
+            reason = f"the project folder {self.project.root} moved or is gone"
+        elif not now[2]:
+            reason = f"its index folder {self.settings.index_dir} was deleted"
+        else:
+            reason = "the configuration changed (memory/memfiles.toml or pyproject.toml)"
+        self.uprooted = now[1] != origin[1] or not now[2]  # nothing of it to save where it was
+        if not self.stopping.is_set():
+            log.info("%s: exiting, so that the next watcher reads the project afresh", reason)
+            self.stopping.set()
+            self.debouncer.wake.set()
+        return reason
 
     # --- events -----------------------------------------------------------------------------------
 
@@ -210,6 +251,8 @@ class Watcher:
 
     def _reconcile_loop(self) -> None:
         while not self.stopping.wait(self.reconcile_every):
+            if self.stale():
+                return
             self.debouncer.rediscover_soon()
             try:
                 self.keeper.reconcile()
