@@ -65,7 +65,9 @@ BOM = "\ufeff"
 # An entry heading's shape for any syntactically valid prefix; Grammar narrows it to the known ones.
 _ANY_ENTRY_RE = re.compile(rf"^###[ \t]+({ID_PATTERN}):[ \t]+(\S.*?)[ \t]*$")
 # Any heading of an id in any case, dash or brackets (Grammar.stray_heading): prefix, number, the rest.
-_STRAY_RE = re.compile(r"^#{1,6}[ \t]*\[?([A-Za-z][A-Za-z0-9]{0,7})[ \t]*[-\u2010-\u2015][ \t]*(\d{1,9})\]?(?=[:\s]|$)(.*)$")
+_STRAY_RE = re.compile(
+    r"^#{1,6}[ \t]*\[?([A-Za-z][A-Za-z0-9]{0,7})[ \t]*[-\u2010-\u2015][ \t]*(\d{1,9})\]?(?=[:\s]|$)(.*)$"
+)
 _SECTION_RE = re.compile(r"^##(?:[ \t]+(.*?))?[ \t]*$")
 META_RE = re.compile(r"^-[ \t]+([a-z][a-z-]*):[ \t]*(.*?)\s*$")
 _FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
