@@ -483,7 +483,6 @@ class TestContract:
         check_command("status", json.loads(run("status", "--json").stdout))
         check_command("error", json.loads(memsearch("-k", "0", "x", "--json").stdout))
 
-
     def test_a_hits_entry_is_the_entry_show_gives(self, run: Run, memsearch, root: Path) -> None:
         """Every metadata key reaches a hit's entry object: `failed` and `promoted` were always [] there."""
         (root / "memory" / "lessons.md").write_text(
