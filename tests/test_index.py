@@ -464,6 +464,23 @@ class TestBrokenFiles:
         assert report["drift"]["unreadable"] == ["memory/broken.md"] and report["drift"]["on_disk"] == len(ENTRIES)
         assert run("backfill", "--check").exit_code == 0
 
+    @pytest.mark.parametrize("cut", [0, 100])
+    def test_a_truncated_lexical_index_is_rebuilt(self, filled: Path, run: Run, memsearch, cut: int) -> None:
+        """bm25.npz emptied or cut short (a full disk, a crash): search goes on (it was EOFError or
+        BadZipFile, a traceback) and a plain backfill writes it anew (it said "unchanged")."""
+        from memfiles.config import load_settings
+        from memfiles.index.lexical import LexicalIndex
+
+        run("backfill")
+        settings = load_settings(filled)
+        saved = next(settings.index_dir.rglob("bm25.npz"))
+        saved.write_bytes(saved.read_bytes()[:cut])
+        found = memsearch("signing keys", "--json")
+        assert found.exit_code == 0 and ids_of(found)[0] == "D-001"
+        assert run("recall", "signing keys", "--json").exit_code == 0
+        assert run("backfill").exit_code == 0
+        assert LexicalIndex.load(saved.parent).size == len(ENTRIES)
+
 
 class TestContract:
     def test_index_commands_follow_the_contract(self, filled: Path, run: Run, memsearch, root: Path) -> None:

@@ -130,15 +130,22 @@ class LexicalIndex:
 
     @classmethod
     def load(cls, folder: Path) -> LexicalIndex:
+        """The saved index; ValueError when its files are torn, truncated or of another recipe (the
+        caller builds it anew: it is derived), OSError when they cannot be read."""
+        import zipfile
+
         import numpy as np
 
-        arrays = np.load(folder / "bm25.npz")
         data = json.loads((folder / "bm25-vocab.json").read_text(encoding="utf-8"))
         if not _of_this_recipe(data):
             raise ValueError(f"{folder / 'bm25-vocab.json'} was not built by this recipe ({RECIPE})")
-        index = cls(
-            data["vocab"], arrays["indptr"], arrays["rows"], arrays["weights"], int(arrays["size"][0]), data["ids"]
-        )
+        try:
+            with np.load(folder / "bm25.npz") as arrays:
+                indptr, rows, weights = arrays["indptr"], arrays["rows"], arrays["weights"]
+                size = int(arrays["size"][0])
+            index = cls(data["vocab"], indptr, rows, weights, size, data["ids"])
+        except (EOFError, zipfile.BadZipFile, KeyError, IndexError, TypeError) as error:
+            raise ValueError(f"{folder / 'bm25.npz'} cannot be read ({type(error).__name__}: {error})") from error
         index.token = data.get("token")
         return index
 
@@ -150,7 +157,13 @@ def saved_is_current(folder: Path, token: str | None) -> bool:
         data = json.loads((folder / "bm25-vocab.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return _of_this_recipe(data) and data.get("token") == token and (folder / "bm25.npz").exists()
+    if not (_of_this_recipe(data) and data.get("token") == token):
+        return False
+    try:  # a torn or truncated array file is rewritten too: backfill is how one repairs the index
+        LexicalIndex.load(folder)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _of_this_recipe(data: object) -> bool:
