@@ -185,7 +185,9 @@ class LocalIndex:
     def similar(self, texts: list[str], filters: Filters, k: int = 5) -> list[Neighbours]:
         from memfiles.services.index_session import nearest
 
-        with self._read(timeout=max(self.settings.index_timeout, 5.0)) as session:
+        # A write's near-duplicate check: a busy store is waited for index_timeout, as the write's own
+        # update is (it waited at least 5 s, so a 1 s index_timeout cost a write 6.5 s)
+        with self._read(timeout=self.settings.index_timeout) as session:
             if not session.exists():
                 raise IndexUnavailable("there is no index yet")
             return nearest(session.searcher(), texts, filters, k)
