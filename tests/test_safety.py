@@ -159,3 +159,17 @@ class TestLock:
         assert str(caught.value).startswith("the memory files are busy: another process")
         with FileLock(path), pytest.raises(LockTimeout, match=r"^the index is busy: "):
             FileLock(path, timeout=0.0, busy="the index is busy").acquire()
+
+
+@pytest.mark.parametrize("command", [("list",), ("status",), ("show", "D-001", "--json")])
+def test_a_reader_that_leaves_early_is_no_error(root: Path, command: tuple[str, ...]) -> None:
+    """`memfiles list | head -1`: the pipe closed before the output is written is exit 1 in silence
+    (as memsearch and click do), not `memfiles: broken pipe` with exit 2."""
+    env = {**os.environ, "MEMFILES_SEARCH_WATCH": "0"}
+    cli = [sys.executable, "-m", "memfiles.cli", "--root", str(root)]
+    subprocess.run([*cli, "add", "-k", "D", "-t", "One", "-a", "a", "--body", "b"], env=env, check=True)
+    child = subprocess.Popen([*cli, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # before the child has started Python: its first write meets a closed pipe
+    said = child.stderr.read().decode()
+    assert child.wait(timeout=60) == 1 and said == "", said

@@ -86,6 +86,8 @@ def errors_to_exit(as_json: bool | None = None, one_line: bool = False) -> Itera
     try:
         try:
             yield
+        except BrokenPipeError:
+            raise  # `memfiles status | head -1`: the reader left; click exits 1 in silence
         except OSError as error:  # a file of memfiles' own where it cannot be used: said, not a traceback
             raise os_error(error) from error
     except MemfilesError as error:
@@ -141,6 +143,8 @@ class JsonErrorsGroup(click.Group):
                 error.message = f"{name} goes before the command: {where} ..."
             if "--json" in options and not getattr(error, "json_printed", False):
                 print_json(error_json(error))
+            raise
+        except BrokenPipeError:
             raise
         except (MemfilesError, OSError) as raised:  # outside a command's errors_to_exit (`app.settings`...)
             error = os_error(raised) if isinstance(raised, OSError) else raised
