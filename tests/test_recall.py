@@ -133,6 +133,16 @@ class TestWithoutIndex:
             in json.loads(result.stdout)["error"]["message"]
         )
 
+    def test_resume_with_no_query_and_several_or_no_runs_says_why(self, run: Run) -> None:
+        """--trigger resume alone, with two active runs (or none): the error says which runs, as
+        `working show` does, not only that the query is empty."""
+        result = run("recall", "--trigger", "resume")
+        assert result.exit_code == 2 and "no run gives one: no active run" in result.stderr
+        for name in ("a", "b"):
+            assert run("working", "start", "--run", name, "--goal", f"{name} goal").exit_code == 0
+        result = run("recall", "--trigger", "resume")
+        assert result.exit_code == 2 and "several runs are active (a, b): pass --run" in result.stderr
+
     def test_a_run_name_that_cannot_be_one_is_refused(self, run: Run) -> None:
         """--run ../../etc: exit 2 naming the run, not a working layer that is merely empty."""
         result = run("recall", "where was I", "--trigger", "resume", "--run", "../../etc")

@@ -222,6 +222,8 @@ def recall(
     if searched and not query:
         if run and run_note:  # the run named was to supply the query: say why it could not
             raise MemfilesError(f"the query is empty and run {run!r} gives none: {run_note}")
+        if run_note and "working" in layers:  # the active run was to supply it (none, or several)
+            raise MemfilesError(f"the query is empty and no run gives one: {run_note}")
         raise MemfilesError("say what you are about to do (the query is empty)")
     signature = error_signature(query) if trigger == "failure" else None
     queries = {layer: (signature if layer == "episode" and signature else query) for layer in searched}
