@@ -16,6 +16,14 @@ if TYPE_CHECKING:
 _CHOICES = ("kind", "area", "status")
 
 
+def _passes(key: str, value: str, wanted: tuple[str, ...]) -> bool:
+    """Whether a document's `key` value is one of `wanted`. An area matches in any case, as `list --area`
+    matches it (an area is free text: `Format` and `format` are one area to whoever types it)."""
+    if key == "area":
+        return value.casefold() in {item.casefold() for item in wanted}
+    return value in wanted
+
+
 def _values(value: str | tuple[str, ...] | list[str] | None) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -49,7 +57,7 @@ class Filters:
 
     def accepts(self, doc: IndexDoc) -> bool:
         return (
-            all(getattr(self, key) is None or getattr(doc, key) in getattr(self, key) for key in _CHOICES)
+            all(getattr(self, key) is None or _passes(key, getattr(doc, key), getattr(self, key)) for key in _CHOICES)
             and doc.kind not in self.hides
             and (self.path is None or fnmatch.fnmatch(doc.path, self.path))
             and (self.since is None or doc.date_num >= int(self.since.replace("-", "")))
@@ -59,6 +67,9 @@ class Filters:
         clauses: list[dict[str, Any]] = []
         for key in _CHOICES:
             values = getattr(self, key)
+            if values is not None and key == "area":  # the spellings the catalog holds, in any case
+                spelled = sorted({d.area for d in catalog.docs.values() if _passes(key, d.area, values)})
+                values = tuple(spelled) or values
             if values is not None:
                 clauses.append({key: values[0]} if len(values) == 1 else {key: {"$in": list(values)}})
         if self.hides:
@@ -81,7 +92,7 @@ class Filters:
             wanted = getattr(self, key)
             if wanted is not None:
                 codes, values = catalog.column(key)
-                keep &= np.isin(codes, [n for n, value in enumerate(values) if value in wanted])
+                keep &= np.isin(codes, [n for n, value in enumerate(values) if _passes(key, value, wanted)])
         if self.hides:
             codes, values = catalog.column("kind")
             hidden = [n for n, value in enumerate(values) if value in self.hides]

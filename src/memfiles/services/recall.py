@@ -180,8 +180,10 @@ def _files_search(project: Project, items: list[tuple[str, dict[str, Any], int]]
                 continue
             if not filters.get("kind") and kind in HIDDEN_KINDS:
                 continue
-            if any(filters.get(key) not in (None, getattr(loc.entry, key)) for key in ("area", "status")):
+            if filters.get("status") not in (None, loc.entry.status):
                 continue
+            if filters.get("area") is not None and str(filters["area"]).casefold() != loc.entry.area.casefold():
+                continue  # an area in any case, as the index's filters and `list --area` match it
             words = set(tokenize(f"{loc.entry.title}\n\n{loc.entry.body}"))
             share = 1.0 if id_key(loc.entry.id) in named else len(wanted & words) / len(wanted)
             if share > 0:
