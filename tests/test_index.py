@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -148,6 +149,40 @@ class TestSearch:
 
 
 class TestBackfillAndWritePath:
+    def test_a_backfill_on_a_terminal_shows_its_progress(self, run: Run, root: Path) -> None:
+        """A backfill of a few dozen entries (seconds, most of them loading the model) shows a bar on a
+        terminal; it was silent below 256 entries."""
+        import fcntl
+        import pty
+        import struct
+        import termios
+
+        ops = [
+            {
+                "op": "add",
+                "kind": "fact",
+                "title": f"Fact number {n} about the build",
+                "area": "a",
+                "body": f"Body {n}.",
+            }
+            for n in range(20)
+        ]
+        (root / "ops.json").write_text(json.dumps({"ops": ops}))
+        assert run("import", str(root / "ops.json")).exit_code == 0
+        leader, follower = pty.openpty()
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a terminal's width
+        env = {**os.environ, "MEMFILES_SEARCH_WATCH": "0"}
+        command = [sys.executable, "-m", "memfiles.cli", "--root", str(root), "backfill"]
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=follower, env=env, timeout=600)
+        os.close(follower)
+        said = b""
+        with contextlib.suppress(OSError):  # the terminal's other end reads until it is empty
+            while chunk := os.read(leader, 65536):
+                said += chunk
+        os.close(leader)
+        assert done.returncode == 0 and b"indexed 20" in done.stdout
+        assert b"embedding" in said and b"/20 " in said, said[-400:]
+
     def test_incremental_backfill_and_drift(self, filled: Path, run: Run, memsearch) -> None:
         """Unchanged entries are not embedded again; a hand edit is drift until the next backfill."""
         first = json.loads(run("backfill", "--json").stdout)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 # count, as now: 9.4 / 8.8 / 9.0 s at 16 / 32 / 64 in one run on 2026-12-01 (within this machine's noise)
 # and 5.8 / 6.4 / 9.1 s in another (`python scripts/bench_index.py --sizes 1000 --encode-batches 16,32,64`).
 EMBED_BATCH = 16
-PROGRESS_FROM = 256  # texts to encode from which a terminal shows a progress bar
+PROGRESS_FROM = 16  # texts to encode from which a terminal shows a progress bar (fewer: a write's own update)
 
 
 @dataclass
