@@ -94,7 +94,11 @@ class TestStore:
         _damage(indexed / ".memsearch" / "chroma" / "chroma.sqlite3", how)
         added = _add(indexed, "Lesson written while the store was damaged")
         assert added.returncode == 0
+        assert "AttributeError" not in added.stderr and "backfill --rebuild" in added.stderr, added.stderr
         _search_fails_with_recovery(indexed, "memfiles backfill --rebuild")
+        recalled = cli(indexed, "recall", "lesson written", "--json")  # answered by the files, saying why
+        assert json.loads(recalled.stdout)["index"] == "files"
+        assert any("backfill --rebuild" in said for said in json.loads(recalled.stdout)["warnings"])
         rebuilt = cli(indexed, "backfill", "--rebuild")
         assert "discarded" in rebuilt.stdout
         _search_finds(indexed, "Lesson written while the store was damaged", added.stdout.split()[-1])

@@ -236,6 +236,8 @@ def open_store(settings: Settings, name: str, timeout: float = 10.0, create: boo
             if url:
                 client.heartbeat()
         except Exception as error:  # chromadb raises many types for "cannot reach"
+            if not url:  # a client half-made of damaged files stays cached: the next open in this process
+                _forget_clients()  # would fail with an AttributeError of chromadb's instead of the cause
             raise IndexUnavailable(f"cannot open the index at {where}: {_said(error)}; {recovery(settings)}") from error
         try:
             yield VectorStore(client, name, sidecar)
@@ -246,6 +248,15 @@ def open_store(settings: Settings, name: str, timeout: float = 10.0, create: boo
     finally:
         if lock is not None:
             lock.release()
+
+
+def _forget_clients() -> None:
+    import contextlib
+
+    from chromadb.api.client import SharedSystemClient
+
+    with contextlib.suppress(Exception):
+        SharedSystemClient.clear_system_cache()
 
 
 def _said(error: BaseException) -> str:

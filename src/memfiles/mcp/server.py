@@ -109,9 +109,9 @@ class Tools:
                 )
             filters["kind"] = found.name
         filters = {key: value for key, value in filters.items() if value}
-        raw, source = filtered_search(self.settings, [(query, filters, k)])
+        warnings: list[str] = []
+        raw, _source = filtered_search(self.settings, [(query, filters, k)], warnings=warnings)
         hits = to_hits(EntryReader(self.project), raw[0], query, k)
-        warnings = ["no index: hits ranked by shared words (run memfiles backfill)"] if source == "files" else []
         return {"query": query, "hits": hits, "warnings": warnings}
 
     def show(self, entry_id: str) -> dict[str, Any]:

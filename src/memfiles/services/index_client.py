@@ -426,7 +426,10 @@ def notify(project: Project, result: BatchResult) -> str | None:
             client.notify(paths, set(result.pruned), deadline, writing)
             outcome.append(None)
         except IndexUnavailable as error:
-            outcome.append(f"{error}; the files are written: run memfiles backfill later")
+            said = str(error)  # a damaged store's error already says what to run (`backfill --rebuild`)
+            outcome.append(
+                f"{said}; the files are written" + ("" if "backfill" in said else ": run memfiles backfill later")
+            )
         except TimeoutError:
             outcome.append(f"the index took longer than {settings.index_timeout:g} s: run memfiles backfill later")
         except Exception as error:  # an index fault must never fail a write

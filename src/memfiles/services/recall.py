@@ -81,6 +81,7 @@ def filtered_search(
     items: list[tuple[str, dict[str, Any], int]],
     watcher_only: bool = False,
     local: Callable[[list[dict[str, Any]]], list[list[dict[str, Any]]]] | None = None,
+    warnings: list[str] | None = None,
 ) -> tuple[list[list[dict[str, Any]]], str]:
     """THE SEAM. For each (query, filters, k): the k best hits passing `filters` ({"kind", "area",
     "status", "path", "since"}), as dicts holding at least id, score, path and line.
@@ -90,6 +91,7 @@ def filtered_search(
     (an agent's hook, which must answer in milliseconds and apply one score floor), no watcher is
     IndexUnavailable: opening the store means loading the model, and word overlap scores on another scale.
     `local` is the watcher's own search_many, for a call the watcher answers itself (no socket to itself).
+    `warnings` gets what the files answer in place of (files_warning): no index, or why it failed.
     """
     payload = [{"query": query, "k": k, "filters": dict(filters)} for query, filters, k in items]
     if local is not None:
@@ -118,8 +120,21 @@ def filtered_search(
 
             if isinstance(error, ModelUnavailable):
                 raise  # the `model` setting is wrong: say which to fix rather than answer by shared words
-            # no collection yet, or a store that cannot be opened: the files still answer
+            # no collection yet, or a store that cannot be opened: the files still answer, and say why
+            if warnings is not None:
+                warnings.append(files_warning(error))
+            return _files_search(Project(settings), items), "files"
+    if warnings is not None:
+        warnings.append(files_warning(None))
     return _files_search(Project(settings), items), "files"
+
+
+def files_warning(error: Exception | None) -> str:
+    """What a search answered from the files says: there is no index, or the one there failed (a damaged
+    store's error names the fix, `backfill --rebuild`; it used to read "no index")."""
+    if error is None:
+        return "no index: hits ranked by shared words (run memfiles backfill, or memfiles watch)"
+    return f"hits ranked by shared words: {error}"
 
 
 def search_many(searcher: Any, items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -233,11 +248,9 @@ def recall(
     results: dict[str, list[dict[str, Any]]] = {}
     if searched:
         raw, source = filtered_search(
-            project.settings, [(queries[layer], {"kind": layer}, k + _EXTRA) for layer in searched]
+            project.settings, [(queries[layer], {"kind": layer}, k + _EXTRA) for layer in searched], warnings=warnings
         )
         results = dict(zip(searched, raw, strict=True))
-        if source == "files":
-            warnings.append("no index: hits ranked by shared words (run memfiles backfill, or memfiles watch)")
     entries = EntryReader(project)
     groups = []
     for layer in layers:
