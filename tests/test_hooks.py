@@ -347,8 +347,9 @@ EPISODE = "pytest failed with ModuleNotFoundError: No module named 'yaml'; insta
 
 
 @pytest.fixture
-def warm(root: Path, run: Run) -> Iterator[Path]:
-    """A project with procedures, episodes and insights, indexed, and a watcher running in this process."""
+def warm(root: Path, run: Run, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A project with procedures, episodes and insights, indexed, and a watcher running in this process
+    (settings of its own as the indirect parameter: a watcher exits when the config changes under it)."""
     ops = [
         ("procedure", "Run make install before the test suite", "The dev extra brings pyyaml and pre-commit."),
         ("procedure", "Take a database snapshot before a migration", "Staging lost columns twice: pg_dump first."),
@@ -366,7 +367,7 @@ def warm(root: Path, run: Run) -> Iterator[Path]:
     ]
     batch = {"ops": [{"op": "add", "kind": k, "title": t, "area": "ci", "body": b} for k, t, b in ops]}
     assert run("import", "-", input=json.dumps(batch)).exit_code == 0
-    configure(root, hooks_timeout=60, hooks_watch=False)  # a loaded CI machine answers slowly
+    configure(root, **getattr(request, "param", {"hooks_timeout": 60, "hooks_watch": False}))  # CI answers slowly
     assert run("backfill").exit_code == 0
     with watching(root):
         yield root
@@ -401,9 +402,9 @@ class TestWarm:
         text = context(hook(run, "PostToolUseFailure", "post_tool_use_failure"))
         assert "`ModuleNotFoundError: No module named 'yaml'`" in text and "E-001" in text
 
+    @pytest.mark.parametrize("warm", [{"hooks_timeout": 60, "hooks_watch": False, "hooks_budget": 250}], indirect=True)
     def test_the_budget_bounds_what_is_injected(self, warm: Path, run: Run) -> None:
         """With hooks_budget = 250 the context holds at most 250 characters, marker included."""
-        configure(warm, hooks_timeout=60, hooks_watch=False, hooks_budget=250)
         text = context(hook(run, "UserPromptSubmit", "user_prompt_submit"))
         assert text and len(text) <= 250
 
@@ -522,10 +523,10 @@ class TestAnsweredByTheWatcher:
         assert saved is not None and saved["run"] == RUN
         assert saved["blockers"] == ["ModuleNotFoundError: No module named 'yaml'"]
 
+    @pytest.mark.parametrize("warm", [{"hooks_watch": False}], indirect=True)  # the default hooks_timeout
     def test_the_thin_client_imports_only_the_standard_librarys_core(self, warm: Path) -> None:
         """Answered by the watcher, a hook call loads neither click nor the settings, the format, the index,
-        nor json, socket, pathlib or re: its cost is starting Python."""
-        configure(warm, hooks_watch=False)  # the default hooks_timeout: the settings are not read here
+        nor json, socket, pathlib or re: its cost is starting Python (the settings are not read here)."""
         done = hook_probe(
             warm,
             "heavy = ('click', 'numpy', 'chromadb', 'torch', 'memfiles.format', 'memfiles.config',"
@@ -536,6 +537,7 @@ class TestAnsweredByTheWatcher:
         assert "E-001" in context(json.loads(done.stdout))
         assert done.stderr.strip().splitlines()[-1] == "[]"
 
+    @pytest.mark.parametrize("warm", [{"hooks_timeout": 30, "hooks_watch": False}], indirect=True)
     def test_a_configured_timeout_is_read_once_per_change_of_the_config(self, warm: Path) -> None:
         """hooks_timeout set: the thin client reads the settings in full once, keeps the value beside the
         config's text, and reads them again only when that text changes."""

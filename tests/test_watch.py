@@ -686,3 +686,34 @@ class TestStale:
         finally:
             watcher.stop()
             moved.rename(root)
+
+    def test_a_watcher_process_starts_again_on_a_changed_config(self, root: Path, run: Run) -> None:
+        """`memfiles watch` in the background: the config changes, the process (the same pid) serves the
+        new settings, and an entry of a kind the change added is indexed; a broken config stops it."""
+        run("add", "-k", "D", "-t", "Ids are never reused", "-a", "format", "--body", "Old references stay.")
+        assert run("backfill").exit_code == 0
+        assert watch(root).returncode == 0
+        settings = load_settings(root)
+        try:
+            pid = request(settings, {"op": "ping"}, timeout=60)["pid"]
+            (root / "memory" / "memfiles.toml").write_text(
+                '[kinds.risk]\nprefix = "R"\nstatuses = ["open", "mitigated"]\nfile = "risks.md"\n'
+            )
+            result = run("add", "-k", "risk", "-t", "Vendor lock-in on the queue service", "-a", "infra", "--body", "x")
+            assert result.exit_code == 0, result.stderr
+
+            def serves_the_risk() -> bool:
+                try:
+                    answer = request(load_settings(root), {"op": "ping"}, timeout=60)
+                except Exception:
+                    return False
+                return answer is not None and answer.get("ready") and first(root, "R-001").get("id") == "R-001"
+
+            wait_until(serves_the_risk, timeout=120)
+            assert request(settings, {"op": "ping"}, timeout=60)["pid"] == pid
+            (root / "memory" / "memfiles.toml").write_text("wrap = true\n")
+            request(settings, {"op": "ping"}, timeout=60)  # it sees the change, and its new process refuses it
+            wait_until(lambda: not (root / ".memsearch" / "watch.pid").exists(), timeout=120)
+        finally:
+            (root / "memory" / "memfiles.toml").unlink(missing_ok=True)
+            watch(root, "--stop")

@@ -359,18 +359,16 @@ def config_files(root: Path) -> tuple[Path, Path]:
     return root / MEMORY_DIR / "memfiles.toml", root / "pyproject.toml"
 
 
-def config_stamp(root: Path) -> tuple[tuple[int, int, int] | None, ...]:
-    """What changes when a config file is written, made or deleted ((inode, size, mtime) of each, None
-    for one that is missing): a long-running process (the watcher) compares it to know its settings are
-    stale. Cheap: two stat calls."""
-    stamps: list[tuple[int, int, int] | None] = []
+def config_stamp(root: Path) -> tuple[bytes | None, ...]:
+    """The config files' contents (None for one that is missing or unreadable): a long-running process
+    (the watcher) compares them to know its settings are stale. The bytes, not the times: a file saved
+    again unchanged changes nothing. Cheap: two small reads."""
+    stamps: list[bytes | None] = []
     for path in config_files(root):
         try:
-            info = path.stat()
+            stamps.append(path.read_bytes())
         except OSError:
             stamps.append(None)
-            continue
-        stamps.append((info.st_ino, info.st_size, info.st_mtime_ns))
     return tuple(stamps)
 
 

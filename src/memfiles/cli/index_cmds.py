@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import click
@@ -163,6 +165,8 @@ def watch(
         watcher.serve_forever()
     finally:
         watcher.stop()
+    if watcher.restart:  # its config changed: the same command, in a fresh process image, reads it anew
+        os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
 
 
 @click.command()

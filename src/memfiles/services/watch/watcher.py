@@ -46,6 +46,7 @@ class Watcher:
         self.ready = threading.Event()
         self.failed: str | None = None  # why start() failed, for clients that asked meanwhile
         self.uprooted = False  # its project folder or index folder went away (stale)
+        self.restart = False  # its config changed (stale): run the same command again
         self.watched: set[Path] = set()
         self._threads: list[threading.Thread] = []
         self._exit = contextlib.ExitStack()
@@ -152,8 +153,8 @@ class Watcher:
     def stale(self) -> str | None:
         """Why this watcher no longer serves its project as the files stand, or None: its config changed
         (new kinds, another model...), the project folder moved away, or its index folder was deleted.
-        Such a watcher answers nothing more and exits; clients go on without it, and the next one to
-        start reads the project afresh. (Before, it answered with the old settings: an entry of a new
+        Such a watcher answers nothing more and exits (on a config change its process starts again:
+        `restart`); clients go on without it meanwhile. (Before, it answered with the old settings: an entry of a new
         kind was never indexed, and backfill asked it and said there was no drift.)"""
         origin = getattr(self, "_origin", None)
         if origin is None:
@@ -168,8 +169,10 @@ class Watcher:
         else:
             reason = "the configuration changed (memory/memfiles.toml or pyproject.toml)"
         self.uprooted = now[1] != origin[1] or not now[2]  # nothing of it to save where it was
+        self.restart = not self.uprooted  # its process starts again on the new config (cli watch)
         if not self.stopping.is_set():
-            log.info("%s: exiting, so that the next watcher reads the project afresh", reason)
+            then = "starting again on it" if self.restart else "exiting"
+            log.info("%s: %s", reason, then)
             self.stopping.set()
             self.debouncer.wake.set()
         return reason
