@@ -253,6 +253,26 @@ class TestAmbiguous:
         assert "memfiles renumber F-001 --at" in result.stderr
         assert snapshot(root) == before
 
+    def test_one_id_in_two_spellings_is_one_id_twice(self, run: Run, root: Path) -> None:
+        """`### F-1:` copied beside `### F-001:`: check says duplicate-id (it said only id-format), writes
+        refuse as ambiguous (set acted on F-001 alone), and renumber takes it (it said "not ambiguous")."""
+        add(run, "F", "Slow check")
+        duplicate(root, "memory/frictions.md", "F-001", "Copied by hand")
+        path = root / "memory" / "frictions.md"
+        path.write_text(path.read_text().replace("### F-001: Copied by hand", "### F-1: Copied by hand"))
+        second = heading_line(root, "memory/frictions.md", "Copied by hand")
+        checked = run("check", "--no-lint")
+        assert f"memory/frictions.md:{second}: duplicate-id F-1 is used twice" in checked.stdout
+        before = snapshot(root)
+        for command in (["set", "F-001", "--status", "resolved"], ["prune", "f-1", "--reason", "r"]):
+            result = run(*command)
+            assert result.exit_code == 2 and "is ambiguous: 2 entries carry it" in result.stderr, result.stderr
+        assert snapshot(root) == before
+        renumbered = run("renumber", "F-001", "--at", f"memory/frictions.md:{second}")
+        assert renumbered.exit_code == 0, renumbered.stderr
+        assert "### F-002: Copied by hand" in path.read_text() and "### F-001: Slow check" in path.read_text()
+        assert run("check", "--no-lint").exit_code == 0
+
     def test_show_json_gives_the_ambiguous_error_object(self, run: Run, twice: Path) -> None:
         """show F-001 --json on an ambiguous id: exit 2 and code ambiguous."""
         result = run("show", "F-001", "--json")

@@ -22,7 +22,7 @@ from memfiles.format.grammar import (
     section_name,
     split_lines,
 )
-from memfiles.format.ids import RETIRED, Schema, canonical_id
+from memfiles.format.ids import RETIRED, Schema, canonical_id, id_key
 from memfiles.format.model import Entry, MemoryFile
 from memfiles.format.render import render
 from memfiles.format.toc import INDEX_END, INDEX_START_PREFIX
@@ -203,15 +203,17 @@ def _index_block(lines: list[str]) -> list[str] | None:
 
 def validate_ids(located: Iterable[tuple[str, MemoryFile]]) -> list[Finding]:
     """Ids used twice anywhere in the project: each place is named, the other as the target."""
-    first: dict[str, tuple[str, int, str]] = {}
+    first: dict[object, tuple[str, int, str, str]] = {}
     found: list[Finding] = []
     for path, memory in located:
         for entry in memory.entries:
-            if entry.id in first:
-                other_path, other_line, other_title = first[entry.id]
-                message = f"{entry.id} is used twice; also at {other_path}:{other_line}"
-                target = entry_ref(entry.id, title=other_title, path=other_path, line=other_line)
+            key = id_key(entry.id) or entry.id  # `### D-2:` and `### D-002:` are one id twice
+            if key in first:
+                other_path, other_line, other_title, other_id = first[key]
+                spelled = "" if other_id == entry.id else f" (as {other_id})"
+                message = f"{entry.id} is used twice; also at {other_path}:{other_line}{spelled}"
+                target = entry_ref(other_id, title=other_title, path=other_path, line=other_line)
                 found.append(finding("duplicate-id", path, entry.line, message, entry.id, target))
             else:
-                first[entry.id] = (path, entry.line, entry.title)
+                first[key] = (path, entry.line, entry.title, entry.id)
     return found

@@ -66,6 +66,17 @@ class Workspace:
             for entry in loaded.memory.entries:
                 self.places.setdefault(entry.id, []).append(loaded.rel)
 
+    def twins(self, entry_id: str) -> list[str]:
+        """Every spelling the files give the id `entry_id` names (`### D-2:` beside `### D-002:` is one id
+        twice, which check reports as duplicate-id): itself first when the files spell it so."""
+        key = id_key(entry_id)
+        others = [known for known in self.places if known != entry_id and key is not None and id_key(known) == key]
+        return [entry_id, *others] if entry_id in self.places else others
+
+    def rels(self, entry_id: str) -> list[str]:
+        """The path of each entry carrying `entry_id`, in any spelling (a path twice: two entries there)."""
+        return [rel for spelling in self.twins(entry_id) for rel in self.places[spelling]]
+
     def spelled(self, entry_id: str) -> str:
         """`entry_id` as the files spell it: itself, else the id of an entry with the same prefix and number
         (a file may hold `### D-2:` where D-002 is meant, which check reports as id-format)."""
@@ -77,10 +88,11 @@ class Workspace:
     def where(self, entry_id: str) -> list[str]:
         """`path:line` of every entry carrying `entry_id` (the line as read; a new entry has none yet)."""
         found = []
-        for rel in dict.fromkeys(self.places.get(entry_id, [])):
-            for entries, index in self.drafts[rel].find_all(entry_id):
-                line = entries[index].line
-                found.append(f"{rel}:{line}" if line else rel)
+        for spelling in self.twins(entry_id):
+            for rel in dict.fromkeys(self.places[spelling]):
+                for entries, index in self.drafts[rel].find_all(spelling):
+                    line = entries[index].line
+                    found.append(f"{rel}:{line}" if line else rel)
         return found
 
     def entry(self, entry_id: str) -> Entry | None:
@@ -110,13 +122,13 @@ class Workspace:
     def locate(self, op: Op, missing_hint: str = "") -> tuple[str, Draft, list[Entry], int]:
         """The one entry `op.id` names: OpError when there is none, or more than one."""
         assert op.id is not None
-        rels = self.places.get(op.id, [])
+        rels = self.rels(op.id)
         if not rels:
             raise OpError(op.position, f"id: no entry {op.id}{missing_hint}", "id")
         if len(rels) > 1:
             raise self.ambiguous(op, op.id)
         rel = rels[0]
-        found = self.drafts[rel].find(op.id)
+        found = self.drafts[rel].find(self.twins(op.id)[0])
         assert found is not None
         self.touched.add(rel)
         return rel, self.drafts[rel], found[0], found[1]

@@ -59,7 +59,7 @@ def renumber(work: Workspace, op: Op, allocator: IdAllocator, project: Project) 
             "id",
         )
     rel, line = _place(work, op, project)
-    found = work.drafts[rel].find_all(old)
+    found = [place for spelling in work.twins(old) for place in work.drafts[rel].find_all(spelling)]
     if line is not None:
         found = [(entries, index) for entries, index in found if entries[index].line == line]
     if not found:
@@ -73,8 +73,9 @@ def renumber(work: Workspace, op: Op, allocator: IdAllocator, project: Project) 
     entries, index = found[0]
     work.touched.add(rel)
     new = allocator.next_id(split_id(old)[0])
+    spelled = entries[index].id  # `### D-2:` beside `### D-002:`: the one at `at`, as its file spells it
     entries[index] = replace(entries[index], id=new)
-    work.moved(old, rel, None)
+    work.moved(spelled, rel, None)
     work.moved(new, None, rel)
     for follower in op.get("follow", ()):
         _follow(work, op, follower, old, new)
