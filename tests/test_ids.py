@@ -273,6 +273,23 @@ class TestAmbiguous:
         assert "### F-002: Copied by hand" in path.read_text() and "### F-001: Slow check" in path.read_text()
         assert run("check", "--no-lint").exit_code == 0
 
+    def test_an_entry_that_reuses_a_pruned_id_is_renumbered(self, run: Run, root: Path) -> None:
+        """An entry written by hand under a pruned id: check names the fix, and renumber takes it (it said
+        "not ambiguous", and no command could give the entry a new id)."""
+        add(run, "F", "Slow check")
+        add(run, "F", "Gone soon")
+        assert run("prune", "F-002", "--reason", "r").exit_code == 0
+        duplicate(root, "memory/frictions.md", "F-001", "Back by hand")
+        path = root / "memory" / "frictions.md"
+        path.write_text(path.read_text().replace("### F-001: Back by hand", "### F-2: Back by hand"))
+        line = heading_line(root, "memory/frictions.md", "Back by hand")
+        checked = run("check", "--no-lint")
+        assert "pruned-id-reused F-2 was pruned; its number cannot be reused" in checked.stdout
+        assert f"memfiles renumber F-2 --at memory/frictions.md:{line}" in checked.stdout, checked.stdout
+        assert run("renumber", "F-2", "--at", f"memory/frictions.md:{line}").exit_code == 0
+        assert "### F-003: Back by hand" in path.read_text()
+        assert run("check", "--no-lint").exit_code == 0
+
     def test_show_json_gives_the_ambiguous_error_object(self, run: Run, twice: Path) -> None:
         """show F-001 --json on an ambiguous id: exit 2 and code ambiguous."""
         result = run("show", "F-001", "--json")

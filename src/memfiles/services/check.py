@@ -38,10 +38,20 @@ def _ledger_findings(project: Project, files: list[LoadedFile]) -> list[Finding]
 
 
 def _reused_pruned(rel: str, memory: MemoryFile, pruned: set[str]) -> list[Finding]:
+    from memfiles.format.ids import id_key
+
+    gone = {id_key(entry_id) for entry_id in pruned} - {None}
     return [
-        finding("pruned-id-reused", rel, entry.line, f"{entry.id} was pruned; its number cannot be reused", entry.id)
+        finding(
+            "pruned-id-reused",
+            rel,
+            entry.line,
+            f"{entry.id} was pruned; its number cannot be reused: give this entry a new one with"
+            f" memfiles renumber {entry.id} --at {rel}:{entry.line}",
+            entry.id,
+        )
         for entry in memory.entries
-        if entry.id in pruned
+        if id_key(entry.id) in gone
     ]
 
 

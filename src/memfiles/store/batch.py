@@ -161,7 +161,8 @@ class Batch:
                 elif op.op == "section":
                     self._section(op)
                 elif op.op == "renumber":
-                    old, new = renumber(self.work, op, allocator, self.project)
+                    pruned = {record["id"] for record in self.pruned_before}
+                    old, new = renumber(self.work, op, allocator, self.project, pruned)
                     result.renumbered[old] = new
                 else:
                     new_pruned.append(self._prune(op, date))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memfiles.errors import OpError
-from memfiles.format.ids import RETIRED, IdAllocator, split_id
+from memfiles.format.ids import RETIRED, IdAllocator, id_key, split_id
 from memfiles.store.ops import Op
 from memfiles.store.places import Workspace
 
@@ -45,12 +45,17 @@ def _place(work: Workspace, op: Op, project: Project) -> tuple[str, int | None]:
     raise OpError(op.position, f"at: {path} is not a memory file of the project (give it as check prints it)", "at")
 
 
-def renumber(work: Workspace, op: Op, allocator: IdAllocator, project: Project) -> tuple[str, str]:
-    """Give the entry at `op.at` carrying `op.id` a fresh id; returns (old id, new id)."""
+def renumber(
+    work: Workspace, op: Op, allocator: IdAllocator, project: Project, pruned: set[str] | frozenset[str] = frozenset()
+) -> tuple[str, str]:
+    """Give the entry at `op.at` carrying `op.id` a fresh id; returns (old id, new id). The id must be
+    carried twice, or once by an entry that reuses a `pruned` id (check's pruned-id-reused)."""
     old = op.id
     assert old is not None
     where = work.where(old)
-    if len(where) < 2:
+    key = id_key(old)
+    reused = len(where) == 1 and any(id_key(gone) == key for gone in pruned)
+    if len(where) < 2 and not reused:
         what = "no entry carries it" if not where else f"only {where[0]} carries it"
         raise OpError(
             op.position,
