@@ -420,6 +420,17 @@ class TestSuccessors:
 
 
 class TestRefs:
+    def test_audit_reads_an_id_in_any_spelling(self, run: Run) -> None:
+        """`D-1` and `D-0001` in a body are D-001, as refs reads them: audit called both dangling. A
+        missing one is named as written, its target in the canonical spelling."""
+        add(run, "D", "One")
+        run("add", "-k", "F", "-t", "Friction", "-a", "a", "--body", "See D-1 and D-0001, and D-9.")
+        result = run("audit", "--json")
+        dangling = [f for f in json.loads(result.stdout)["findings"] if f["code"] == "dangling-ref"]
+        assert [(f["message"], f["target"]["id"]) for f in dangling] == [
+            ("F-001 refers to D-9, which does not exist", "D-009")
+        ]
+
     def test_a_ref_to_a_missing_id_is_refused(self, run: Run, root: Path) -> None:
         """add --ref D-099 (a typo): exit 2 naming the id and --allow-dangling, nothing written."""
         result = run("add", "-k", "F", "-t", "t", "-a", "a", "--body", "b", "--ref", "D-099")

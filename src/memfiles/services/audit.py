@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from memfiles.contract import Finding, entry_ref, finding
-from memfiles.format.ids import HIDDEN_KINDS, RETIRED
+from memfiles.format.ids import HIDDEN_KINDS, RETIRED, canonical_id, id_key
 from memfiles.services.dupes import title_key
 from memfiles.services.read import Reading, read_project
 from memfiles.store.project import Located, Project
@@ -63,8 +63,13 @@ def audit_project(project: Project, today: dt.date | None = None, reading: Readi
     reading = reading or read_project(project)
     entries = list(reading.loaded.entries())
     by_id = {located.entry.id: located for located in entries}
+    # An id is one id however it is spelled (`D-1`, `D-0001` in a body are D-001), as refs reads it.
+    by_key = {id_key(located.entry.id): located for located in entries}
+    width = project.settings.schema.id_width
     grammar = project.settings.schema.grammar
     pruned = reading.pruned.records
+    pruned_by_key = {id_key(gone): record for gone, record in pruned.items()}
+    unreadable = {id_key(entry_id) for entry_id in reading.loaded.unreadable_ids}
     findings: list[Finding] = []
 
     for located in entries:
@@ -72,11 +77,12 @@ def audit_project(project: Project, today: dt.date | None = None, reading: Readi
         mentioned = [*entry.refs, *([entry.successor] if entry.successor else [])]
         mentioned += grammar.ids_in(entry.body)
         for ref in dict.fromkeys(mentioned):
-            if ref == entry.id or ref in reading.loaded.unreadable_ids:
+            key = id_key(ref)
+            if key == id_key(entry.id) or key in unreadable:
                 continue
-            target = by_id.get(ref)
+            target = by_key.get(key)
             if target is None:
-                record = pruned.get(ref)
+                record = pruned_by_key.get(key)
                 why = f" (pruned: {record.get('reason', '')})" if record else ""
                 title = record.get("title") if record else None
                 findings.append(
@@ -86,11 +92,11 @@ def audit_project(project: Project, today: dt.date | None = None, reading: Readi
                         line,
                         f"{entry.id} refers to {ref}, which does not exist{why}",
                         id=entry.id,
-                        target=entry_ref(ref, title=title),
+                        target=entry_ref(canonical_id(ref, width) if key else ref, title=title),
                     )
                 )
-            elif target.entry.status == RETIRED and ref != entry.successor:
-                live = successor_chain(ref, by_id)
+            elif target.entry.status == RETIRED and key != id_key(entry.successor or ""):
+                live = successor_chain(target.entry.id, by_id)
                 hint = f"; its successor is {live}" if live else "; it has no successor"
                 findings.append(
                     finding(
