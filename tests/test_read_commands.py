@@ -191,13 +191,30 @@ class TestShow:
         assert result.exit_code == 0
         first, *rest = result.stdout.splitlines()
         assert first.startswith("memory/pruned.jsonl:1: D-002 was pruned on ")
-        assert first.endswith(" from memory/decisions.md: said twice")
+        assert first.endswith(": said twice; from memory/decisions.md (was: Second)")
         assert rest[0] == "### D-002: Second" and "The second body." in rest
         entry = json.loads(shown("show", "D-002", "--json").stdout)["entry"]
         assert entry["pruned"]["reason"] == "said twice" and entry["body"] == "The second body."
         assert (entry["path"], entry["line"], entry["title"]) == ("memory/decisions.md", None, "Second")
         refused = shown("show", "D-002", "--open")
         assert refused.exit_code == 2 and "D-002 was pruned; it lives only in memory/pruned.jsonl" in refused.stderr
+
+    def test_a_pruned_id_deleted_by_hand_first_says_so(self, shown: Run, root: Path) -> None:
+        """prune of an id deleted by hand records only the id: show, show --json and audit say so, with no
+        'None', no empty title and a date of the contract's form (they printed 'from None', '(was: )')."""
+        from tests.contract_shapes import check_command
+
+        path = root / "memory" / "decisions.md"
+        text = path.read_text()
+        path.write_text(text[: text.index("### D-002")] + text[text.index("## Manual") :])
+        assert shown("prune", "D-2", "--reason", "deleted by hand").exit_code == 0
+        said = shown("show", "D-002").stdout
+        assert "deleted by hand before its prune was recorded" in said and "None" not in said
+        shown_json = json.loads(shown("show", "D-002", "--json").stdout)
+        check_command("show", shown_json)
+        assert shown_json["entry"]["title"] == "(deleted by hand)"
+        audit = shown("audit").stdout
+        assert "D-002 pruned on" in audit and "None" not in audit and "(was: )" not in audit
 
     def test_ambiguous_id_is_refused_with_both_places(self, shown: Run, root: Path) -> None:
         """Two entries with one id (a merge): show names both places instead of picking the first."""

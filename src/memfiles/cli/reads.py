@@ -22,6 +22,7 @@ from memfiles.services.read import (
     find_entry,
     normalize_id,
     pruned_json,
+    pruned_origin,
     read_project,
 )
 
@@ -110,10 +111,11 @@ def show(app: App, entry_id: str, open_: bool, as_json: bool) -> None:
             record = found.record
             where = f"{found.ledger_rel}:{found.ledger_line}" if found.ledger_line else found.ledger_rel
             click.echo(
-                f"{where}: {found.entry.id} was pruned on {record.get('date', '?')} from"
-                f" {record.get('path', '?')}: {record.get('reason', '')}"
+                f"{where}: {found.entry.id} was pruned on {record.get('date', '?')}: {record.get('reason', '')};"
+                f" {pruned_origin(record)}"
             )
-            click.echo(str(record.get("entry") or f"### {found.entry.id}: {found.entry.title}").rstrip("\n"))
+            if record.get("entry"):
+                click.echo(str(record["entry"]).rstrip("\n"))
             return
         if open_:
             open_in_editor(found.file.path, found.entry.line)

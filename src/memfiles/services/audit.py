@@ -8,7 +8,7 @@ import datetime as dt
 from memfiles.contract import Finding, entry_ref, finding
 from memfiles.format.ids import HIDDEN_KINDS, RETIRED, canonical_id, id_key
 from memfiles.services.dupes import title_key
-from memfiles.services.read import Reading, read_project
+from memfiles.services.read import Reading, pruned_origin, read_project
 from memfiles.store.project import Located, Project
 
 
@@ -162,8 +162,7 @@ def audit_project(project: Project, today: dt.date | None = None, reading: Readi
                 "pruned",
                 reading.pruned.rel,
                 reading.pruned.lines.get(entry_id),
-                f"{entry_id} pruned on {record.get('date', '?')} from {record.get('path', '?')}:"
-                f" {record.get('reason', '')} (was: {record.get('title', '')})",
+                f"{entry_id} pruned on {record.get('date', '?')}: {record.get('reason', '')}; {pruned_origin(record)}",
                 id=entry_id,
                 detail={"date": record.get("date"), "reason": record.get("reason")},
             )

@@ -15,6 +15,7 @@ from memfiles.errors import AmbiguousId, MemfilesError, ParseError
 from memfiles.format.ids import Kind, Schema, format_id, id_key, split_id
 from memfiles.format.model import Entry
 from memfiles.format.parse import parse
+from memfiles.format.validate import is_date
 from memfiles.store.ledger import Ledger
 from memfiles.store.project import Loaded, Located, Project
 
@@ -96,7 +97,20 @@ def _rebuild(record: dict[str, Any]) -> Entry:
         entries = []
     if entries and entries[0].id == record["id"]:
         return entries[0]
-    return Entry(record["id"], str(record.get("title", "")), "", "", "")
+    date = str(record.get("date") or "")
+    # the entry's own date is not known: the day its prune was recorded is the last it was known on
+    return Entry(record["id"], str(record.get("title") or "(deleted by hand)"), date if is_date(date) else "", "", "")
+
+
+HAND_DELETED = "deleted by hand before its prune was recorded, so its text is not kept"
+
+
+def pruned_origin(record: dict[str, Any]) -> str:
+    """Where a pruned entry was and what it was called, as audit and show say it: `from PATH (was:
+    TITLE)`, or that it had been deleted by hand (`prune` of an id no file holds records only the id)."""
+    if not record.get("path"):
+        return HAND_DELETED
+    return f"from {record['path']} (was: {record.get('title') or '?'})"
 
 
 def find_entry(reading: Reading, text: str, schema: Schema) -> Located | PrunedEntry:
