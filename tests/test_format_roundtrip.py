@@ -14,7 +14,7 @@ from memfiles.format.ids import Schema
 from memfiles.format.validate import body_problem, validate_file
 from memfiles.format.wrap import normalize_body
 from memfiles.store.ops import parse_op
-from tests.conftest import DATA, REPO
+from tests.conftest import DATA, REPO, Run
 
 
 class TestRoundTrip:
@@ -49,6 +49,20 @@ class TestRoundTrip:
         text = render(MemoryFile(title="T", manual="## Manual\n\nno newline at the end"))
         assert text.endswith("no newline at the end")
         assert render(parse(text)) == text
+
+    @pytest.mark.parametrize("heading", ["## manual", "## MANUAL"])
+    def test_a_manual_heading_in_any_case_is_the_users_own(self, run: Run, root: Path, heading: str) -> None:
+        """`## manual` typed by hand is the Manual, as `--section manual` is refused for being it: check
+        linted it and fmt reflowed the notes."""
+        path = root / "memory" / "decisions.md"
+        notes = f"{heading}\n\nmy notes   with trailing   \n* star\n"
+        entry = "### D-001: hand made\n\n- date: 2026-12-01\n- area: a\n- status: proposed\n\nbody\n\n"
+        path.write_text(f"# Decisions\n\n{entry}{notes}")
+        assert parse(path.read_text()).manual == notes
+        assert run("fmt").exit_code == 0 and path.read_text().endswith(notes)
+        assert run("check").exit_code == 0
+        assert run("add", "-k", "D", "-t", "x", "-a", "a", "--body", "b").exit_code == 0
+        assert path.read_text().endswith(notes)
 
     def test_crlf_file_keeps_crlf_throughout(self) -> None:
         """A file saved with CRLF parses and formats back to CRLF everywhere, the Manual included."""

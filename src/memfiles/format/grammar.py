@@ -28,8 +28,8 @@ is an ordinary heading.
 entry (it stays text where it stands) but `check` reports it (`unknown-prefix`) and the write path
 refuses it in a body, so an entry is never lost silently when a kind leaves the configuration.
 
-**Sections.** `## Name` (a tab may stand for the space); `##` alone is an empty one. `## Manual`
-starts the user's own section, which runs to the end of the file. A body that the write path is given
+**Sections.** `## Name` (a tab may stand for the space); `##` alone is an empty one. `## Manual` (in
+any case) starts the user's own section, which runs to the end of the file. A body that the write path is given
 is judged with its headings at the margin (`heading_at_margin`): ` ## Name`, indented by up to 3
 spaces, is a heading to CommonMark and to the lint fixer, which moves it to the margin.
 
@@ -172,8 +172,14 @@ def section_name(line: str) -> str | None:
     return None if match is None else (match.group(1) or "")
 
 
+def is_manual_name(name: str | None) -> bool:
+    """A section name that starts the user's own Manual: `Manual` in any case (`## manual` typed by hand
+    is the user's too; no tool lints, reflows or writes into it)."""
+    return name is not None and name.casefold() == MANUAL_NAME.casefold()
+
+
 def is_manual_heading(line: str) -> bool:
-    return section_name(line) == MANUAL_NAME
+    return is_manual_name(section_name(line))
 
 
 def section_heading(name: str) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memfiles.errors import ParseError
-from memfiles.format.grammar import BOM, MANUAL_NAME, META_RE, Fence, newline_of, section_name, split_lines
+from memfiles.format.grammar import BOM, META_RE, Fence, is_manual_name, newline_of, section_name, split_lines
 from memfiles.format.ids import Schema
 from memfiles.format.model import LIST_KEYS, META_KEYS, REQUIRED_KEYS, Entry, MemoryFile, Section
 from memfiles.format.toc import INDEX_END, INDEX_START_PREFIX
@@ -110,7 +110,7 @@ def parse(text: str, path: str | Path | None = None, schema: Schema | None = Non
         if stray:
             raise ParseError(path, lineno, stray)
         name = section_name(line)
-        if name == MANUAL_NAME:
+        if is_manual_name(name):
             manual = "\n".join(lines[i:])
             manual_line = lineno
             break

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memfiles.errors import BatchError, OpError
+from memfiles.format.grammar import is_manual_name
 from memfiles.format.ids import Schema, normalize_id
-from memfiles.format.model import MANUAL_HEADING
 from memfiles.format.validate import body_problem, is_date
 from memfiles.format.wrap import clip, control_character, normalize_body, one_line, printable_body, stray_control
 from memfiles.store.project import WORKING_KIND
@@ -233,7 +233,7 @@ def _check_fields(op: Op, schema: Schema, problems: _Problems, given: set[str]) 
             close = difflib.get_close_matches(named.lower(), names, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             fail(f"kind: unknown kind {named!r} ({hint}known: {', '.join(names)})", "kind")
-    if op.get("section") is not None and f"## {op.get('section')}".casefold() == MANUAL_HEADING.casefold():
+    if op.get("section") is not None and is_manual_name(str(op.get("section")).strip()):
         fail("section: Manual is the user's own (in any case); no tool writes there", "section")
     if op.id is not None and op.id in op.get("refs", ()):
         fail(f"refs: {op.id} cannot refer to itself", "refs")
