@@ -58,6 +58,20 @@ class TestMarks:
             assert f"memfiles prune T-00{n}" in result.stdout
         assert "T-005" not in result.stdout
 
+    def test_a_mark_typed_too_high_or_for_no_kind_is_one_finding(self, run: Run, root: Path) -> None:
+        """`D 1000` typed into ids.txt: one finding naming the range and the mark (it was 999 findings, each
+        advising a prune); `Q 2` of no kind: ids-file (it advised `prune Q-001`)."""
+        add(run, "D", "One")
+        marks = root / "memory" / "ids.txt"
+        kept = marks.read_text()
+        marks.write_text(kept + "D 1000\n")
+        found = json.loads(run("check", "--no-lint", "--json").stdout)["findings"]
+        assert [(f["code"], f["id"]) for f in found] == [("missing-id", "D-002")]
+        assert "D-002 to D-1000 (999 ids) are missing: if the mark 'D 1000'" in found[0]["message"]
+        marks.write_text(kept + "Q 2\n")
+        found = json.loads(run("check", "--no-lint", "--json").stdout)["findings"]
+        assert [f["code"] for f in found] == ["ids-file"] and "Q is not the prefix of any kind" in found[0]["message"]
+
     def test_a_hand_deleted_entry_is_reported_until_pruned(self, run: Run, root: Path) -> None:
         """An entry cut out of its file by hand is missing-id in check; `prune ID` records it and check is clean."""
         add(run, "D", "Keep me")

@@ -142,24 +142,62 @@ def id_findings(project: Project, files: list[LoadedFile], broken: bool = False)
     if broken:
         return findings
     used = used_numbers([*(entry.id for f in files for entry in f.memory.entries), *pruned])
+    width = project.settings.schema.id_width
+    prefixes = {kind.prefix for kind in project.settings.schema.kinds}
     for prefix in sorted(marks.high):
-        in_use = used.get(prefix, set())
-        never = marks.never.get(prefix, set())
-        for number in marks.numbers(prefix):
-            if number in in_use or number in never:
-                continue
-            entry_id = format_id(prefix, number, project.settings.schema.id_width)
+        line = marks.lines.get(prefix)
+        if prefix not in prefixes:  # a typo, or a kind since removed: it hands out nothing, and prunes nothing
+            known = ", ".join(sorted(prefixes))
             findings.append(
                 finding(
-                    "missing-id",
+                    "ids-file",
                     rel,
-                    marks.lines.get(prefix),
-                    f"{entry_id} is missing: deleted by hand? restore it (git log -S '### {entry_id}:') or record"
-                    f" it with memfiles prune {entry_id} --reason '...'",
-                    entry_id,
+                    line,
+                    f"{prefix} is not the prefix of any kind ({known}): delete the line if it is a typo, or"
+                    " configure the kind again",
                 )
             )
+            continue
+        in_use = used.get(prefix, set())
+        never = marks.never.get(prefix, set())
+        missing = [number for number in marks.numbers(prefix) if number not in in_use and number not in never]
+        for first, last in _runs(missing):
+            entry_id = format_id(prefix, first, width)
+            if last - first >= MISSING_RUN:  # a mark typed too high, most likely: one finding, not hundreds
+                message = (
+                    f"{entry_id} to {format_id(prefix, last, width)} ({last - first + 1} ids) are missing: if the"
+                    f" mark '{prefix} {marks.high[prefix]}' in {rel} is a typo, set it to the highest id in use;"
+                    " if they were deleted by hand, record each with memfiles prune ID --reason '...'"
+                )
+                findings.append(finding("missing-id", rel, line, message, entry_id))
+                continue
+            for number in range(first, last + 1):
+                entry_id = format_id(prefix, number, width)
+                findings.append(
+                    finding(
+                        "missing-id",
+                        rel,
+                        line,
+                        f"{entry_id} is missing: deleted by hand? restore it (git log -S '### {entry_id}:') or"
+                        f" record it with memfiles prune {entry_id} --reason '...'",
+                        entry_id,
+                    )
+                )
     return findings
+
+
+MISSING_RUN = 4  # this many missing ids in a row and more are one finding (a mark typed too high)
+
+
+def _runs(numbers: list[int]) -> list[tuple[int, int]]:
+    """Consecutive runs of sorted `numbers`, as (first, last)."""
+    runs: list[tuple[int, int]] = []
+    for number in sorted(numbers):
+        if runs and number == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], number)
+        else:
+            runs.append((number, number))
+    return runs
 
 
 def lint_findings(project: Project, enabled: bool = True) -> list[Finding]:
