@@ -96,6 +96,22 @@ class TestEntryHeadings:
         )
         assert body_problem(f"Text.\n\n{line}\n\n- date: 2026-12-01") is not None  # the write path refuses it
 
+    @pytest.mark.parametrize(
+        "body",
+        [
+            "Options we weighed:\n\n#### D-2 as it was first proposed\n\n- pros: fast\n- cons: slow",
+            "#### E-12 run\n\n- loss: 0.3",
+            "#### D-2: x\n\n- source: y",  # a key of the format, but none an entry needs
+            "#D-3\n- date: 2026-01-01",  # no space after the #: not a heading
+        ],
+    )
+    def test_a_sub_heading_over_a_list_of_other_pairs_is_body_text(self, body: str) -> None:
+        """Only an entry's metadata list (date, area or status among its keys) makes a heading of an id a
+        stray entry: a list of other `- key: value` pairs under a body's sub-heading is body text."""
+        memory = parse(_file(body))
+        assert [entry.id for entry in memory.entries] == ["D-001"] and body in memory.entries[0].body
+        assert body_problem(body) is None
+
     def test_stray_heading_is_checked_and_blocks_writes(self, run: Run, root: Path) -> None:
         """check names it, and no write hands out its id while it stands."""
         run("add", "-k", "D", "-t", "one", "-a", "a", "--body", "b")

@@ -445,6 +445,16 @@ class TestRefs:
             ("F-001 refers to D-9, which does not exist", "D-009")
         ]
 
+    def test_audit_names_a_hand_written_ref_in_lower_case(self, run: Run, root: Path) -> None:
+        """`- refs: d-9` typed by hand (check: bad-ref) is a dangling ref to D-009 for audit, not a traceback."""
+        add(run, "D", "One")
+        path = root / "memory" / "decisions.md"
+        path.write_text(path.read_text().replace("- status: proposed\n", "- status: proposed\n- refs: d-9\n", 1))
+        result = run("audit", "--json")
+        assert result.exit_code == 1
+        dangling = [f for f in json.loads(result.stdout)["findings"] if f["code"] == "dangling-ref"]
+        assert [f["target"]["id"] for f in dangling] == ["D-009"]
+
     def test_a_ref_to_a_missing_id_is_refused(self, run: Run, root: Path) -> None:
         """add --ref D-099 (a typo): exit 2 naming the id and --allow-dangling, nothing written."""
         result = run("add", "-k", "F", "-t", "t", "-a", "a", "--body", "b", "--ref", "D-099")

@@ -417,7 +417,8 @@ class TestWatcherLeftBehind:
             )
             assert "started a watcher" not in added.stderr
             assert f"the model at {root / 'mymodel'} cannot be loaded" in added.stderr
-            assert "not a safetensors file" in added.stderr and "run memfiles backfill later" in added.stderr
+            assert "not a safetensors file" in added.stderr and "the files are written" in added.stderr
+            assert "run `memfiles backfill --rebuild`" in added.stderr  # the cause's own fix, said once
             assert live_watchers(load_settings(root)) == []
         finally:
             subprocess.run([str(bin_dir / "memfiles"), "watch", "--stop"], env=env, capture_output=True, timeout=120)

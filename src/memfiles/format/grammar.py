@@ -16,12 +16,13 @@ above it): a line that starts with `###` (then optional whitespace) followed by 
 and then a colon, whitespace or the end of the line, but is not an entry heading. So, with the default
 kinds, `### D-12 Title`, `### D-12:Title`, `### D-12:`, `### D-12` and `###D-12: Title` are broken;
 `### UTF-8 handling`, `### Step-1 of the fix`, `### RFC-9110: semantics`, `### D-12a` and
-`#### D-12: x` are ordinary sub-headings of a body.
+`#### D-12: x` (without an entry's metadata under it) are ordinary sub-headings of a body.
 
-**Stray entry heading** (a ParseError too): a heading of a known kind's id, with a metadata line
-next, that is not at level 3 at the margin in upper case with a hyphen (`## D-12: x`, `#### D-12: x`,
-`  ### D-12: x`, `### d-12: x`, `### D–12: x`, `### [D-12]: x`). Without metadata under it such a line
-is an ordinary heading.
+**Stray entry heading** (a ParseError too): a heading of a known kind's id, with an entry's metadata
+list next (`- key:` lines of the format's keys, date, area or status among them), that is not at level
+3 at the margin in upper case with a hyphen (`## D-12: x`, `#### D-12: x`, `  ### D-12: x`,
+`### d-12: x`, `### D–12: x`, `### [D-12]: x`). Without such a list under it, the line is an ordinary
+heading (`#### D-2 as first proposed` over `- pros: fast` is body text).
 
 **Entry of an unknown kind**: a line shaped like an entry heading whose prefix is not known
 (`### X-001: Title`) and whose next non-blank line is a metadata line (`- date: ...`). It is not an
@@ -66,7 +67,7 @@ BOM = "\ufeff"
 _ANY_ENTRY_RE = re.compile(rf"^###[ \t]+({ID_PATTERN}):[ \t]+(\S.*?)[ \t]*$")
 # Any heading of an id in any case, dash or brackets (Grammar.stray_heading): prefix, number, the rest.
 _STRAY_RE = re.compile(
-    r"^#{1,6}[ \t]*\[?([A-Za-z][A-Za-z0-9]{0,7})[ \t]*[-\u2010-\u2015][ \t]*(\d{1,9})\]?(?=[:\s]|$)(.*)$"
+    r"^#{1,6}[ \t]+\[?([A-Za-z][A-Za-z0-9]{0,7})[ \t]*[-\u2010-\u2015][ \t]*(\d{1,9})\]?(?=[:\s]|$)(.*)$"
 )
 _SECTION_RE = re.compile(r"^##(?:[ \t]+(.*?))?[ \t]*$")
 META_RE = re.compile(r"^-[ \t]+([a-z][a-z-]*):[ \t]*(.*?)\s*$")
@@ -240,8 +241,7 @@ class Grammar:
             return None
         if line.startswith("###") and (self.entry_heading(line) or self.broken_heading(line)):
             return None
-        following = next((later for later in lines[index + 1 :] if later.strip()), "")
-        if not META_RE.match(following):
+        if not _metadata_follows(lines, index):
             return None
         entry_id = f"{match.group(1).upper()}-{match.group(2)}"
         title = match.group(3).strip(" \t").lstrip(":").strip(" \t") or "Title"
@@ -278,6 +278,25 @@ class Grammar:
         prose = "\n".join(line for _, line in outside_fences(split_lines(text)))
         prose = _CODE_SPAN_RE.sub(" ", prose)
         return [match.group(0) for match in ID_RE.finditer(prose) if match.group(1) in self.prefixes]
+
+
+def _metadata_follows(lines: list[str], index: int) -> bool:
+    """Whether an entry's metadata list follows lines[index] (blank lines between): a list of `- key:`
+    lines of the format's keys holding one it requires (date, area or status). A list of other pairs
+    (`- pros: fast`) under a body's sub-heading is body text."""
+    from memfiles.format.model import META_KEYS, REQUIRED_KEYS  # model imports this module
+
+    keys = []
+    for later in lines[index + 1 :]:
+        if not later.strip():
+            if keys:
+                break
+            continue
+        match = META_RE.match(later)
+        if match is None:
+            break
+        keys.append(match.group(1))
+    return bool(keys) and keys[0] in META_KEYS and any(key in REQUIRED_KEYS for key in keys)
 
 
 @lru_cache(maxsize=32)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from memfiles.contract import Finding, entry_ref, finding
-from memfiles.format.ids import HIDDEN_KINDS, RETIRED, canonical_id, id_key
+from memfiles.format.ids import HIDDEN_KINDS, RETIRED, format_id, id_key
 from memfiles.services.dupes import title_key
 from memfiles.services.read import Reading, pruned_origin, read_project
 from memfiles.store.project import Located, Project
@@ -92,7 +92,7 @@ def audit_project(project: Project, today: dt.date | None = None, reading: Readi
                         line,
                         f"{entry.id} refers to {ref}, which does not exist{why}",
                         id=entry.id,
-                        target=entry_ref(canonical_id(ref, width) if key else ref, title=title),
+                        target=entry_ref(format_id(key[0], key[1], width) if key else ref, title=title),
                     )
                 )
             elif target.entry.status == RETIRED and key != id_key(entry.successor or ""):
