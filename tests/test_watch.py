@@ -713,7 +713,42 @@ class TestStale:
             assert request(settings, {"op": "ping"}, timeout=60)["pid"] == pid
             (root / "memory" / "memfiles.toml").write_text("wrap = true\n")
             request(settings, {"op": "ping"}, timeout=60)  # it sees the change, and its new process refuses it
-            wait_until(lambda: not (root / ".memsearch" / "watch.pid").exists(), timeout=120)
+            wait_until(lambda: not _alive(pid), timeout=120)
+            assert "wrap: must be" in (root / ".memsearch" / "watch.out").read_text()
         finally:
             (root / "memory" / "memfiles.toml").unlink(missing_ok=True)
             watch(root, "--stop")
+
+    def test_a_stop_asked_for_after_a_config_change_is_a_stop(self, root: Path, run: Run) -> None:
+        """`watch --stop` right after a config edit: its ping finds the watcher stale (a restart is due),
+        then its signal stops it for good; the restart used to win and the stop fail after 60 s."""
+        run("add", "-k", "D", "-t", "Ids are never reused", "-a", "format", "--body", "Old references stay.")
+        assert run("backfill").exit_code == 0
+        assert watch(root).returncode == 0
+        settings = load_settings(root)
+        pid = request(settings, {"op": "ping"}, timeout=60)["pid"]
+        try:
+            (root / "memory" / "memfiles.toml").write_text("wrap = 80\n")
+            stopped = watch(root, "--stop")
+            assert stopped.returncode == 0, stopped.stderr
+            wait_until(lambda: not _alive(pid), timeout=60)
+        finally:
+            if _alive(pid):  # left running by a failure: no watcher outlives its test
+                os.kill(pid, signal.SIGKILL)
+
+    def test_a_config_change_that_leaves_the_settings_changes_nothing(self, watcher: Watcher, root: Path) -> None:
+        """A version bump in pyproject.toml (no [tool.memfiles] change): the watcher goes on serving."""
+        (root / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "2"\n')
+        assert request(load_settings(root), {"op": "ping"}, timeout=30) is not None
+        assert not watcher.stopping.is_set()
+        (root / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "3"\n')
+        assert request(load_settings(root), {"op": "ping"}, timeout=30) is not None
+        assert not watcher.stopping.is_set()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -155,7 +156,7 @@ def watch(
         watcher = Watcher(app.project, debounce=debounce, reconcile_every=reconcile_every, idle_exit=idle_exit)
 
     def on_signal(number: int, _frame: object) -> None:
-        watcher.stopping.set()
+        watcher.request_stop()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -165,8 +166,12 @@ def watch(
         watcher.serve_forever()
     finally:
         watcher.stop()
-    if watcher.restart:  # its config changed: the same command, in a fresh process image, reads it anew
-        os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+    if watcher.restart:  # its settings changed: the same command, in a fresh process image, reads them
+        for thread in threading.enumerate():  # a hook's deferred write (episodes, session state) ends first:
+            if thread is not threading.current_thread() and not thread.daemon:  # exec would cut it short
+                thread.join(timeout=60)
+        if not watcher.told_to_stop:  # a stop asked for meanwhile wins
+            os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
 
 
 @click.command()

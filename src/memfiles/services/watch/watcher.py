@@ -46,7 +46,9 @@ class Watcher:
         self.ready = threading.Event()
         self.failed: str | None = None  # why start() failed, for clients that asked meanwhile
         self.uprooted = False  # its project folder or index folder went away (stale)
-        self.restart = False  # its config changed (stale): run the same command again
+        self.restart = False  # its settings changed (stale): run the same command again
+        self.told_to_stop = False  # a signal or the idle exit: never restart
+        self._leaving = threading.Lock()  # stale() and request_stop() decide restart one at a time
         self.watched: set[Path] = set()
         self._threads: list[threading.Thread] = []
         self._exit = contextlib.ExitStack()
@@ -80,6 +82,8 @@ class Watcher:
             raise WatcherRunning(f"a watcher is already running for {self.project.root} (pid {pid})") from None
         self._exit.callback(owner.release)
         self._origin = self._where()
+        if not self._same_settings():  # changed between reading them and now: the first call restarts it
+            self._origin = (None, *self._origin[1:])
         pid_path(self.settings).write_text(f"{os.getpid()}\n")
         self._exit.callback(lambda: pid_path(self.settings).unlink(missing_ok=True))
         starting_path(self.settings).unlink(missing_ok=True)  # the owner is known now
@@ -151,16 +155,22 @@ class Watcher:
         return (config_stamp(self.project.root), root, self.settings.index_dir.is_dir())
 
     def stale(self) -> str | None:
-        """Why this watcher no longer serves its project as the files stand, or None: its config changed
+        """Why this watcher no longer serves its project as the files stand, or None: its settings changed
         (new kinds, another model...), the project folder moved away, or its index folder was deleted.
-        Such a watcher answers nothing more and exits (on a config change its process starts again:
-        `restart`); clients go on without it meanwhile. (Before, it answered with the old settings: an entry of a new
-        kind was never indexed, and backfill asked it and said there was no drift.)"""
+        Such a watcher answers nothing more and exits (on a change of settings its process starts again:
+        `restart`); clients go on without it meanwhile. (Before, it answered with the old settings: an
+        entry of a new kind was never indexed, and backfill asked it and said there was no drift.)
+        A config file changed in a way that leaves the settings as they were (a version bump in
+        pyproject.toml) changes nothing."""
         origin = getattr(self, "_origin", None)
         if origin is None:
             return None
         now = self._where()
         if now == origin:
+            return None
+        uprooted = now[1] != origin[1] or not now[2]
+        if not uprooted and self._same_settings():
+            self._origin = now  # the bytes changed, the settings did not
             return None
         if now[1] != origin[1]:
             reason = f"the project folder {self.project.root} moved or is gone"
@@ -168,14 +178,32 @@ class Watcher:
             reason = f"its index folder {self.settings.index_dir} was deleted"
         else:
             reason = "the configuration changed (memory/memfiles.toml or pyproject.toml)"
-        self.uprooted = now[1] != origin[1] or not now[2]  # nothing of it to save where it was
-        self.restart = not self.uprooted  # its process starts again on the new config (cli watch)
-        if not self.stopping.is_set():
-            then = "starting again on it" if self.restart else "exiting"
-            log.info("%s: %s", reason, then)
+        with self._leaving:
+            if not self.stopping.is_set():
+                self.uprooted = uprooted  # nothing of it to save where it was
+                self.restart = not uprooted and not self.told_to_stop  # the same command runs again (cli watch)
+                log.info("%s: %s", reason, "starting again on it" if self.restart else "exiting")
+                self.stopping.set()
+                self.debouncer.wake.set()
+        return reason
+
+    def _same_settings(self) -> bool:
+        """Whether the config files, read now, give the settings this watcher runs on (False when they
+        cannot be read: its next process says why)."""
+        from memfiles.config import load_settings
+
+        try:
+            return load_settings(self.project.root) == self.settings
+        except Exception:
+            return False
+
+    def request_stop(self) -> None:
+        """Stop for good (a signal, `watch --stop`, the idle exit): a change seen meanwhile restarts nothing."""
+        with self._leaving:
+            self.told_to_stop = True
+            self.restart = False
             self.stopping.set()
             self.debouncer.wake.set()
-        return reason
 
     # --- events -----------------------------------------------------------------------------------
 
@@ -250,7 +278,7 @@ class Watcher:
             quiet = time.monotonic() - self.last_active
             if quiet >= self.idle_exit:
                 log.info("no query and no change for %.1f s (idle exit after %g s): exiting", quiet, self.idle_exit)
-                self.stopping.set()
+                self.request_stop()
 
     def _reconcile_loop(self) -> None:
         while not self.stopping.wait(self.reconcile_every):
