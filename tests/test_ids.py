@@ -68,6 +68,9 @@ class TestMarks:
         found = json.loads(run("check", "--no-lint", "--json").stdout)["findings"]
         assert [(f["code"], f["id"]) for f in found] == [("missing-id", "D-002")]
         assert "D-002 to D-1000 (999 ids) are missing: if the mark 'D 1000'" in found[0]["message"]
+        marks.write_text(kept + "D 6\n")  # five in a row: one finding; four (T-001..T-004 above): one each
+        found = json.loads(run("check", "--no-lint", "--json").stdout)["findings"]
+        assert [(f["code"], f["id"]) for f in found] == [("missing-id", "D-002")] and "(5 ids)" in found[0]["message"]
         marks.write_text(kept + "Q 2\n")
         found = json.loads(run("check", "--no-lint", "--json").stdout)["findings"]
         assert [f["code"] for f in found] == ["ids-file"] and "Q is not the prefix of any kind" in found[0]["message"]

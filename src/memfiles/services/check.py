@@ -153,8 +153,9 @@ def id_findings(project: Project, files: list[LoadedFile], broken: bool = False)
                     "ids-file",
                     rel,
                     line,
-                    f"{prefix} is not the prefix of any kind ({known}): delete the line if it is a typo, or"
-                    " configure the kind again",
+                    f"{prefix} is not the prefix of any kind ({known}): if it is a typo, delete the line; if its"
+                    " kind was removed, configure the kind again (deleting the line would let its numbers be"
+                    " handed out again should the kind come back)",
                 )
             )
             continue
@@ -163,11 +164,17 @@ def id_findings(project: Project, files: list[LoadedFile], broken: bool = False)
         missing = [number for number in marks.numbers(prefix) if number not in in_use and number not in never]
         for first, last in _runs(missing):
             entry_id = format_id(prefix, first, width)
-            if last - first >= MISSING_RUN:  # a mark typed too high, most likely: one finding, not hundreds
+            if last - first + 1 >= MISSING_RUN:  # one finding for the run, not one per id (999 for `D 1000`)
+                typo = (
+                    f"if the mark '{prefix} {marks.high[prefix]}' in {rel} was typed too high, correct it (before"
+                    " any id above the highest in use is handed out); "
+                    if last == marks.high[prefix]
+                    else ""
+                )
                 message = (
-                    f"{entry_id} to {format_id(prefix, last, width)} ({last - first + 1} ids) are missing: if the"
-                    f" mark '{prefix} {marks.high[prefix]}' in {rel} is a typo, set it to the highest id in use;"
-                    " if they were deleted by hand, record each with memfiles prune ID --reason '...'"
+                    f"{entry_id} to {format_id(prefix, last, width)} ({last - first + 1} ids) are missing: {typo}if"
+                    " they were deleted by hand, restore them (git log -S '### ID:') or record each with"
+                    " memfiles prune ID --reason '...'"
                 )
                 findings.append(finding("missing-id", rel, line, message, entry_id))
                 continue
@@ -186,7 +193,7 @@ def id_findings(project: Project, files: list[LoadedFile], broken: bool = False)
     return findings
 
 
-MISSING_RUN = 4  # this many missing ids in a row and more are one finding (a mark typed too high)
+MISSING_RUN = 5  # this many missing ids in a row, or more, are one finding (a mark typed too high?)
 
 
 def _runs(numbers: list[int]) -> list[tuple[int, int]]:
