@@ -216,6 +216,22 @@ class TestShow:
         audit = shown("audit").stdout
         assert "D-002 pruned on" in audit and "None" not in audit and "(was: )" not in audit
 
+    def test_a_pruned_entry_of_a_configured_kind_shows_as_it_was(self, run: Run, root: Path) -> None:
+        """A kind of the project's own (R): its pruned text is read with the project's kinds, so show --json
+        gives its own date, area, status and body (they were empty, or the prune's date)."""
+        (root / "memory" / "memfiles.toml").write_text(
+            '[kinds.risk]\nprefix = "R"\nstatuses = ["open", "mitigated"]\nfile = "risks.md"\n'
+        )
+        run("add", "-k", "risk", "-t", "Lock-in", "-a", "infra", "--body", "No export.", "--date", "2020-01-02")
+        assert run("prune", "R-1", "--reason", "gone").exit_code == 0
+        entry = json.loads(run("show", "R-001", "--json").stdout)["entry"]
+        assert (entry["date"], entry["area"], entry["status"], entry["body"]) == (
+            "2020-01-02",
+            "infra",
+            "open",
+            "No export.",
+        )
+
     def test_ambiguous_id_is_refused_with_both_places(self, shown: Run, root: Path) -> None:
         """Two entries with one id (a merge): show names both places instead of picking the first."""
         (root / "pkg" / "memory").mkdir(parents=True)

@@ -89,17 +89,27 @@ class PrunedEntry:
     ledger_line: int | None
 
 
-def _rebuild(record: dict[str, Any]) -> Entry:
-    """The entry a pruned record holds (its text as it stood), or a bare one from the record's fields."""
+def _rebuild(record: dict[str, Any], schema: Schema) -> Entry:
+    """The entry a pruned record holds (its text as it stood, read with the project's kinds), or a bare
+    one from the record's fields."""
     try:
-        entries = parse(str(record.get("entry", ""))).entries
+        entries = parse(str(record.get("entry", "")), None, schema).entries
     except ParseError:
         entries = []
     if entries and entries[0].id == record["id"]:
         return entries[0]
-    date = str(record.get("date") or "")
-    # the entry's own date is not known: the day its prune was recorded is the last it was known on
+    # Its own date from its text's metadata when that is there; else (deleted by hand, or text of a kind
+    # no longer configured) the day its prune was recorded, the last day it was known on.
+    dates = [value for key, value in metadata_pairs(str(record.get("entry") or "")) if key == "date"]
+    date = next((d for d in dates if is_date(d)), str(record.get("date") or ""))
     return Entry(record["id"], str(record.get("title") or "(deleted by hand)"), date if is_date(date) else "", "", "")
+
+
+def metadata_pairs(text: str) -> list[tuple[str, str]]:
+    """The `- key: value` lines of an entry's text, as (key, value)."""
+    from memfiles.format.grammar import META_RE
+
+    return [(m.group(1), m.group(2)) for m in map(META_RE.match, text.split("\n")) if m]
 
 
 HAND_DELETED = "deleted by hand before its prune was recorded, so its text is not kept"
@@ -124,7 +134,7 @@ def find_entry(reading: Reading, text: str, schema: Schema) -> Located | PrunedE
         return found[0]
     for entry_id, record in reading.pruned.records.items():
         if _same(entry_id, wanted):
-            return PrunedEntry(_rebuild(record), record, reading.pruned.rel, reading.pruned.lines.get(entry_id))
+            return PrunedEntry(_rebuild(record, schema), record, reading.pruned.rel, reading.pruned.lines.get(entry_id))
     for entry_id, rel in reading.loaded.unreadable_ids.items():
         if _same(entry_id, wanted):
             problem = next(p for p in reading.loaded.problems if p.path == rel)
