@@ -56,7 +56,7 @@ class TestRoutes:
             Filters(area="a7", status="open"),  # 20 rows
             Filters(path="memory/f[1-3].md", status="resolved"),  # 10%: boundary
             Filters(since="2026-12-01", kind="fact"),  # 2.7%: Chroma where
-            Filters(area="A7"),  # an area in another case: the same 30 rows, as `list --area` finds them
+            Filters(area=" A7"),  # an area in another case, spaced: the same 30 rows, as `list --area` finds them
             Filters(since="2026-12-01", area=("A3", "a7", "A11")),  # ... and pushed down to Chroma
         ],
     )
@@ -73,6 +73,6 @@ class TestRoutes:
         assert [doc_id for doc_id, _ in exact] == list(got)
         assert np.allclose([s for _, s in exact], list(got.values()), atol=1e-4)
         if filters.area is not None:  # the case of an area does not matter, on any route
-            lower = Filters(**{**filters.as_json(), "area": [a.lower() for a in filters.area]})
+            lower = Filters(**{**filters.as_json(), "area": [a.strip().lower() for a in filters.area]})
             assert list(searcher.dense_scores(query, lower, depth=20)) == list(got) and keep
             assert filters.where(catalog) == lower.where(catalog)

@@ -27,6 +27,12 @@ REQUIRED_KEYS: tuple[str, ...] = ("date", "area", "status")
 LIST_KEYS: frozenset[str] = frozenset({"refs", "tags", "evidence", "promoted", "failed"})
 
 
+def area_key(area: str) -> str:
+    """What an area is compared by, wherever one is filtered on (`list --area`, memsearch, recall): an
+    area is free text, and ` Format` and `format` are one area to whoever types it."""
+    return area.strip().casefold()
+
+
 @dataclass(frozen=True)
 class Entry:
     """One finding: a stable id, a searchable title, its metadata and a body that stands alone."""

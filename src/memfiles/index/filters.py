@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from memfiles.format.ids import HIDDEN_KINDS
+from memfiles.format.model import area_key
 from memfiles.index.catalog import Catalog, IndexDoc
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ def _passes(key: str, value: str, wanted: tuple[str, ...]) -> bool:
     """Whether a document's `key` value is one of `wanted`. An area matches in any case, as `list --area`
     matches it (an area is free text: `Format` and `format` are one area to whoever types it)."""
     if key == "area":
-        return value.casefold() in {item.casefold() for item in wanted}
+        return area_key(value) in {area_key(item) for item in wanted}
     return value in wanted
 
 

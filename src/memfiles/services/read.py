@@ -13,7 +13,7 @@ from typing import Any
 from memfiles.contract import Finding, entry_object, finding
 from memfiles.errors import AmbiguousId, MemfilesError, ParseError
 from memfiles.format.ids import Kind, Schema, format_id, id_key, split_id
-from memfiles.format.model import Entry
+from memfiles.format.model import Entry, area_key
 from memfiles.format.parse import parse
 from memfiles.format.validate import is_date
 from memfiles.store.ledger import Ledger
@@ -241,7 +241,7 @@ class EntryFilter:
     ) -> EntryFilter:
         return cls(
             tuple(resolve_kinds(schema, kinds)),
-            frozenset(area.strip().casefold() for area in areas),
+            frozenset(area_key(area) for area in areas),
             tuple(resolve_statuses(schema, statuses)),
             path_glob,
             schema,
@@ -252,6 +252,6 @@ class EntryFilter:
         return (
             (not self.kinds or self.schema.kind_of(entry.id) in self.kinds)
             and (not self.statuses or entry.status in self.statuses)
-            and (not self.areas or entry.area.casefold() in self.areas)
+            and (not self.areas or area_key(entry.area) in self.areas)
             and (not self.path_glob or fnmatch.fnmatch(located.file.rel, self.path_glob))
         )

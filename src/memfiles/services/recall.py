@@ -17,6 +17,7 @@ from memfiles.config import Settings
 from memfiles.contract import entry_object, hit_object
 from memfiles.errors import IndexUnavailable, MemfilesError
 from memfiles.format.ids import RETIRED
+from memfiles.format.model import area_key
 from memfiles.services.hits import hit_objects
 from memfiles.store.project import Project
 
@@ -197,7 +198,7 @@ def _files_search(project: Project, items: list[tuple[str, dict[str, Any], int]]
                 continue
             if filters.get("status") not in (None, loc.entry.status):
                 continue
-            if filters.get("area") is not None and str(filters["area"]).casefold() != loc.entry.area.casefold():
+            if filters.get("area") is not None and area_key(str(filters["area"])) != area_key(loc.entry.area):
                 continue  # an area in any case, as the index's filters and `list --area` match it
             words = set(tokenize(f"{loc.entry.title}\n\n{loc.entry.body}"))
             share = 1.0 if id_key(loc.entry.id) in named else len(wanted & words) / len(wanted)
