@@ -62,15 +62,23 @@ class Workspace:
         self.drafts: dict[str, Draft] = {f.rel: Draft(f.memory, f.text) for f in files}
         self.touched: set[str] = set()
         self.places: dict[str, list[str]] = {}
+        self._spellings: dict[tuple[str, int], list[str]] = {}  # an id's key -> the spellings in places
         for loaded in files:
             for entry in loaded.memory.entries:
-                self.places.setdefault(entry.id, []).append(loaded.rel)
+                self._place(entry.id, loaded.rel)
+
+    def _place(self, entry_id: str, rel: str) -> None:
+        if entry_id not in self.places:
+            key = id_key(entry_id)
+            if key is not None:
+                self._spellings.setdefault(key, []).append(entry_id)
+        self.places.setdefault(entry_id, []).append(rel)
 
     def twins(self, entry_id: str) -> list[str]:
         """Every spelling the files give the id `entry_id` names (`### D-2:` beside `### D-002:` is one id
         twice, which check reports as duplicate-id): itself first when the files spell it so."""
         key = id_key(entry_id)
-        others = [known for known in self.places if known != entry_id and key is not None and id_key(known) == key]
+        others = [known for known in self._spellings.get(key, ()) if known != entry_id] if key else []
         return [entry_id, *others] if entry_id in self.places else others
 
     def rels(self, entry_id: str) -> list[str]:
@@ -107,8 +115,11 @@ class Workspace:
             self.places[entry_id].remove(old_rel)
             if not self.places[entry_id]:
                 del self.places[entry_id]
+                key = id_key(entry_id)
+                if key is not None:
+                    self._spellings[key].remove(entry_id)
         if new_rel is not None:
-            self.places.setdefault(entry_id, []).append(new_rel)
+            self._place(entry_id, new_rel)
 
     def ambiguous(self, op: Op, entry_id: str, field: str = "id") -> OpError:
         where = self.where(entry_id)
