@@ -100,8 +100,9 @@ class TestBounds:
     def test_no_root_anywhere_is_a_clear_error(self, tmp_path: Path) -> None:
         """A folder with no memory/ above it (inside a repository): ConfigError saying to pass --root."""
         subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-        with pytest.raises(ConfigError, match="no memory/ folder at or above"):
+        with pytest.raises(ConfigError, match="no memory/ folder at or above") as caught:
             find_root(tmp_path)
+        assert "(to start one here: mkdir memory)" in str(caught.value)  # a new user's first command
 
 
 class TestGivenRoot:

@@ -43,6 +43,7 @@ def root_folder(start: str | None = None, given: str | None = None) -> str:
 
         raise ConfigError(
             f"no memory/ folder at or above {here}: run memfiles in a project that has one, or pass --root DIR"
+            " (to start one here: mkdir memory)"
         )
     return found
 
