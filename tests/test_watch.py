@@ -752,3 +752,41 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+class TestSuccession:
+    """A watcher on its way out takes its socket away at once and never removes a successor's files."""
+
+    def test_an_index_folder_made_anew_makes_it_exit(self, watcher: Watcher, root: Path, run: Run) -> None:
+        """rm -rf .memsearch, then a backfill makes the folder anew: another folder, whose store this
+        watcher does not hold (it ran on, failing every reconcile, and a second watcher joined it)."""
+        import shutil
+
+        shutil.rmtree(load_settings(root).index_dir)
+        assert run("backfill").exit_code == 0
+        wait_until(watcher.stopping.is_set, timeout=30)  # its reconcile loop (every 1 s here) sees it
+
+    def test_a_watcher_started_just_after_a_kill_is_the_one_that_runs(self, root: Path, run: Run) -> None:
+        """kill, then `memfiles watch` at once: the dying one no longer answers (it said 'already running'
+        and then was gone), the new one waits for its lock, and its socket outlives the old one's exit."""
+        run("add", "-k", "D", "-t", "Ids are never reused", "-a", "format", "--body", "Old references stay.")
+        assert run("backfill").exit_code == 0
+        assert watch(root).returncode == 0
+        settings = load_settings(root)
+        old = request(settings, {"op": "ping"}, timeout=60)["pid"]
+        new = None
+        try:
+            os.kill(old, signal.SIGTERM)
+            started = watch(root)
+            assert started.returncode == 0, started.stderr
+            assert "already running" not in started.stdout
+            wait_until(lambda: not _alive(old), timeout=60)
+            answer = request(settings, {"op": "ping"}, timeout=60)
+            assert answer is not None and answer["pid"] != old
+            new = answer["pid"]
+        finally:
+            stopped = watch(root, "--stop")
+            for pid in (old, new):
+                if pid is not None and _alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+        assert stopped.returncode == 0, stopped.stderr

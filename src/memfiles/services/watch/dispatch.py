@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
-    gone = watcher.stale()
+    gone = watcher.stale() or ("it was asked to stop" if watcher.stopping.is_set() else None)
     if gone:  # it exits now: the client goes on without a watcher (services/ipc.py request)
         return {"ok": False, "gone": True, "error": f"the watcher is exiting: {gone}"}
     if op != "ping":  # a ping only asks whether it runs (a client choosing its path), not for work

@@ -27,6 +27,27 @@ class WatcherRunning(MemfilesError):
     exit_code = 1
 
 
+OUTGOING_WAIT = 30.0  # seconds a new watcher waits for one on its way out (its stop saves the catalog)
+
+
+def _answers(settings: Any) -> bool:
+    """Whether a watcher answers on the project's socket (one on its way out has taken it away)."""
+    from memfiles.services.ipc import request
+
+    try:
+        return request(settings, {"op": "ping"}, timeout=5) is not None
+    except MemfilesError:
+        return True  # one that listens but fails to answer is still there
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
+
+
 class Watcher:
     """The one owner of a project's embedded index while it runs."""
 
@@ -49,6 +70,8 @@ class Watcher:
         self.restart = False  # its settings changed (stale): run the same command again
         self.told_to_stop = False  # a signal or the idle exit: never restart
         self._leaving = threading.Lock()  # stale() and request_stop() decide restart one at a time
+        self._socket_file: int | None = None  # the inodes of the socket and pid file this watcher made
+        self._pid_file: int | None = None
         self.watched: set[Path] = set()
         self._threads: list[threading.Thread] = []
         self._exit = contextlib.ExitStack()
@@ -78,14 +101,22 @@ class Watcher:
         try:
             owner.acquire()
         except LockTimeout:
-            pid = read_text(pid_path(self.settings)).strip() if pid_path(self.settings).exists() else "?"
-            raise WatcherRunning(f"a watcher is already running for {self.project.root} (pid {pid})") from None
+            if _answers(self.settings):
+                pid = read_text(pid_path(self.settings)).strip() if pid_path(self.settings).exists() else "?"
+                raise WatcherRunning(f"a watcher is already running for {self.project.root} (pid {pid})") from None
+            # The owner took its socket away: it is on its way out (stopped, or stale); wait for it.
+            owner = FileLock(owner.path, timeout=OUTGOING_WAIT, busy="a watcher is stopping")
+            try:
+                owner.acquire()
+            except LockTimeout:
+                raise WatcherRunning(f"a watcher for {self.project.root} is still stopping") from None
         self._exit.callback(owner.release)
         self._origin = self._where()
         if not self._same_settings():  # changed between reading them and now: the first call restarts it
             self._origin = (None, *self._origin[1:])
         pid_path(self.settings).write_text(f"{os.getpid()}\n")
-        self._exit.callback(lambda: pid_path(self.settings).unlink(missing_ok=True))
+        self._pid_file = pid_path(self.settings).stat().st_ino
+        self._exit.callback(self._withdraw)
         starting_path(self.settings).unlink(missing_ok=True)  # the owner is known now
         self._serve()
         try:
@@ -136,23 +167,32 @@ class Watcher:
         from memfiles.services.watch.dispatch import answer
 
         server = serve(socket_path(self.settings), lambda request: answer(self, request))
-        self._exit.callback(lambda: socket_path(self.settings).unlink(missing_ok=True))
+        self._socket_file = socket_path(self.settings).stat().st_ino
+        self._exit.callback(self._withdraw)
         self._exit.callback(server.server_close)
         self._exit.callback(server.shutdown)
 
     # --- staying the project's watcher -------------------------------------------------------------
 
     def _where(self) -> tuple[Any, ...]:
-        """What the watcher's settings and paths were read from: the config files' stamps, the root
-        folder's identity, and whether its index folder is there."""
+        """What the watcher's settings and paths were read from: the config files' stamps, and the
+        identity of the root folder and of its index folder (a folder deleted and made again by a
+        backfill is another folder: this watcher's store files are gone with the old one)."""
         from memfiles.config import config_stamp
 
-        try:
-            info = os.stat(self.project.root)
-            root: tuple[int, int] | None = (info.st_dev, info.st_ino)
-        except OSError:
-            root = None
-        return (config_stamp(self.project.root), root, self.settings.index_dir.is_dir())
+        return (config_stamp(self.project.root), _identity(self.project.root), _identity(self.settings.index_dir))
+
+    def _withdraw(self, pid_too: bool = True) -> None:
+        """Take this watcher's socket away (and, on its exit, its pid file): no client reaches it, and a
+        new watcher may start (it waits for this one's lock). Never a successor's files at those paths.
+        A stopping watcher keeps its pid file until it exits, so that `watch --stop` still finds it."""
+        files = [(socket_path(self.settings), self._socket_file)]
+        if pid_too:
+            files.append((pid_path(self.settings), self._pid_file))
+        for path, inode in files:
+            with contextlib.suppress(OSError):
+                if inode is not None and path.stat().st_ino == inode:
+                    path.unlink()
 
     def stale(self) -> str | None:
         """Why this watcher no longer serves its project as the files stand, or None: its settings changed
@@ -168,14 +208,14 @@ class Watcher:
         now = self._where()
         if now == origin:
             return None
-        uprooted = now[1] != origin[1] or not now[2]
+        uprooted = now[1] != origin[1] or now[2] != origin[2]
         if not uprooted and self._same_settings():
             self._origin = now  # the bytes changed, the settings did not
             return None
         if now[1] != origin[1]:
             reason = f"the project folder {self.project.root} moved or is gone"
-        elif not now[2]:
-            reason = f"its index folder {self.settings.index_dir} was deleted"
+        elif now[2] != origin[2]:
+            reason = f"its index folder {self.settings.index_dir} was deleted (or made anew)"
         else:
             reason = "the configuration changed (memory/memfiles.toml or pyproject.toml)"
         with self._leaving:
@@ -185,6 +225,7 @@ class Watcher:
                 log.info("%s: %s", reason, "starting again on it" if self.restart else "exiting")
                 self.stopping.set()
                 self.debouncer.wake.set()
+                self._withdraw(pid_too=False)
         return reason
 
     def _same_settings(self) -> bool:
@@ -204,6 +245,7 @@ class Watcher:
             self.restart = False
             self.stopping.set()
             self.debouncer.wake.set()
+            self._withdraw(pid_too=False)
 
     # --- events -----------------------------------------------------------------------------------
 
