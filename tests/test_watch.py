@@ -715,6 +715,7 @@ class TestStale:
             request(settings, {"op": "ping"}, timeout=60)  # it sees the change, and its new process refuses it
             wait_until(lambda: not _alive(pid), timeout=120)
             assert "wrap: must be" in (root / ".memsearch" / "watch.out").read_text()
+            assert "could not start: memory/memfiles.toml: wrap" in (root / ".memsearch" / "watch.log").read_text()
         finally:
             (root / "memory" / "memfiles.toml").unlink(missing_ok=True)
             watch(root, "--stop")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -10,6 +11,7 @@ from pathlib import Path
 import click
 
 from memfiles.cli.app import App, CommandError, errors_to_exit, json_option, pass_app, print_json, warn
+from memfiles.errors import MemfilesError
 
 
 @click.command()
@@ -129,7 +131,13 @@ def watch(
     if stop_:
         stop_watchers(app)
         return
-    settings = app.settings
+    try:
+        settings = app.settings
+    except MemfilesError as error:
+        if foreground and log_file is not None:  # its restart on a config broken meanwhile: the log says why
+            setup_logging(log_file)
+            logging.getLogger("memfiles.watch").error("could not start: %s", error)
+        raise
     if settings.index_url:
         raise CommandError("the watcher serves the embedded index; with a Chroma server (index_url) it is not needed")
     with errors_to_exit():
