@@ -23,20 +23,15 @@ import time
 from collections import Counter
 
 import numpy as np
-from eval_retrieval import NAMES, load, project
-from retrieval_sweep import Setting, evaluate, prepare
+from eval_retrieval import NAMES
+from replay import SHIPPED, shipped_collection
+from retrieval_sweep import evaluate
 
-from memfiles.config import load_settings
 from memfiles.index.lexical import LexicalIndex, document_tokens
 from memfiles.index.text import tokenize
-from memfiles.services.index_session import open_index
 
 MUS = (0.0, 0.1, 0.25, 0.5, 1.0)
 DELTAS = (0.0, 0.25, 0.5, 1.0)
-SHIPPED = Setting(
-    framing=False, k1=1.2, b=0.3, title_weight=3, weight=0.5, depth=50, method="minmax", neighbours=10,
-    neighbour_weight=0.5,
-)  # fmt: skip
 
 
 def pairs(tokens: list[str]) -> list[str]:
@@ -73,12 +68,8 @@ def report(name: str, started: float, symbol: str, values, means: list[float]) -
 def main() -> None:
     for name in NAMES:
         started = time.perf_counter()
-        corpus, queries, qrels, exclude = load(name, False)
-        folder, to_corpus = project(name, corpus, False)
+        collection, queries, docs = shipped_collection(name)
         bm25 = (SHIPPED.k1, SHIPPED.b, SHIPPED.title_weight)
-        collection = prepare(name, folder, to_corpus, queries, qrels, exclude, False, False, bm25=bm25)
-        with open_index(load_settings(folder)) as session:
-            docs = [session.catalog.docs[i] for i in session.catalog.order]
         documents = [pairs(tokenize(d.title)) * SHIPPED.title_weight + pairs(tokenize(d.body())) for d in docs]
         index = LexicalIndex.build(documents, k1=SHIPPED.k1, b=SHIPPED.b)
         by_pair = score_all(index, [list(set(pairs(tokenize(queries[q])))) for q in collection.qids])

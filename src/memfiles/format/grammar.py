@@ -67,7 +67,7 @@ BOM = "\ufeff"
 _ANY_ENTRY_RE = re.compile(rf"^###[ \t]+({ID_PATTERN}):[ \t]+(\S.*?)[ \t]*$")
 # Any heading of an id in any case, dash or brackets (Grammar.stray_heading): prefix, number, the rest.
 _STRAY_RE = re.compile(
-    r"^#{1,6}[ \t]+\[?([A-Za-z][A-Za-z0-9]{0,7})[ \t]*[-\u2010-\u2015][ \t]*(\d{1,9})\]?(?=[:\s]|$)(.*)$"
+    rf"^#{{1,6}}[ \t]+\[?({PREFIX_PATTERN})[ \t]*[-\u2010-\u2015][ \t]*(\d{{1,9}})\]?(?=[:\s]|$)(.*)$", re.IGNORECASE
 )
 _SECTION_RE = re.compile(r"^##(?:[ \t]+(.*?))?[ \t]*$")
 META_RE = re.compile(r"^-[ \t]+([a-z][a-z-]*):[ \t]*(.*?)\s*$")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from memfiles.contract import Finding
 from memfiles.errors import ParseError
+from memfiles.format.ids import format_id, id_key
 from memfiles.format.model import Entry, MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.render import render
@@ -38,8 +39,6 @@ def _ledger_findings(project: Project, files: list[LoadedFile]) -> list[Finding]
 
 
 def _reused_pruned(rel: str, memory: MemoryFile, pruned: set[str]) -> list[Finding]:
-    from memfiles.format.ids import id_key
-
     gone = {id_key(entry_id) for entry_id in pruned} - {None}
     return [
         finding(
@@ -112,7 +111,6 @@ def id_findings(project: Project, files: list[LoadedFile], broken: bool = False)
     (memory/ids.txt) unreadable or left with merge conflict markers, and ids handed out that are gone
     from the files without a prune record. `broken`: a memory file did not parse, so its ids are unknown
     and none is reported missing."""
-    from memfiles.format.ids import format_id
     from memfiles.services.audit import successor_cycle_findings
 
     findings: list[Finding] = []

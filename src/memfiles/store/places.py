@@ -88,10 +88,8 @@ class Workspace:
     def spelled(self, entry_id: str) -> str:
         """`entry_id` as the files spell it: itself, else the id of an entry with the same prefix and number
         (a file may hold `### D-2:` where D-002 is meant, which check reports as id-format)."""
-        if entry_id in self.places:
-            return entry_id
-        key = id_key(entry_id)
-        return next((known for known in self.places if id_key(known) == key), entry_id)
+        twins = self.twins(entry_id)
+        return twins[0] if twins else entry_id
 
     def where(self, entry_id: str) -> list[str]:
         """`path:line` of every entry carrying `entry_id` (the line as read; a new entry has none yet)."""

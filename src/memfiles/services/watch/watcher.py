@@ -167,8 +167,7 @@ class Watcher:
         from memfiles.services.watch.dispatch import answer
 
         server = serve(socket_path(self.settings), lambda request: answer(self, request))
-        self._socket_file = socket_path(self.settings).stat().st_ino
-        self._exit.callback(self._withdraw)
+        self._socket_file = socket_path(self.settings).stat().st_ino  # taken away by _withdraw, on exit
         self._exit.callback(server.server_close)
         self._exit.callback(server.shutdown)
 
