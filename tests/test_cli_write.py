@@ -182,6 +182,22 @@ class TestSetRetirePrune:
         text = (root / "memory" / "frictions.md").read_text()
         assert "**resolved** (1)" in text and "- status: resolved" in text
 
+    def test_set_to_the_values_it_has_says_nothing_changed(self, run: Run, root: Path) -> None:
+        """A set that changes nothing is not reported as an update: exit 0, "no changes", a warning
+        naming the fields, the file untouched; a set that changes something still says updated."""
+        run("add", "-k", "F", "-t", "Slow check", "-a", "cli", "--body", "b")
+        assert run("set", "F-001", "--status", "resolved").stdout.strip() == "updated F-001"
+        frictions = root / "memory" / "frictions.md"
+        before = frictions.stat().st_mtime_ns
+        again = run("set", "f-1", "--status", "resolved", "--area", "cli", "--json")
+        data = json.loads(again.stdout)
+        assert again.exit_code == 0 and data["updated"] == []
+        assert data["warnings"] == ["F-001 already has the area, status given: nothing changed"]
+        assert frictions.stat().st_mtime_ns == before
+        stays = run("set", "F-001", "--file", "memory/frictions.md")
+        assert stays.stdout.strip() == "no changes" and "already stands in memory/frictions.md" in stays.stderr
+        assert run("set", "F-001", "--area", "store").stdout.strip() == "updated F-001"
+
     def test_set_unknown_id_fails_cleanly(self, run: Run) -> None:
         """An id that does not exist: exit 2 and the id in the message."""
         result = run("set", "F-404", "--status", "resolved")

@@ -182,6 +182,36 @@ def test_memfiles_toml_with_settings_inside_and_outside_the_header_is_refused(ro
     assert (caught.value.path, caught.value.key) == ("memory/memfiles.toml", "wrap")
 
 
+@pytest.mark.parametrize(
+    ("pyproject", "line"),
+    [
+        ('[project]\nname = "x"\n\n[tool.memfiles]\nwrap = 80\n', 4),
+        ('[project]\nname = "x"\n[tool.memfiles.kinds.risk]\nprefix = "R"\n', 3),
+        ('[tool]\nmemfiles = { wrap = 80 }\n', 1),
+    ],
+)
+def test_check_names_a_pyproject_table_that_memfiles_toml_shadows(
+    run: Run, root: Path, pyproject: str, line: int
+) -> None:
+    """With memory/memfiles.toml present, pyproject.toml's [tool.memfiles] is read by nothing: check says
+    so at the table's line (a warning: exit 1), and says nothing when only one of the two exists."""
+    (root / "pyproject.toml").write_text(pyproject)
+    assert json.loads(run("check", "--json").stdout)["findings"] == []
+    (root / "memory" / "memfiles.toml").write_text("stale_days = 30\n")
+    result = run("check", "--json")
+    assert result.exit_code == 1
+    [found] = json.loads(result.stdout)["findings"]
+    assert (found["code"], found["severity"], found["path"], found["line"]) == (
+        "config-shadowed",
+        "warning",
+        "pyproject.toml",
+        line,
+    )
+    assert "memory/memfiles.toml" in found["message"]
+    (root / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert run("check").exit_code == 0
+
+
 def test_toml_syntax_error_carries_its_line(root: Path) -> None:
     """A TOML syntax error names the file and the line tomllib reports."""
     (root / "memory" / "memfiles.toml").write_text('wrap = 80\nstale_days = 30\ndocs_dir = "unclosed\n')

@@ -389,6 +389,26 @@ def _file_config(root: Path) -> tuple[dict[str, Any], str | None]:
     return {}, None
 
 
+def shadowed_table(root: Path) -> tuple[str, int, str] | None:
+    """Where pyproject.toml's [tool.memfiles] table starts (its path as shown, and the line), and the
+    file that shadows it, when memory/memfiles.toml exists too and so wins: every key of that table is ignored, which `check` says.
+    None when nothing is shadowed, or when pyproject.toml cannot be read (not this tool's file to judge)."""
+    own, pyproject = config_files(root)
+    if not own.is_file() or not pyproject.is_file():
+        return None
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+        tool = tomllib.loads(text).get("tool")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    if not isinstance(tool, dict) or "memfiles" not in tool:
+        return None
+    header = re.compile(r"\s*\[\s*tool\s*\.\s*memfiles\s*[\].]|\s*\[\s*tool\s*\]|\s*tool\s*\.\s*memfiles\s*=")
+    lines = text.splitlines()
+    line = next((n for n, row in enumerate(lines, 1) if header.match(row)), 1)
+    return _shown_path(pyproject, root), line, _shown_path(own, root)
+
+
 def _own_table(table: dict[str, Any], shown: str) -> dict[str, Any]:
     """memory/memfiles.toml's settings: at the top level, or under a [tool.memfiles] header (the form
     pyproject.toml takes, which the README shows; copied as it is, it means the same here)."""

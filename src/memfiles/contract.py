@@ -52,6 +52,7 @@ FINDING_CODES: dict[str, str] = {
     "pruned-id-reused": "error",
     "bad-ledger": "error",
     "empty-file": "info",
+    "config-shadowed": "warning",
     # ids (services/check.py id_findings, services/audit.py)
     "successor-cycle": "error",
     "missing-id": "error",

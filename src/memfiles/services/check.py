@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from memfiles.config import shadowed_table
 from memfiles.contract import Finding
 from memfiles.errors import ParseError
 from memfiles.format.ids import format_id, id_key
@@ -81,7 +82,26 @@ def check_project(project: Project) -> tuple[list[Finding], int]:
     findings.extend(_ledger_findings(project, files))
     findings.extend(id_findings(project, files, bool(errors)))
     findings.extend(empty_files(project))
+    findings.extend(config_findings(project))
     return sorted(findings, key=finding_order), len(files) + len(errors)
+
+
+def config_findings(project: Project) -> list[Finding]:
+    """A [tool.memfiles] table in pyproject.toml that memory/memfiles.toml shadows: its settings are read
+    by nothing, which a user who edits it would never learn otherwise."""
+    shadowed = shadowed_table(project.root)
+    if shadowed is None:
+        return []
+    path, line, own = shadowed
+    return [
+        finding(
+            "config-shadowed",
+            path,
+            line,
+            f"[tool.memfiles] is ignored: {own} exists, and its settings win whole; move these settings"
+            f" there, or delete one of the two",
+        )
+    ]
 
 
 def empty_files(project: Project) -> list[Finding]:

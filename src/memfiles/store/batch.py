@@ -154,8 +154,9 @@ class Batch:
                     wrote[op.position] = self._add(op, allocator, date)
                     result.added.append(wrote[op.position])
                 elif op.op == "update":
-                    wrote[op.position] = self._update(op)
-                    result.updated.append(wrote[op.position])
+                    wrote[op.position], changed = self._update(op)
+                    if changed:
+                        result.updated.append(wrote[op.position])
                 elif op.op == "retire":
                     result.retired.append(self._retire(op))
                 elif op.op == "section":
@@ -346,7 +347,9 @@ class Batch:
         self.work.moved(entry_id, None, rel)
         return entry_id
 
-    def _update(self, op: Op) -> str:
+    def _update(self, op: Op) -> tuple[str, bool]:
+        """The entry's id, and whether the op changed it (an update to the values it has already is told
+        as a warning, not as an update)."""
         rel, draft, entries, index = self.work.locate(op, self._missing_hint(op.id or ""))
         entry = entries[index]
         kind = self.schema.kind_of(entry.id)
@@ -362,7 +365,14 @@ class Batch:
                 self.notes.append(f"{entry.id} is no longer retired: its {was} cleared (reason: {entry.reason})")
         updated = replace(entry, **changes)
         target_rel = op.get("file")
-        section = op.get("section", draft.freeze().section_of(entry.id))
+        current = draft.freeze().section_of(entry.id)
+        section = op.get("section", current)
+        moves = (target_rel is not None and target_rel != rel) or section != current
+        if updated == entry and not moves:
+            given = [key for key in op.fields if key not in ("id", "file", "section")]
+            already = f"has the {', '.join(given)} given" if given else f"stands in {rel}"
+            self.notes.append(f"{entry.id} already {already}: nothing changed")
+            return entry.id, False
         if target_rel is not None or "section" in op.fields:
             new_rel, target = self._draft_for(op, target_rel or rel, kind)  # may refuse: nothing moved yet
             del entries[index]
@@ -370,7 +380,7 @@ class Batch:
             self.work.moved(entry.id, rel, new_rel)
         else:
             entries[index] = updated
-        return entry.id
+        return entry.id, True
 
     def _retire(self, op: Op) -> str:
         _rel, _draft, entries, index = self.work.locate(op, self._missing_hint(op.id or ""))
