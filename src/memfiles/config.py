@@ -394,8 +394,9 @@ def _file_config(root: Path) -> tuple[dict[str, Any], str | None]:
 
 def shadowed_table(root: Path) -> tuple[str, int, str] | None:
     """Where pyproject.toml's [tool.memfiles] table starts (its path as shown, and the line), and the
-    file that shadows it, when memory/memfiles.toml exists too and so wins: every key of that table is ignored, which `check` says.
-    None when nothing is shadowed, or when pyproject.toml cannot be read (not this tool's file to judge)."""
+    file that shadows it, when memory/memfiles.toml exists too and so wins: every key of that table is
+    then ignored, which `check` says. None when nothing is shadowed, or when pyproject.toml cannot be
+    read (not this tool's file to judge)."""
     own, pyproject = config_files(root)
     if not own.is_file() or not pyproject.is_file():
         return None
