@@ -188,7 +188,7 @@ def test_memfiles_toml_with_settings_inside_and_outside_the_header_is_refused(ro
     [
         ('[project]\nname = "x"\n\n[tool.memfiles]\nwrap = 80\n', 4),
         ('[project]\nname = "x"\n[tool.memfiles.kinds.risk]\nprefix = "R"\n', 3),
-        ('[tool]\nmemfiles = { wrap = 80 }\n', 1),
+        ("[tool]\nmemfiles = { wrap = 80 }\n", 1),
     ],
 )
 def test_check_names_a_pyproject_table_that_memfiles_toml_shadows(
