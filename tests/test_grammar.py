@@ -82,6 +82,8 @@ class TestEntryHeadings:
             "### d-002: lower",
             "### D\u2013002: en dash",
             "### [D-002]: brackets",
+            "### D002: no dash",
+            "### D 002: a space for the dash",
         ],
     )
     def test_a_stray_heading_with_metadata_is_a_parse_error(self, line: str) -> None:

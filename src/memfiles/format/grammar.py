@@ -65,10 +65,6 @@ BOM = "\ufeff"
 
 # An entry heading's shape for any syntactically valid prefix; Grammar narrows it to the known ones.
 _ANY_ENTRY_RE = re.compile(rf"^###[ \t]+({ID_PATTERN}):[ \t]+(\S.*?)[ \t]*$")
-# Any heading of an id in any case, dash or brackets (Grammar.stray_heading): prefix, number, the rest.
-_STRAY_RE = re.compile(
-    rf"^#{{1,6}}[ \t]+\[?({PREFIX_PATTERN})[ \t]*[-\u2010-\u2015][ \t]*(\d{{1,9}})\]?(?=[:\s]|$)(.*)$", re.IGNORECASE
-)
 _SECTION_RE = re.compile(r"^##(?:[ \t]+(.*?))?[ \t]*$")
 META_RE = re.compile(r"^-[ \t]+([a-z][a-z-]*):[ \t]*(.*?)\s*$")
 _FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
@@ -208,6 +204,12 @@ class Grammar:
         known = "|".join(re.escape(prefix) for prefix in sorted(self.prefixes, key=len, reverse=True))
         known_id = rf"((?:{known})-\d+)" if known else r"((?!))"
         self._broken = re.compile(rf"^###[ \t]*{known_id}(?=[:\s]|$)")
+        # Any heading of a known kind's id in any case, with any dash or none, or in brackets
+        # (stray_heading): prefix, number, the rest.
+        self._stray = re.compile(
+            rf"^#{{1,6}}[ \t]+\[?({known or '(?!)'})[ \t]*[-\u2010-\u2015]?[ \t]*(\d{{1,9}})\]?(?=[:\s]|$)(.*)$",
+            re.IGNORECASE,
+        )
 
     def entry_heading(self, line: str) -> tuple[str, str] | None:
         """(id, title) when `line` is an entry heading of a known kind."""
@@ -232,12 +234,12 @@ class Grammar:
     def stray_heading(self, lines: list[str], index: int) -> str | None:
         """What is wrong with lines[index] when it is a heading of a known kind's id, with metadata under
         it, that is neither an entry heading nor a broken one: at another level (`## D-2: x`,
-        `#### D-2: x`), indented, lower-case (`### d-2: x`), with another dash (`D–2`) or in brackets
-        (`[D-2]`). Said as the fix; None for any other line. Without this an entry so written was read as
+        `#### D-2: x`), indented, lower-case (`### d-2: x`), with another dash (`D–2`) or none (`D2`),
+        or in brackets (`[D-2]`). Said as the fix; None for any other line. Without this an entry so written was read as
         a section or as text of the entry above, and its id was handed out again."""
         line = lines[index]
-        match = _STRAY_RE.match(heading_at_margin(line))
-        if match is None or match.group(1).upper() not in self.prefixes:
+        match = self._stray.match(heading_at_margin(line))
+        if match is None:
             return None
         if line.startswith("###") and (self.entry_heading(line) or self.broken_heading(line)):
             return None
