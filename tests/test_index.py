@@ -272,6 +272,32 @@ class TestBackfillAndWritePath:
 
 @pytest.mark.slow
 class TestConcurrency:
+    def test_a_write_waits_once_for_a_busy_store(self, filled: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Another process holds the store: the write's near-duplicate check waits index_timeout and falls
+        back to word overlap; the write's own update then only looks again (it waited index_timeout a
+        second time before) and says the index is busy. The file is written all the same."""
+        run("backfill")
+        monkeypatch.setenv("MEMFILES_INDEX_TIMEOUT", "1")
+        monkeypatch.setenv("MEMFILES_SEARCH_WATCH", "0")
+        code = (
+            "import sys, time\nfrom memfiles.config import load_settings\n"
+            "from memfiles.index.chroma import store_lock\n"
+            "with store_lock(load_settings(sys.argv[1]), 5):\n    print('held', flush=True)\n    time.sleep(120)\n"
+        )
+        holder = subprocess.Popen([sys.executable, "-c", code, str(filled)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            title = "Signing keys rotate every quarter, not every year"
+            result = run("add", "-k", "D", "-t", title, "-a", "security", "--body", "Rotation.", "--json")
+        finally:
+            holder.kill()
+            holder.wait()
+        assert result.exit_code == 0
+        warnings = json.loads(result.stdout)["warnings"]
+        assert "the index is busy (this write waited 1 s for it already): run memfiles backfill later" in warnings
+        assert not any("did not answer" in warning for warning in warnings), warnings
+        assert title in run("list").stdout
+
     def test_backfill_queries_and_adds_at_once(self, filled: Path, run: Run, tmp_path: Path) -> None:
         """Backfills, searches and adds in parallel processes all succeed and leave no drift."""
         run("backfill")

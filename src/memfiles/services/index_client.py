@@ -86,6 +86,12 @@ NO_WATCHER = {
 # A local client waiting this long for the store lock asks whether a watcher has started meanwhile (it
 # holds the store for its whole life): if one answers, the call goes to it instead of waiting it out.
 HANDOVER_AFTER = 1.0
+# After a busy store made a write's near-duplicate check wait its whole timeout, the write's own update
+# (which follows within BUSY_AGAIN_WINDOW) looks this long more, not index_timeout again: one busy store,
+# one wait.
+BUSY_AGAIN_WAIT = 0.2
+BUSY_AGAIN_WINDOW = 5.0
+_found_busy: list[float] = []  # when a near-duplicate check in this process last gave up on a busy store
 
 Call = TypeVar("Call", bound=Callable[..., Any])
 
@@ -183,14 +189,20 @@ class LocalIndex:
 
     @_handed_over
     def similar(self, texts: list[str], filters: Filters, k: int = 5) -> list[Neighbours]:
+        from memfiles.errors import LockTimeout
         from memfiles.services.index_session import nearest
 
-        # A write's near-duplicate check: a busy store is waited for index_timeout, as the write's own
-        # update is (it waited at least 5 s, so a 1 s index_timeout cost a write 6.5 s)
-        with self._read(timeout=self.settings.index_timeout) as session:
-            if not session.exists():
-                raise IndexUnavailable("there is no index yet")
-            return nearest(session.searcher(), texts, filters, k)
+        # A write's near-duplicate check: a busy store is waited for index_timeout (it waited at least 5 s,
+        # so a 1 s index_timeout cost a write 6.5 s); the write's own update then does not wait it again.
+        try:
+            with self._read(timeout=self.settings.index_timeout) as session:
+                if not session.exists():
+                    raise IndexUnavailable("there is no index yet")
+                return nearest(session.searcher(), texts, filters, k)
+        except IndexUnavailable as error:
+            if isinstance(error.__cause__, LockTimeout):
+                _found_busy[:] = [time.monotonic()]  # the write that follows need not wait it out again
+            raise
 
     @_handed_over
     def notify(self, paths: set[str], pruned: set[str], deadline: float, writing: Any = None) -> None:
@@ -411,7 +423,10 @@ def notify(project: Project, result: BatchResult) -> str | None:
     settings = project.settings
     if not index_exists(settings):
         return None
-    deadline = time.monotonic() + settings.index_timeout
+    wait = settings.index_timeout
+    if _found_busy and time.monotonic() - _found_busy.pop() < BUSY_AGAIN_WINDOW:
+        wait = min(wait, BUSY_AGAIN_WAIT)  # this write waited for the busy store already (its dupe check)
+    deadline = time.monotonic() + wait
     outcome: list[str | None] = []
     writing = threading.Event()
     paths = {p for p in result.paths if p.endswith(".md")}
@@ -431,17 +446,22 @@ def notify(project: Project, result: BatchResult) -> str | None:
                 f"{said}; the files are written" + ("" if "backfill" in said else ": run memfiles backfill later")
             )
         except TimeoutError:
-            outcome.append(f"the index took longer than {settings.index_timeout:g} s: run memfiles backfill later")
+            outcome.append(f"the index took longer than {wait:g} s: run memfiles backfill later")
         except Exception as error:  # an index fault must never fail a write
             outcome.append(f"index not updated ({type(error).__name__}: {error}): run memfiles backfill later")
 
     worker = threading.Thread(target=work, name="memfiles-index-notify", daemon=True)
     worker.start()
-    worker.join(settings.index_timeout)
+    worker.join(wait)
     if worker.is_alive() and writing.is_set():
         worker.join(60)  # a store write has begun: never cut it off half-way
     if worker.is_alive() or not outcome:
-        return f"the index did not answer within {settings.index_timeout:g} s: run memfiles backfill later"
+        if wait < settings.index_timeout:
+            return (
+                f"the index is busy (this write waited {settings.index_timeout:g} s for it already):"
+                " run memfiles backfill later"
+            )
+        return f"the index did not answer within {wait:g} s: run memfiles backfill later"
     return outcome[0]
 
 
