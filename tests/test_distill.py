@@ -600,6 +600,48 @@ class TestMatchingRules:
 
         assert negated_apart(a, b) is apart
 
+    @pytest.mark.parametrize(
+        ("a", "b", "same"),
+        [
+            ("Cap fanout with --max-fanout 32 before mapping", "Cap fanout with --max-fanout 16 before mapping", False),
+            ("Lower target density to 0.5", "Lower target density to 0.7", False),
+            ("Raise target density to 0.95", "Lower target density to 0.7", False),
+            ("Lower target density to 0.7", "Raise target density to 0.7", False),
+            ("Do not assign a default to every branch", "Assign a default to every branch of the case statement", False),
+            ("Run retiming before placement", "Run retiming after placement", False),
+            ("repair_timing -hold -hold_margin 0.1", "repair_timing -hold -hold_margin 0.05", False),
+            ("Widen the macro channel to 20 um", "Widen the macro channel to 20um", True),
+            ("Cap fanout with --max-fanout 16 before mapping", "Use --max-fanout 16", True),
+            ("Lower target density to 0.7", "Reduce the target density to 0.7", True),
+            ("Assign a default to every branch of the case statement", "Give every case branch a default", True),
+        ],
+    )
+    def test_fixes_that_set_other_values_or_turn_the_other_way_are_other_fixes(
+        self, root: Path, a: str, b: str, same: bool
+    ) -> None:
+        """A sentence encoder puts `--max-fanout 32` beside `16`, "Lower" beside "Raise" and "Do not
+        assign" beside "Assign" at 0.9 and more: the same advice only with the same values and direction."""
+        from memfiles.config import load_settings
+        from memfiles.services.matching import Similarity
+
+        similarity = Similarity(load_settings(root))
+        assert similarity.mode == "model"
+        assert similarity.same_fix(a, b)[0] is same
+
+    def test_a_run_with_another_value_contradicts_the_entry(self, run: Run, root: Path) -> None:
+        """A signed-off run that capped fanout at 32 where the entry says 16 is a contradiction, not a
+        confirmation: the entry's evidence keeps only the runs that used its fix."""
+        symptom = "Hold violations after placement on the register file write port"
+        first = record("r1", 1, [symptom], ["Cap fanout with --max-fanout 16 before mapping"])
+        write_log(root, "synthesis", [first])
+        distil(run, "synthesis", "--min-records", "1")
+        other = record("r2", 2, [symptom], ["Cap fanout with --max-fanout 32 before mapping"])
+        write_log(root, "synthesis", [first, other])
+        report = distil(run, "synthesis", "--min-records", "1")
+        hold = entry(root, symptom)
+        assert hold.evidence == ("r1",) and "r2" in (hold.contradicted or "")
+        assert [item["evidence"] for item in report["contradictions"]] == ["r2"]
+
     def test_a_run_with_two_issues_lends_an_entry_only_its_own_fix(self, run: Run, root: Path) -> None:
         """r1 fixed the hold issue one way and the latch another; r2, the hold issue with the latch's fix,
         contradicts the hold entry (it is not confirmed by the other issue's fix)."""

@@ -39,6 +39,38 @@ NEGATION_OVERLAP = 0.7
 # at 0.84).
 _MARKER = re.compile(r"\b(?:[A-Z]{2,}[0-9]*|[A-Za-z]+[0-9][A-Za-z0-9]*|\w+_\w+)\b")
 _NEGATION = re.compile(r"\b(?:not|no|never|cannot|without|none|\w+n't)\b", re.IGNORECASE)
+# A value in a fix: 16, 0.7, 5%, 20um. Two fixes that set one knob to other values are other advice.
+_VALUE = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?:%|[a-z]{1,3})?(?![\w.])", re.IGNORECASE)
+# Words that turn a fix the other way: "Lower target density" is not "Raise target density". A closed set
+# of English direction words, none taken from the evaluation logs' fixes.
+_OPPOSITES = {
+    frozenset(pair)
+    for pair in (
+        ("increase", "decrease"),
+        ("increased", "decreased"),
+        ("raise", "lower"),
+        ("raised", "lowered"),
+        ("higher", "lower"),
+        ("more", "less"),
+        ("more", "fewer"),
+        ("larger", "smaller"),
+        ("bigger", "smaller"),
+        ("widen", "narrow"),
+        ("loosen", "tighten"),
+        ("relax", "tighten"),
+        ("enable", "disable"),
+        ("enabled", "disabled"),
+        ("on", "off"),
+        ("add", "remove"),
+        ("added", "removed"),
+        ("before", "after"),
+        ("up", "down"),
+        ("min", "max"),
+        ("minimum", "maximum"),
+        ("allow", "forbid"),
+        ("keep", "drop"),
+    )
+}
 
 
 def _sequence(text: str) -> list[str]:
@@ -61,6 +93,43 @@ def names_other_things(a: str, b: str) -> bool:
             if any(side and side in around_x for side in _around(words_b, y)):
                 return True
     return False
+
+
+def other_values(a: str, b: str) -> bool:
+    """True when the two texts give a value where the other gives another, the words around them alike:
+    "Lower target density to 0.5" / "... to 0.7", "--max-fanout 32" / "--max-fanout 16"."""
+    words_a, words_b = _sequence(a), _sequence(b)
+    mine = {m.lower() for m in _VALUE.findall(a)} - set(words_b)
+    theirs = {m.lower() for m in _VALUE.findall(b)} - set(words_a)
+    for x in mine:
+        around_x = _around(words_a, x)
+        for y in theirs:
+            if _number(x) == _number(y):  # the same value, its unit written apart or not (20 um / 20um)
+                continue
+            if any(side in around_x for side in _around(words_b, y)):
+                return True
+    return False
+
+
+def _number(value: str) -> float:
+    return float(re.match(r"\d+(?:\.\d+)?", value).group(0))  # type: ignore[union-attr]
+
+
+def opposed(a: str, b: str) -> bool:
+    """True when one text says a direction word where the other says its opposite ("Lower" / "Raise",
+    "enable" / "disable"), or one negates what the other says, their other words mostly the same."""
+    if negated_apart(a, b):
+        return True
+    words_a, words_b = _sequence(a), _sequence(b)
+    only_a, only_b = set(words_a) - set(words_b), set(words_b) - set(words_a)
+    turned = {word for x in only_a for y in only_b if frozenset((x, y)) in _OPPOSITES for word in (x, y)}
+    if not turned:
+        return False
+    from difflib import SequenceMatcher
+
+    left = [word for word in words_a if word not in turned]
+    right = [word for word in words_b if word not in turned]
+    return bool(left and right) and SequenceMatcher(None, left, right).ratio() >= NEGATION_OVERLAP
 
 
 def _around(words: list[str], marker: str) -> set[tuple[str, str]]:
@@ -165,13 +234,21 @@ class Similarity:
         return THRESHOLDS[level][0 if self.mode == "model" else 1]
 
     def same_fix(self, a: str, b: str) -> tuple[bool, float]:
-        """Whether two fixes are the same advice: the same flag, or close in meaning; and the score."""
+        """Whether two fixes are the same advice: the same flag, or close in meaning; and the score.
+
+        Close in meaning is not enough when they set a flag or a value to other values (`--max-fanout
+        32` / `16`, "density to 0.5" / "to 0.7") or turn it the other way ("Lower" / "Raise", "Do not
+        assign" / "Assign"): a sentence encoder puts those at 0.9 and more."""
         if not a and not b:
             return True, 1.0
         mine, theirs = find_flags(a), find_flags(b)
         shared = [f for f in mine for g in theirs if f.covers(g) or g.covers(f)]
         best = max([self.score(a, b)] + [self.score(a, part) for part in _sentences(b)])
-        return bool(shared) or best >= self.threshold(SAME), best
+        if shared:
+            return True, best
+        if best >= self.threshold(SAME) and (other_values(a, b) or opposed(a, b)):
+            return False, best
+        return best >= self.threshold(SAME), best
 
 
 def _sentences(text: str) -> list[str]:
