@@ -607,7 +607,7 @@ class TestMatchingRules:
             ("Lower target density to 0.5", "Lower target density to 0.7", False),
             ("Raise target density to 0.95", "Lower target density to 0.7", False),
             ("Lower target density to 0.7", "Raise target density to 0.7", False),
-            ("Do not assign a default to every branch", "Assign a default to every branch of the case statement", False),
+            ("Do not assign a default to every branch", "Assign a default to every branch of the case", False),
             ("Run retiming before placement", "Run retiming after placement", False),
             ("repair_timing -hold -hold_margin 0.1", "repair_timing -hold -hold_margin 0.05", False),
             ("Widen the macro channel to 20 um", "Widen the macro channel to 20um", True),
