@@ -501,6 +501,30 @@ class TestFiling:
         assert path.read_text().endswith(manual)
 
 
+class TestConcurrency:
+    def test_distils_run_at_once_file_a_new_finding_once(self, run: Run, root: Path) -> None:
+        """Three `memfiles distil` processes started together over one new record: each read the file
+        before another wrote and added the finding again (three entries, `check` silent). Now one adds
+        it and the others count it as already distilled."""
+        import subprocess
+        import sys
+
+        write_log(root, "synthesis", base_records())
+        distil(run)
+        new = record("r6", 6, ["ABC mapping crashes on the floating point unit"], ["Map the FPU with abc9"])
+        write_log(root, "synthesis", [*base_records(), new])
+        binary = Path(sys.executable).parent / "memfiles"
+        env = {**os.environ, "MEMFILES_SEARCH_WATCH": "0"}
+        command = [str(binary), "--root", str(root), "distil", "--domain", "synthesis", "--json"]
+        procs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+        outputs = [proc.communicate(timeout=300) for proc in procs]
+        assert [proc.returncode for proc in procs] == [0, 0, 0], [err for _, err in outputs]
+        titles = [e.title for e in knowledge(root).entries]
+        assert titles.count(new["issues_encountered"][0]) == 1
+        added = [json.loads(out)["domains"][0]["added"][FAILURES] for out, _ in outputs]
+        assert sorted(len(ids) for ids in added) == [0, 0, 1]
+
+
 class TestReport:
     def test_report_format_and_all_table(self, run: Run, root: Path) -> None:
         """The seed's per-domain block, then the --all table with skipped domains and their counts."""

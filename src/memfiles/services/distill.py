@@ -219,6 +219,30 @@ def distil_domain(
             else "no valid records"
         )
         return report
+    if dry_run:
+        return _distil_read(project, domain, rel, experiences, report, dry_run, drafter, use_model)
+    # Two distils of one project at once would each read the file before the other wrote, and file the
+    # same new finding twice: the read, the filing and the write are one step across processes.
+    from memfiles.store.lock import FileLock
+
+    with FileLock(settings.state_dir / "distil.lock", settings.lock_timeout, busy="another distil is running"):
+        return _distil_read(project, domain, rel, experiences, report, dry_run, drafter, use_model)
+
+
+def _distil_read(
+    project: Project,
+    domain: str,
+    rel: str,
+    experiences: Experiences,
+    report: DomainReport,
+    dry_run: bool,
+    drafter: Any,
+    use_model: bool,
+) -> DomainReport:
+    """distil_domain's work once the log is read: the knowledge file read, every record filed, the ops
+    written (unless `dry_run`)."""
+    settings = project.settings
+    summary = report.summary
     knowns, notes = _read_knowledge(project, rel)
     records = sorted(experiences.records, key=lambda r: (r.timestamp, r.line))
     pruned = _pruned_knowns(project, rel)
