@@ -501,6 +501,26 @@ class TestFiling:
         assert path.read_text().endswith(manual)
 
 
+class TestBrokenKnowledge:
+    def test_a_knowledge_file_that_is_not_utf8_is_named_with_its_line(self, run: Run, root: Path) -> None:
+        """A byte of Latin-1 in knowledge.md: exit 2 with a parse error object naming the file and line
+        (it was a UnicodeDecodeError traceback, exit 1, nothing on stdout); the file is left as it was."""
+        write_log(root, "synthesis", base_records())
+        distil(run)
+        path = root / "memory" / "synthesis" / "knowledge.md"
+        path.write_bytes(path.read_bytes() + b"\n<!-- caf\xe9 -->\n")
+        before = path.read_bytes()
+        line = before.count(b"\n")
+        result = run("distil", "--domain", "synthesis", "--json")
+        error = json.loads(result.stdout)["error"]
+        assert result.exit_code == 2 and (error["code"], error["path"], error["line"]) == (
+            "parse",
+            "memory/synthesis/knowledge.md",
+            line,
+        )
+        assert path.read_bytes() == before
+
+
 class TestConcurrency:
     def test_distils_run_at_once_file_a_new_finding_once(self, run: Run, root: Path) -> None:
         """Three `memfiles distil` processes started together over one new record: each read the file

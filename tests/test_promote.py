@@ -189,6 +189,13 @@ class TestPersona:
         assert json.loads(run("list", "--json").stdout)["entries"] == []
         assert Project(load_settings(root)).markdown_files() == []
 
+    def test_a_persona_that_is_not_utf8_is_named_with_its_line(self, run: Run, root: Path) -> None:
+        """A persona.md saved in Latin-1: exit 2 naming the file and line (it was a traceback, exit 1)."""
+        (root / "memory" / "persona.md").write_bytes(b"Be terse.\n\xff\n")
+        for args in (("persona",), ("persona", "--json")):
+            result = run(*args)
+            assert result.exit_code == 2 and "memory/persona.md:2: not UTF-8 text" in result.stderr
+
     def test_no_persona_says_where_to_write_one(self, run: Run) -> None:
         """Without memory/persona.md, persona says where it would be (exit 0)."""
         result = run("persona")

@@ -20,7 +20,7 @@ from memfiles.services.experiences import Experiences, Record, load_experiences
 from memfiles.services.filing import Decision, Filer
 from memfiles.services.knowledge import FLAGS, NOTES, QUIRKS, SECTIONS, Known, known_from, sentence
 from memfiles.services.matching import Similarity
-from memfiles.store.fileio import read_text
+from memfiles.store.fileio import read_memory_text
 from memfiles.store.project import Project
 
 _LAST = re.compile(r"_Last distilled: \d{4}-\d{2}-\d{2} from")
@@ -81,7 +81,7 @@ def _read_knowledge(project: Project, rel: str) -> tuple[list[Known], str | None
     path = project.root / rel
     if not path.exists():
         return [], None
-    memory = parse(read_text(path), rel, project.settings.schema)
+    memory = parse(read_memory_text(path, rel), rel, project.settings.schema)
     notes = next((s.intro for s in memory.sections if s.name == NOTES), None)
     return [known_from(e, memory.section_of(e.id)) for e in memory.entries], notes
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memfiles.store.fileio import read_text
+from memfiles.store.fileio import read_memory_text
 from memfiles.store.project import PERSONA_FILE, Project
 
 
@@ -16,4 +16,5 @@ def persona(project: Project) -> dict[str, Any]:
     """{"path", "exists", "text"}: the persona file relative to the root, and its text ("" when absent)."""
     path = project.settings.memory_dir / PERSONA_FILE
     exists = path.is_file()
-    return {"path": project.rel(path), "exists": exists, "text": read_text(path) if exists else ""}
+    shown = project.rel(path)
+    return {"path": shown, "exists": exists, "text": read_memory_text(path, shown) if exists else ""}
