@@ -521,6 +521,22 @@ class TestBrokenKnowledge:
         assert path.read_bytes() == before
 
 
+class TestLayout:
+    def test_sections_added_later_stand_above_the_notes(self, run: Run, root: Path) -> None:
+        """A domain whose first distil had only failures: the flags and quirks of a later run go above
+        Notes, in the layout of a first distil, not below it (where the notes' line sat mid-file)."""
+        write_log(root, "route", [record("r1", 1, ["Detailed routing leaves shorts on metal 2"], ["Add a blockage"])])
+        distil(run, "route", "--min-records", "1")
+        later = record("r2", 2, [], [], notes="Ran with --droute-end-iter 80. The PDK has a known issue with vias.")
+        write_log(
+            root, "route", [record("r1", 1, ["Detailed routing leaves shorts on metal 2"], ["Add a blockage"]), later]
+        )
+        distil(run, "route", "--min-records", "1")
+        names = [section.name for section in knowledge(root, "route").sections]
+        assert names == [FAILURES, FLAGS, QUIRKS, "Notes"]
+        assert run("check").exit_code == 0
+
+
 class TestConcurrency:
     def test_distils_run_at_once_file_a_new_finding_once(self, run: Run, root: Path) -> None:
         """Three `memfiles distil` processes started together over one new record: each read the file

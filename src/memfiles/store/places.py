@@ -50,8 +50,20 @@ class Draft:
                 return
         if section is None:
             self.sections.insert(0, [None, "", [entry]])
+        elif self._closing_section():
+            # before a closing section of text only (the distiller's Notes, a hand-written summary) that
+            # the file already ended with: new sections of entries go above it, as the first ones did
+            self.sections.insert(len(self.sections) - 1, [section, "", [entry]])
         else:
             self.sections.append([section, "", [entry]])
+
+    def _closing_section(self) -> bool:
+        """Whether the file as read ends with a named section that holds no entries, and still does."""
+        if not self.sections or not self.memory.sections:
+            return False
+        name, _intro, entries = self.sections[-1]
+        last = self.memory.sections[-1]
+        return name is not None and not entries and last.name == name and not last.entries
 
 
 class Workspace:
