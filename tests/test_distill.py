@@ -97,6 +97,8 @@ class TestLoad:
         """Bad JSON, bad fields and a repeated run id: a warning naming file:line each, counted as skipped."""
         lines = ["{not json", json.dumps({"timestamp": "yesterday"}), json.dumps(record("r2", 9, *LATCH))]
         lines.append(json.dumps(record("nightly, build 7", 9, *LATCH)))  # an evidence list cannot cite it
+        lines.append(json.dumps(record("job: 2", 9, *LATCH)))  # nor a contradicted item ("DATE RUN: FIX")
+        lines.append(json.dumps(record("a;b", 9, *LATCH)))
         write_log(root, "synthesis", base_records(), lines)
         result = run("distil", "--domain", "synthesis", "--json")
         assert result.exit_code == 0
@@ -104,7 +106,9 @@ class TestLoad:
         assert "memory/synthesis/experiences.jsonl:7: timestamp 'yesterday' is not ISO-8601" in result.stderr
         assert "memory/synthesis/experiences.jsonl:8: run_id 'r2' was already used on line 2" in result.stderr
         assert "memory/synthesis/experiences.jsonl:9: run_id 'nightly, build 7' holds a comma" in result.stderr
-        assert json.loads(result.stdout)["domains"][0]["records_skipped"] == 4
+        assert "memory/synthesis/experiences.jsonl:10: run_id 'job: 2' holds a colon" in result.stderr
+        assert "memory/synthesis/experiences.jsonl:11: run_id 'a;b' holds a semicolon" in result.stderr
+        assert json.loads(result.stdout)["domains"][0]["records_skipped"] == 6
 
     def test_a_run_id_with_spaces_around_is_counted_once(self, run: Run, root: Path) -> None:
         """run_id "r1 " is r1, as the evidence list keeps it: distilled three times, counted once."""

@@ -180,10 +180,13 @@ def parse_record(value: Any, line: int, warnings: list[str] | None = None) -> Re
     canonical = json.dumps(value, sort_keys=True, ensure_ascii=False)
     given = str(run_id).strip() if run_id is not None else ""  # "r1 " is r1, as an evidence list keeps it
     key = given or "r" + hashlib.sha256(canonical.encode()).hexdigest()[:10]
-    unfit = "a comma" if "," in key else control_character(key)
+    # evidence lists are split at commas, and `contradicted` items read "DATE RUN: FIX; DATE RUN: FIX"
+    marks = {",": "a comma", ":": "a colon", ";": "a semicolon"}
+    unfit = next((said for mark, said in marks.items() if mark in key), None) or control_character(key)
     if unfit:
         raise ValueError(
-            f"run_id {key!r} holds {unfit}: an entry's evidence list cannot cite it; give the run another id"
+            f"run_id {key!r} holds {unfit}: an entry's evidence or contradiction list cannot cite it; give the"
+            " run another id"
         )
     return Record(
         line,
