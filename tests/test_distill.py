@@ -541,6 +541,20 @@ class TestLayout:
         assert run("check").exit_code == 0
 
 
+class TestCarriedOver:
+    def test_an_error_left_by_hand_in_the_file_is_said_as_add_says_it(self, run: Run, root: Path) -> None:
+        """A status typed by hand that check refuses: the next distil writes the file and warns, naming the
+        line, as `add` into that file does (it said nothing)."""
+        write_log(root, "synthesis", base_records())
+        distil(run)
+        path = root / "memory" / "synthesis" / "knowledge.md"
+        path.write_text(path.read_text().replace("- status: active", "- status: bogus", 1))
+        more = record("r6", 6, ["ABC mapping crashes on the floating point unit"], ["Map the FPU with abc9"])
+        write_log(root, "synthesis", [*base_records(), more])
+        report = distil(run)
+        assert report["updated"]
+        assert any("bad-status" in w and "there before this write" in w for w in report["warnings"]), report
+
 class TestConcurrency:
     def test_distils_run_at_once_file_a_new_finding_once(self, run: Run, root: Path) -> None:
         """Three `memfiles distil` processes started together over one new record: each read the file

@@ -353,6 +353,7 @@ def _write(project: Project, report: DomainReport, ops: list[dict[str, Any]], ne
     ops = [normalize_automated(op, settings.schema) for op in ops]
     batch = parse_ops({"ops": ops}, settings.schema, settings.wrap)
     result, warning = write_ops(project, batch, notify=notify)
+    report.warnings.extend(result.warnings)  # what the write carried over (errors check reports), as add says
     if warning:
         report.warnings.append(warning)
     for known, new_id in zip(new, result.added, strict=True):
