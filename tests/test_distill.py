@@ -110,6 +110,20 @@ class TestLoad:
         assert "memory/synthesis/experiences.jsonl:11: run_id 'a;b' holds a semicolon" in result.stderr
         assert json.loads(result.stdout)["domains"][0]["records_skipped"] == 6
 
+    def test_a_log_of_no_records_says_why_and_a_record_repeated_without_run_id_says_so(
+        self, run: Run, root: Path
+    ) -> None:
+        """A pretty-printed log (no line a record) is skipped saying a log holds one JSON object a line; a
+        record without run_id logged twice is "the same record as line 1", not a run id nobody wrote."""
+        one = {k: v for k, v in record("x", 1, *LATCH).items() if k != "run_id"}
+        (root / "memory" / "pp").mkdir()
+        (root / "memory" / "pp" / "experiences.jsonl").write_text(json.dumps([one], indent=2))
+        report = distil(run, "pp")
+        assert report["skipped"].startswith("no valid records: ") and "one JSON object a line" in report["skipped"]
+        write_log(root, "twice", [one, one])
+        result = run("distil", "--domain", "twice", "--min-records", "1")
+        assert "memory/twice/experiences.jsonl:2: the same record as line 1 (it has no run_id)" in result.stderr
+
     def test_a_run_id_with_spaces_around_is_counted_once(self, run: Run, root: Path) -> None:
         """run_id "r1 " is r1, as the evidence list keeps it: distilled three times, counted once."""
         write_log(root, "synthesis", [record("r1 ", 1, *FANOUT)])
@@ -451,7 +465,7 @@ class TestFiling:
         fanout = entry(root, FANOUT[0][0])
         line = next(line for line in out.splitlines() if line.strip().startswith("r6 line 6: symptom"))
         assert f"confirmed -> {fanout.id} (" in line and "same fix, signed off" in line
-        assert "r1 line 1: run '': already" in out
+        assert "r1 line 1: run: already" in out
 
     def test_a_later_day_without_new_records_changes_no_byte(self, run: Run, root: Path, monkeypatch) -> None:
         """_Last distilled: dates the last distillation that changed something, not the last run."""
@@ -554,6 +568,7 @@ class TestCarriedOver:
         report = distil(run)
         assert report["updated"]
         assert any("bad-status" in w and "there before this write" in w for w in report["warnings"]), report
+
 
 class TestConcurrency:
     def test_distils_run_at_once_file_a_new_finding_once(self, run: Run, root: Path) -> None:

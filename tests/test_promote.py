@@ -89,7 +89,8 @@ class TestPromote:
         [
             (["E-009", "--to", "procedure", "--reason", "r"], "no entry E-009"),
             (["D-001", "--to", "procedure", "--reason", "r"], "only episodes are promoted"),
-            (["E-001", "--to", "procedure", "--reason", "  "], "give a --reason"),
+            (["E-001", "--to", "procedure", "--reason", "  "], "give a reason (--reason): why these episodes"),
+            (["E-001", "--to", "insight", "--reason", ""], "deserve to become an insight"),
             (["E-001", "--to", "lesson", "--reason", "r"], "Invalid value for '--to'"),
             (["E-001", "--to", "insight", "--reason", "r", "--title", "t" * 121], "--title is 121 characters"),
         ],

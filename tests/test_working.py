@@ -135,6 +135,7 @@ class TestBadInput:
         ("args", "message"),
         [
             (["working", "start", "--run", "../escape", "--goal", "g"], "run '../escape'"),
+            (["working", "start", "--run", "", "--goal", "g"], "run '': use 1-64 letters"),
             (["working", "start", "--run", "fix-ci", "--goal", "again"], "already has working memory"),
             (["working", "set", "--run", "nope", "--stage", "x"], "no working memory for run 'nope'"),
             (["working", "set", "--stage", "two\nlines"], "stage must be one line"),

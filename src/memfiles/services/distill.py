@@ -217,6 +217,12 @@ def distil_domain(
             f"{count} valid record{'s' * (count != 1)}, fewer than --min-records {min_records}"
             if count
             else "no valid records"
+            + (
+                f": {len(experiences.skipped)} line{'s' * (len(experiences.skipped) != 1)} skipped (see the"
+                " warnings); a log holds one JSON object a line"
+                if experiences.skipped
+                else ""
+            )
         )
         return report
     if dry_run:

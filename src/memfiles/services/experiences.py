@@ -222,6 +222,8 @@ def load_experiences(memory_dir: Path, domain: str, rel: str) -> Experiences:
         try:
             record = parse_record(json.loads(line), number, dropped)
             if record.key in seen:
+                if not str(record.context.get("run_id") or "").strip():  # keyed by a digest: the same record
+                    raise ValueError(f"the same record as line {seen[record.key]} (it has no run_id)")
                 raise ValueError(f"run_id {record.key!r} was already used on line {seen[record.key]}")
             seen[record.key] = number
             result.records.append(record)

@@ -62,7 +62,8 @@ class Decision:
     def __str__(self) -> str:
         target = f" -> {self.entry}" if self.entry else ""
         score = f" ({self.score:.2f})" if self.score is not None else ""
-        return f"{self.run} line {self.line}: {self.finding} {self.text!r}: {self.action}{target}{score}: {self.why}"
+        said = f" {self.text!r}" if self.text else ""  # a whole run ("already distilled") has no text of its own
+        return f"{self.run} line {self.line}: {self.finding}{said}: {self.action}{target}{score}: {self.why}"
 
 
 def quirks_of(record: Record) -> list[str]:

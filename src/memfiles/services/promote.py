@@ -93,7 +93,8 @@ def promote(
         raise MemfilesError(f"--to must be one of {', '.join(TARGETS)}, got {to!r}")
     reason = one_line(reason or "")
     if not reason:
-        raise MemfilesError("give a --reason: why these episodes deserve a " + to)
+        article = "an" if to[:1] in "aeiou" else "a"
+        raise MemfilesError(f"give a reason (--reason): why these episodes deserve to become {article} {to}")
     sources = _sources(project, ids)
     schema, settings = project.settings.schema, project.settings
     if title and len(one_line(title)) > schema.title_limit:  # a person's title is not cut short in silence

@@ -273,7 +273,7 @@ class Working:
         return op
 
     def start(self, run: str | None, goal: str, area: str | None = None, **fields: Any) -> WorkingState:
-        run = check_run(run) if run else (os.environ.get(RUN_ENV) or _new_run_name())
+        run = check_run(run) if run is not None else (os.environ.get(RUN_ENV) or _new_run_name())
         check_run(run)
         existing = load(self.project, run)
         if existing is not None:
