@@ -241,3 +241,40 @@ def test_a_broken_config_is_said_by_every_tool(root: Path) -> None:
         assert "wrap" in error_text(await client.call_tool("show", {"id": "D-1"}))
 
     drive(root, scenario, "--no-watch")
+
+
+def test_import_reports_what_the_cli_reports(root: Path, run: Any) -> None:
+    """The import tool as `memfiles import --json`: every problem of a bad batch (the batch's own checks
+    of the well-formed ops too: it stopped at the first ones), and after a renumber, `renumbered` and the
+    references to the old id left to check (it gave `{}` and no warning). The search tool takes a kind in
+    any case, by name or prefix, as memsearch does."""
+    for title in ("Keep ids stable", "Ids never move"):
+        assert run("add", "-k", "decision", "-t", title, "-a", "format", "--body", "Body.").exit_code == 0
+    decisions = root / "memory" / "decisions.md"
+    text = decisions.read_text()
+    decisions.write_text(text.replace("### D-002: Ids never move", "### D-001: Ids never move"))
+    assert run("add", "-k", "lesson", "-t", "Cite the rule", "-a", "format", "--body", "See D-001.").exit_code == 0
+    bad = [
+        {"op": "add", "kind": "friction", "title": "t", "area": "a"},
+        {"op": "update", "id": "D-999", "status": "accepted"},
+        {"op": "prune", "id": "banana", "reason": "r"},
+    ]
+    line = next(n for n, row in enumerate(decisions.read_text().splitlines(), 1) if row == "### D-001: Ids never move")
+
+    async def scenario(client: Any) -> None:
+        said = error_text(await client.call_tool("import", {"ops": bad}))
+        assert "op 1" in said and "op 2" in said and "no entry D-999" in said and "op 3" in said
+        done = data(
+            await client.call_tool(
+                "import", {"ops": [{"op": "renumber", "id": "D-001", "at": f"memory/decisions.md:{line}"}]}
+            )
+        )
+        assert done["renumbered"] == {"D-001": "D-003"}
+        assert any("L-001 refers to D-001" in warning for warning in done["warnings"]), done["warnings"]
+        for kind in ("DECISION", "Decision", "d", "D"):
+            assert not (await client.call_tool("search", {"query": "ids", "kind": kind})).is_error, kind
+        assert "unknown kind 'nonsense'" in error_text(
+            await client.call_tool("search", {"query": "x", "kind": "nonsense"})
+        )
+
+    drive(root, scenario, "--no-watch")

@@ -71,24 +71,23 @@ class Tools:
         return notify(project, result)
 
     def _write(
-        self, ops: list[Any], request_id: str | None = None, warnings: list[str] | None = None, guard: Any = None
+        self,
+        ops: list[Any],
+        request_id: str | None = None,
+        warnings: list[str] | None = None,
+        guard: Any = None,
+        problems: list[Any] | None = None,
     ) -> dict[str, Any]:
-        from memfiles.services.promote import entry_json
-        from memfiles.services.write import write_ops
+        """The write, and the write object as the CLI's --json gives it (services/write.write_json): the
+        batch's own warnings, a renumber's references left to check, and `renumbered`."""
+        from memfiles.services.write import renumber_warnings, write_json, write_ops
 
         project = self.project
-        result, warning = write_ops(project, ops, request_id=request_id, notify=self._notify, guard=guard)
-        warnings = [*(warnings or []), *([warning] if warning else [])]
-        entries = [entry_json(project, i) for i in result.changed_ids]
-        return write_object(
-            added=result.added,
-            updated=result.updated,
-            retired=result.retired,
-            pruned=result.pruned,
-            replayed=result.replayed,
-            entries=[e for e in entries if e],
-            warnings=warnings,
+        result, warning = write_ops(
+            project, ops, request_id=request_id, notify=self._notify, guard=guard, problems=problems
         )
+        said = [*renumber_warnings(project, result), *(warnings or []), *([warning] if warning else [])]
+        return write_json(project, result, said)  # the batch's own warnings come first, as in the CLI
 
     def search(self, query: str, k: int, kind: str | None, area: str | None, status: str | None) -> dict[str, Any]:
         from memfiles.services.recall import EntryReader, filtered_search, to_hits
@@ -102,11 +101,9 @@ class Tools:
             (status,) = resolve_statuses(self.settings.schema, (status,))  # "opne" is refused, as by memsearch
         filters: dict[str, Any] = {"area": area, "status": status}
         if kind:
-            found = self.settings.schema.kind(kind)
-            if found is None:
-                raise MemfilesError(
-                    f"unknown kind {kind!r} (known: {', '.join(k.name for k in self.settings.schema.kinds)})"
-                )
+            from memfiles.services.read import resolve_kinds
+
+            (found,) = resolve_kinds(self.settings.schema, (kind,))  # name or prefix, any case: memsearch's rule
             filters["kind"] = found.name
         filters = {key: value for key, value in filters.items() if value}
         warnings: list[str] = []
@@ -132,9 +129,12 @@ class Tools:
         return self._write([parsed], warnings=warnings, guard=guard)
 
     def import_ops(self, ops: list[dict[str, Any]], request_id: str | None) -> dict[str, Any]:
-        from memfiles.store.ops import parse_ops
+        from memfiles.store.ops import check_ops
 
-        return self._write(parse_ops({"ops": ops}, self.settings.schema, self.settings.wrap), request_id)
+        # as `memfiles import` does: every op's problems, with the batch's own checks (missing ids,
+        # successors) of the well-formed ones, in one error; then nothing is written
+        parsed, problems = check_ops({"ops": ops}, self.settings.schema, self.settings.wrap)
+        return self._write(parsed, request_id, problems=problems)
 
 
 class Unconfigured:
