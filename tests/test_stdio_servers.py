@@ -42,6 +42,64 @@ def test_the_lsp_on_a_pipe_still_serves(root: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
+def _frame(message: dict) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def _answers(stdout: bytes) -> dict[object, dict]:
+    """The responses in a stream of framed JSON-RPC messages, by request id."""
+    found = {}
+    while stdout:
+        head, _, rest = stdout.partition(b"\r\n\r\n")
+        length = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+        message, stdout = json.loads(rest[:length]), rest[length:]
+        if "id" in message and "method" not in message:
+            found[message["id"]] = message
+    return found
+
+
+def test_the_lsp_answers_a_request_it_cannot_read(root: Path) -> None:
+    """hover with `params: {}`, `null` or a negative position: an answer with JSON-RPC's invalid-params
+    error (-32602), where pygls dropped the request and the editor waited for its own timeout; the
+    requests after them are answered as ever."""
+    uri = (root / "x.py").as_uri()
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"processId": None, "rootUri": root.as_uri(), "capabilities": {}},
+        },
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": {}},
+        {"jsonrpc": "2.0", "id": 3, "method": "textDocument/hover", "params": None},
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "textDocument/hover",
+            "params": {"textDocument": {"uri": uri}, "position": {"line": -1, "character": -5}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "textDocument/hover",
+            "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}},
+        },
+        {"jsonrpc": "2.0", "id": 6, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"},
+    ]
+    done = subprocess.run(
+        [str(BIN / "memfiles"), "--root", str(root), "lsp"],
+        input=b"".join(_frame(m) for m in messages),
+        capture_output=True,
+        timeout=120,
+    )
+    answers = _answers(done.stdout)
+    assert [answers[n]["error"]["code"] for n in (2, 3, 4)] == [-32602, -32602, -32602], answers
+    assert "error" not in answers[5] and "error" not in answers[6]
+
+
 @pytest.mark.parametrize(
     ("args", "words"),
     [
@@ -60,3 +118,25 @@ def test_a_group_option_after_the_command_says_where_it_goes(root: Path, args: l
     assert result.exit_code == 2 and words in result.stderr
     as_json = CliRunner().invoke(cli, [*args, "--json"], prog_name="memfiles")
     assert as_json.exit_code == 2 and words in json.loads(as_json.stdout)["error"]["message"]
+
+
+def test_the_lsp_says_a_refused_config_is_not_a_missing_project(root: Path) -> None:
+    """memory/memfiles.toml with a bad value: the warning says the project's settings are refused, naming
+    the key (it said "no project here", in a project)."""
+    (root / "memory" / "memfiles.toml").write_text("wrap = 7\n")
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"processId": None, "rootUri": root.as_uri(), "capabilities": {}},
+        },
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"},
+    ]
+    done = subprocess.run(
+        [str(BIN / "memfiles"), "lsp"], input=b"".join(_frame(m) for m in messages), capture_output=True, timeout=120
+    )
+    said = done.stdout.decode()
+    assert "the project's settings are refused" in said and "wrap" in said and "no project here" not in said

@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 
 from memfiles import __version__
 from memfiles.config import find_root, load_settings
 from memfiles.contract import Finding
-from memfiles.errors import MemfilesError
+from memfiles.errors import ConfigError, MemfilesError
 from memfiles.format.ids import ID_RE
 from memfiles.lsp import convert
 from memfiles.services.check import text_findings
@@ -33,11 +35,38 @@ log = logging.getLogger("memfiles.lsp")
 CHANGE_SETTLE = 0.15
 
 
+class _Unanswerable:
+    """What a request that could not be read becomes once its error is sent: pygls drops a message whose
+    `jsonrpc` is not its version (with a log line), so nothing else answers it."""
+
+    jsonrpc = None
+
+
+class AnsweringProtocol(LanguageServerProtocol):
+    """pygls' protocol, except that a request whose params cannot be read (`hover` with `params: {}`, a
+    negative position) is answered with its JSON-RPC error (-32602) instead of dropped: the client waited
+    for an answer until its own timeout."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            if "jsonrpc" not in data or "id" not in data or "method" not in data:
+                raise  # a notification has nobody to answer; a response is not ours to answer
+            self._send_response(data["id"], error=error.to_response_error())
+            return _Unanswerable()
+
+
 class MemfilesServer(LanguageServer):
     """A pygls server holding the project's workspace index (None until a project is found)."""
 
     def __init__(self, root: Path | None = None) -> None:
-        super().__init__("memfiles", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "memfiles",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=AnsweringProtocol,
+        )
         self.root_option = root
         self.index: WorkspaceIndex | None = None
         self.lint_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memfiles-lint")
@@ -55,6 +84,10 @@ class MemfilesServer(LanguageServer):
             root = self.root_option or (find_root(Path(root_path)) if root_path else None)
             settings = load_settings(root)
         except MemfilesError as error:
+            if isinstance(error, ConfigError) and error.path:  # a project, whose config file is refused
+                said = f"memfiles: the project's settings are refused: {error}"
+                self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, said))
+                return
             self.window_show_message(
                 types.ShowMessageParams(types.MessageType.Warning, f"memfiles: no project here ({error})")
             )
