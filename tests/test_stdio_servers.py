@@ -136,7 +136,11 @@ def test_the_lsp_says_a_refused_config_is_not_a_missing_project(root: Path) -> N
         {"jsonrpc": "2.0", "method": "exit"},
     ]
     done = subprocess.run(
-        [str(BIN / "memfiles"), "lsp"], input=b"".join(_frame(m) for m in messages), capture_output=True, timeout=120
+        [str(BIN / "memfiles"), "lsp"],
+        input=b"".join(_frame(m) for m in messages),
+        capture_output=True,
+        timeout=120,
+        cwd=root,
     )
     said = done.stdout.decode()
     assert "the project's settings are refused" in said and "wrap" in said and "no project here" not in said
