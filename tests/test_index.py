@@ -149,6 +149,26 @@ class TestSearch:
 
 
 class TestBackfillAndWritePath:
+    def test_a_long_lived_process_writes_to_a_store_built_again_by_another(
+        self, filled: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """This process opened the store; .memsearch/ was then deleted and a backfill in another process
+        built it again. A write here updated the index through chromadb's cached client of the old files
+        ("attempt to write a readonly database"), and the entry was missing from search with no warning
+        (the MCP server, a long-lived process, met it). Now the new store is opened afresh."""
+        monkeypatch.setenv("MEMFILES_SEARCH_WATCH", "0")
+        assert run("backfill").exit_code == 0  # in this process: its client of the store is cached
+        shutil.rmtree(filled / ".memsearch")
+        env = {**os.environ, "MEMFILES_SEARCH_WATCH": "0"}
+        rebuilt = subprocess.run(
+            [sys.executable, "-m", "memfiles.cli", "--root", str(filled), "backfill"], env=env, capture_output=True
+        )
+        assert rebuilt.returncode == 0, rebuilt.stderr
+        added = run("add", "-k", "K", "-t", "Axolotls regrow limbs", "-a", "bio", "--body", "Salamanders.", "--json")
+        assert added.exit_code == 0 and json.loads(added.stdout)["warnings"] == []
+        check = run("backfill", "--check", "--json")
+        assert check.exit_code == 0 and json.loads(check.stdout)["missing_or_stale"] == [], check.stdout
+
     def test_a_backfill_on_a_terminal_shows_its_progress(self, run: Run, root: Path) -> None:
         """A backfill of a few dozen entries (seconds, most of them loading the model) shows a bar on a
         terminal; it was silent below 256 entries."""

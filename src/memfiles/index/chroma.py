@@ -201,7 +201,27 @@ def _client(settings: Settings, url: str | None) -> Any:
             settings=chroma_settings,
         )
     path = ensure_private_dir(settings.index_dir) / "chroma"
-    return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+    key = str(path)
+    if key in _OPENED and _OPENED[key] != _identity(path):
+        # The store was deleted and built again (by a backfill of another process) since this process
+        # opened it: chromadb's cached client still holds the old database ("attempt to write a readonly
+        # database") and must not be reused. A long-lived process (the MCP server) met exactly that.
+        _forget_clients()
+    client = chromadb.PersistentClient(path=key, settings=chroma_settings)
+    _OPENED[key] = _identity(path)
+    return client
+
+
+# The identity of each embedded store this process opened: chroma.sqlite3's device and inode.
+_OPENED: dict[str, tuple[int, int] | None] = {}
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        found = (path / "chroma.sqlite3").stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def store_exists(settings: Settings) -> bool:
