@@ -375,6 +375,52 @@ async def test_without_a_project_the_server_says_so_and_answers_nothing(
 
 
 @pytest.fixture
+def package_project(tmp_path: Path) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "memory").mkdir()
+    _cli(tmp_path, "add", "-k", "decision", "-t", "The root decision", "-a", "x", "--body", "At the root.")
+    (tmp_path / "app.py").write_text(f"# see {AT}D-201\n", encoding="utf-8")
+    return tmp_path
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "memfiles.cli", "lsp"]))
+async def package_client(lsp_client: LanguageClient, package_project: Path):
+    await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=package_project.as_uri())
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio
+async def test_a_new_package_memory_folder_is_found_without_the_client_telling(
+    package_client: LanguageClient, package_project: Path
+) -> None:
+    """A package's memory/ folder created by another tool while the server runs, with no file-watch
+    notification from the client: its entry is hovered within seconds (it took up to a minute)."""
+    uri = _open(package_client, package_project / "app.py")
+    first = await package_client.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(0, 9))
+    )
+    assert first is None or "A package decision" not in str(first.contents)
+    folder = package_project / "pkg" / "memory"
+    folder.mkdir(parents=True)
+    (folder / "decisions.md").write_text(
+        "# Decisions\n\n### D-201: A package decision\n\n- date: 2026-12-01\n- area: pkg\n- status: accepted\n\n"
+        "Kept in the package.\n",
+        encoding="utf-8",
+    )
+    for _ in range(100):  # the server looks again for new memory/ folders every 2 s
+        await asyncio.sleep(0.1)
+        found = await package_client.text_document_hover_async(
+            types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(0, 9))
+        )
+        if found is not None and "A package decision" in str(found.contents):
+            return
+    raise AssertionError("the package's entry was not found within 10 s")
+
+
+@pytest.fixture
 def semantic_project(tmp_path: Path) -> Path:
     """Three entries; the one about hanging writers shares no title word with the text typed below."""
     (tmp_path / "memory").mkdir()
