@@ -98,6 +98,19 @@ class TestWithoutIndex:
                 assert {"evidence", "promoted", "body", "path", "line"} <= set(hit["entry"])
         assert data["layers"][0]["hits"][0]["entry"]["evidence"] == ["E-001"]
 
+    def test_scores_by_words_alone_stay_on_the_one_scale(self, run: Run) -> None:
+        """With no index a hit's score is the lexical half of the one scale, read from the share of the
+        query's words it holds (at most 0.32: it gave 1.0 for a share of all words, above what the index
+        gives a close paraphrase), `signals.lexical` says it, and an id named in the query is 1.0."""
+        seed(run)
+        hits = [h for g in recall(run, "run make install before the test suite")["layers"] for h in g["hits"]]
+        best = max(hits, key=lambda h: h["score"])
+        assert best["entry"]["title"] == "Run make install before the test suite"
+        assert 0.3 < best["score"] <= 0.32 and best["signals"]["lexical"] == pytest.approx(2 * best["score"], abs=1e-5)
+        assert best["signals"]["dense"] is None
+        named = [h for g in recall(run, "see e-1")["layers"] for h in g["hits"] if h["entry"]["id"] == "E-001"]
+        assert named and named[0]["score"] == 1.0 and named[0]["signals"]["id"] is True
+
     def test_an_empty_layer_says_so(self, run: Run) -> None:
         """A layer with nothing to show is present, empty, with a note."""
         data = recall(run, "deploy the website", "--trigger", "replan")

@@ -180,6 +180,7 @@ class _MemoEmbedder:
 def _files_search(project: Project, items: list[tuple[str, dict[str, Any], int]]) -> list[list[dict[str, Any]]]:
     """Without an index: entries passing the filters, ranked by the share of the query's words they hold."""
     from memfiles.format.ids import HIDDEN_KINDS, id_key, id_keys_in
+    from memfiles.index.score import ID_SCORE, fused_score, words_signal
     from memfiles.index.text import tokenize
 
     schema = project.settings.schema
@@ -201,14 +202,23 @@ def _files_search(project: Project, items: list[tuple[str, dict[str, Any], int]]
             if filters.get("area") is not None and area_key(str(filters["area"])) != area_key(loc.entry.area):
                 continue  # an area in any case, as the index's filters and `list --area` match it
             words = set(tokenize(f"{loc.entry.title}\n\n{loc.entry.body}"))
-            share = 1.0 if id_key(loc.entry.id) in named else len(wanted & words) / len(wanted)
-            if share > 0:
-                scored.append((share, loc))
-        scored.sort(key=lambda item: (-item[0], item[1].entry.id))
+            share = len(wanted & words) / len(wanted)
+            if id_key(loc.entry.id) in named:
+                scored.append((ID_SCORE, None, loc))
+            elif share > 0:  # on the one scale (docs/json.md): the lexical half, read from the words alone
+                lexical = words_signal(share)
+                scored.append((fused_score(lexical, 0.0), lexical, loc))
+        scored.sort(key=lambda item: (-item[0], item[2].entry.id))
         out.append(
             [
-                {"id": loc.entry.id, "score": round(share, 6), "path": loc.file.rel, "line": loc.entry.line}
-                for share, loc in scored[:k]
+                {
+                    "id": loc.entry.id,
+                    "score": round(score, 6),
+                    "lexical": None if lexical is None else round(lexical, 6),
+                    "path": loc.file.rel,
+                    "line": loc.entry.line,
+                }
+                for score, lexical, loc in scored[:k]
             ]
         )
     return out
@@ -305,7 +315,7 @@ def to_hits(
         else:
             entry = reader.entry(raw)
             score = min(1.0, float(raw["score"]))
-            signals = {"id": id_key(raw["id"]) in named, "exact": False, "lexical": None, "dense": None}
+            signals = {"id": id_key(raw["id"]) in named, "exact": False, "lexical": raw.get("lexical"), "dense": None}
         if entry is None or (drop_retired and entry["status"] == RETIRED):
             continue
         hits.append(hit_object(entry, score, signals, len(hits) + 1))
