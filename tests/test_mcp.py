@@ -278,3 +278,17 @@ def test_import_reports_what_the_cli_reports(root: Path, run: Any) -> None:
         )
 
     drive(root, scenario, "--no-watch")
+
+
+def test_arguments_that_fail_the_schema_are_said_in_one_line(root: Path) -> None:
+    """A wrong type, a value out of range, a missing argument: `argument: what is wrong (got value)`, as
+    the CLI says a bad option, not pydantic's report with its documentation link."""
+
+    async def scenario(client: Any) -> None:
+        said = error_text(await client.call_tool("search", {"query": "x", "k": 500}))
+        assert "k: input should be less than or equal to" in said and "(got 500)" in said
+        assert "pydantic" not in said and "validation error" not in said
+        assert "trigger: input should be 'turn'" in error_text(await client.call_tool("recall", {"trigger": "bogus"}))
+        assert "query: field required" in error_text(await client.call_tool("search", {}))
+
+    drive(root, scenario, "--no-watch")

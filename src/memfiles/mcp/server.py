@@ -9,6 +9,7 @@ CLI's commands (recall from an agent's hooks, the write path's index updates) ar
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -148,10 +149,35 @@ class Unconfigured:
         raise MemfilesError(f"memfiles cannot serve this project: {self.error} (fix it, then restart the MCP server)")
 
 
+class _Server(MCPServer):
+    """The SDK's server, with arguments that fail the tool's schema said as the CLI says a bad option:
+    `k: must be at most 100 (got 500)` rather than pydantic's report and its link."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            cause = error.__cause__
+            if cause is None or type(cause).__name__ != "ValidationError" or not hasattr(cause, "errors"):
+                raise
+            said = "; ".join(_argument_problem(problem) for problem in cause.errors())
+            raise ToolError(f"Error executing tool {name}: {said}") from cause
+
+
+def _argument_problem(problem: dict[str, Any]) -> str:
+    """One pydantic error as `argument: what is wrong (got value)`."""
+    where = ".".join(str(part) for part in problem.get("loc", ())) or "arguments"
+    message = str(problem.get("msg", "is not valid"))
+    message = message[:1].lower() + message[1:]
+    given = problem.get("input")
+    got = "" if problem.get("type") == "missing" else f" (got {json.dumps(given, default=str)[:80]})"
+    return f"{where}: {message}{got}"
+
+
 def build(settings: Settings | None, tools: Any = None) -> MCPServer:
     """The server with its tools and resources, for the project of `settings` (or over `tools`)."""
     tools = tools if tools is not None else Tools(settings)  # type: ignore[arg-type]
-    server = MCPServer(name="memfiles", instructions=INSTRUCTIONS, version=__version__)
+    server = _Server(name="memfiles", instructions=INSTRUCTIONS, version=__version__)
 
     @server.tool()
     def search(
