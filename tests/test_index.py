@@ -394,7 +394,54 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     proc.wait(timeout=10)
 
 
+@pytest.fixture
+def hung_server() -> Iterator[str]:
+    """A server that accepts every connection and never answers (a Chroma server stopped with SIGSTOP)."""
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(50)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    listener.close()
+    for connection in held:
+        connection.close()
+
+
 class TestServerMode:
+    def test_a_server_that_never_answers_costs_a_write_a_warning(
+        self, filled: Path, run: Run, memsearch, hung_server: str, monkeypatch
+    ) -> None:
+        """With a server that takes connections and never answers, `add` hung for ever (chromadb's HTTP
+        session has no timeout) and wrote nothing. Now the write is done with one warning after
+        index_timeout, and memsearch says the server did not answer (exit 2) after its own timeout."""
+        monkeypatch.setenv("MEMFILES_CHROMA_URL", hung_server)
+        monkeypatch.setenv("MEMFILES_INDEX_TIMEOUT", "2")
+        monkeypatch.setenv("MEMFILES_SEARCH_TIMEOUT", "3")
+        monkeypatch.setenv("MEMFILES_SEARCH_WATCH", "0")
+        added = run(
+            "add", "-k", "K", "-t", "Warthogs dig burrows", "-a", "bio", "--body", "With their snouts.", "--json"
+        )
+        assert added.exit_code == 0
+        assert json.loads(added.stdout)["warnings"] == [
+            "the index did not answer (this write waited 2 s for it already): run memfiles backfill later"
+        ]
+        assert "Warthogs dig burrows" in run("list").stdout
+        searched = memsearch("warthogs")
+        assert searched.exit_code == 2 and "did not answer within 3 s" in searched.stderr
+
     def test_backfill_search_and_write_path_against_a_server(
         self, filled: Path, run: Run, memsearch, chroma_server: str, monkeypatch
     ) -> None:

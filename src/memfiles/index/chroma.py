@@ -252,9 +252,7 @@ def open_store(settings: Settings, name: str, timeout: float = 10.0, create: boo
     where = url or settings.index_dir / "chroma"
     try:
         try:
-            client = _client(settings, url)
-            if url:
-                client.heartbeat()
+            client = _server_client(settings, url, timeout) if url else _client(settings, None)
         except Exception as error:  # chromadb raises many types for "cannot reach"
             if not url:  # a client half-made of damaged files stays cached: the next open in this process
                 _forget_clients()  # would fail with an AttributeError of chromadb's instead of the cause
@@ -270,6 +268,43 @@ def open_store(settings: Settings, name: str, timeout: float = 10.0, create: boo
             lock.release()
 
 
+# A Chroma server that accepts the connection and never answers would hold a command for ever: chromadb's
+# HTTP session has no timeout, and its client asks the server who the user is as it is made. Making it
+# waits at most this long (or the caller's timeout, when shorter, but at least SERVER_CONNECT_MIN);
+# each request after that waits at most the caller's timeout (at least SERVER_REQUEST_MIN).
+SERVER_CONNECT_MAX = 10.0
+SERVER_CONNECT_MIN = 2.0
+SERVER_REQUEST_MIN = 10.0
+
+
+def _server_client(settings: Settings, url: str, timeout: float) -> Any:
+    """A client of the server at `url` that answered a heartbeat, made within a bounded wait."""
+    import threading
+
+    made: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            client = _client(settings, url)
+            client.heartbeat()
+            made["client"] = client
+        except Exception as error:
+            made["error"] = error
+
+    wait = max(SERVER_CONNECT_MIN, min(timeout, SERVER_CONNECT_MAX))
+    worker = threading.Thread(target=connect, name="memfiles-chroma-connect", daemon=True)
+    worker.start()
+    worker.join(wait)
+    if worker.is_alive():  # left behind, a daemon: it cannot keep the process from ending
+        raise TimeoutError(f"the server did not answer within {wait:g} s")
+    if "error" in made:
+        raise made["error"]
+    session = getattr(getattr(made["client"], "_server", None), "_session", None)
+    if session is not None and hasattr(session, "timeout"):  # chromadb's httpx session: timeout=None
+        session.timeout = max(timeout, SERVER_REQUEST_MIN)
+    return made["client"]
+
+
 def _forget_clients() -> None:
     import contextlib
 
@@ -281,6 +316,10 @@ def _forget_clients() -> None:
 
 def _said(error: BaseException) -> str:
     text = " ".join(str(error).split())
+    if not text:  # chromadb re-raises some failures as a bare ValueError(): the reason is in its cause
+        inner = error.__cause__ or error.__context__
+        if inner is not None and inner is not error:
+            return f"{type(error).__name__}: {_said(inner)}"
     return f"{type(error).__name__}: {text[:300]}" if text else type(error).__name__
 
 

@@ -91,7 +91,9 @@ HANDOVER_AFTER = 1.0
 # one wait.
 BUSY_AGAIN_WAIT = 0.2
 BUSY_AGAIN_WINDOW = 5.0
-_found_busy: list[float] = []  # when a near-duplicate check in this process last gave up on a busy store
+# When a near-duplicate check in this process last gave up on a busy store (or a server that does not
+# answer), and which of the two it was.
+_found_busy: list[tuple[float, str]] = []
 
 Call = TypeVar("Call", bound=Callable[..., Any])
 
@@ -151,8 +153,10 @@ class LocalIndex:
         with contextlib.ExitStack() as stack:
             while True:
                 left = deadline - time.monotonic()
+                # a server has no lock to hand over: its wait (to connect) is the whole timeout
+                piece = left if self.settings.index_url else min(left, HANDOVER_AFTER)
                 try:
-                    session = stack.enter_context(opener(max(0.0, min(left, HANDOVER_AFTER))))
+                    session = stack.enter_context(opener(max(0.0, piece)))
                     break
                 except IndexUnavailable as error:
                     busy = error.__cause__
@@ -200,8 +204,9 @@ class LocalIndex:
                     raise IndexUnavailable("there is no index yet")
                 return nearest(session.searcher(), texts, filters, k)
         except IndexUnavailable as error:
-            if isinstance(error.__cause__, LockTimeout):
-                _found_busy[:] = [time.monotonic()]  # the write that follows need not wait it out again
+            if isinstance(error.__cause__, LockTimeout | TimeoutError):  # a busy store, a server that hangs
+                said = "is busy" if isinstance(error.__cause__, LockTimeout) else "did not answer"
+                _found_busy[:] = [(time.monotonic(), said)]  # the write that follows need not wait it out again
             raise
 
     @_handed_over
@@ -423,9 +428,11 @@ def notify(project: Project, result: BatchResult) -> str | None:
     settings = project.settings
     if not index_exists(settings):
         return None
-    wait = settings.index_timeout
-    if _found_busy and time.monotonic() - _found_busy.pop() < BUSY_AGAIN_WINDOW:
-        wait = min(wait, BUSY_AGAIN_WAIT)  # this write waited for the busy store already (its dupe check)
+    wait, found = settings.index_timeout, "did not answer"
+    if _found_busy:
+        when, found = _found_busy.pop()
+        if time.monotonic() - when < BUSY_AGAIN_WINDOW:
+            wait = min(wait, BUSY_AGAIN_WAIT)  # this write waited for the index already (its dupe check)
     deadline = time.monotonic() + wait
     outcome: list[str | None] = []
     writing = threading.Event()
@@ -458,7 +465,7 @@ def notify(project: Project, result: BatchResult) -> str | None:
     if worker.is_alive() or not outcome:
         if wait < settings.index_timeout:
             return (
-                f"the index is busy (this write waited {settings.index_timeout:g} s for it already):"
+                f"the index {found} (this write waited {settings.index_timeout:g} s for it already):"
                 " run memfiles backfill later"
             )
         return f"the index did not answer within {wait:g} s: run memfiles backfill later"
