@@ -105,6 +105,8 @@ class TestEntryHeadings:
             "#### E-12 run\n\n- loss: 0.3",
             "#### D-2: x\n\n- source: y",  # a key of the format, but none an entry needs
             "#D-3\n- date: 2026-01-01",  # no space after the #: not a heading
+            "#### P1 bugs\n\n- status: two open\n- owner: me",  # a priority, not an id without its dash
+            "### T1 rollout\n\n- status: done",  # no colon after the number: a sub-heading
         ],
     )
     def test_a_sub_heading_over_a_list_of_other_pairs_is_body_text(self, body: str) -> None:

@@ -205,9 +205,12 @@ class Grammar:
         known_id = rf"((?:{known})-\d+)" if known else r"((?!))"
         self._broken = re.compile(rf"^###[ \t]*{known_id}(?=[:\s]|$)")
         # Any heading of a known kind's id in any case, with any dash or none, or in brackets
-        # (stray_heading): prefix, number, the rest.
+        # (stray_heading): prefix, number, the rest. Without a dash only at level 3 with the colon right
+        # after the number (`### D002: x`): `#### P1 bugs` over a `- status:` line is a body's sub-heading.
+        prefix = known or "(?!)"
         self._stray = re.compile(
-            rf"^#{{1,6}}[ \t]+\[?({known or '(?!)'})[ \t]*[-\u2010-\u2015]?[ \t]*(\d{{1,9}})\]?(?=[:\s]|$)(.*)$",
+            rf"^(?:#{{1,6}}[ \t]+\[?({prefix})[ \t]*[-\u2010-\u2015][ \t]*(\d{{1,9}})\]?(?=[:\s]|$)"
+            rf"|###[ \t]+({prefix})[ \t]*(\d{{1,9}})(?=:))(.*)$",
             re.IGNORECASE,
         )
 
@@ -245,8 +248,9 @@ class Grammar:
             return None
         if not _metadata_follows(lines, index):
             return None
-        entry_id = f"{match.group(1).upper()}-{match.group(2)}"
-        title = match.group(3).strip(" \t").lstrip(":").strip(" \t") or "Title"
+        prefix, number = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        entry_id = f"{prefix.upper()}-{number}"
+        title = match.group(5).strip(" \t").lstrip(":").strip(" \t") or "Title"
         return f"{entry_id} has metadata under it but no entry heading: write it as '### {entry_id}: {title}'"
 
     def unknown_entry(self, lines: list[str], index: int) -> str | None:
