@@ -39,8 +39,17 @@ NEGATION_OVERLAP = 0.7
 # at 0.84).
 _MARKER = re.compile(r"\b(?:[A-Z]{2,}[0-9]*|[A-Za-z]+[0-9][A-Za-z0-9]*|\w+_\w+)\b")
 _NEGATION = re.compile(r"\b(?:not|no|never|cannot|without|none|\w+n't)\b", re.IGNORECASE)
-# A value in a fix: 16, 0.7, 5%, 20um. Two fixes that set one knob to other values are other advice.
-_VALUE = re.compile(r"(?<![\w.-])\d+(?:\.\d+)?(?:%|[a-z]{1,3})?(?![\w.])", re.IGNORECASE)
+# The words of a fix as other_values reads them: options (-x, --max-fanout), numbers (16, 0.7, 5%), words.
+_TOKEN = re.compile(r"--?[A-Za-z][\w-]*|\d+(?:\.\d+)?%?|[A-Za-z]+|=")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?%?")
+# A number is a setting when one of these (or an option) stands just before it: "density to 0.7", "at 32",
+# "a margin of 0.1", "--max-fanout 16". Other numbers ("step 2", "the 14 failing cells", "from 0.9")
+# tell which or how many, and two fixes that differ in them can still be the same advice.
+_SETTING_WORDS = frozenset({"to", "at", "=", "of", "by", "is", "as", "than"})
+# Short words after a number that are not its unit ("32 before mapping" has none; "20 um" has one).
+_NOT_UNITS = frozenset(
+    {"a", "an", "and", "as", "at", "by", "for", "if", "in", "is", "of", "on", "or", "per", "so", "the", "to"}
+)
 # Words that turn a fix the other way: "Lower target density" is not "Raise target density". A closed set
 # of English direction words, none taken from the evaluation logs' fixes.
 _OPPOSITES = {
@@ -96,23 +105,34 @@ def names_other_things(a: str, b: str) -> bool:
 
 
 def other_values(a: str, b: str) -> bool:
-    """True when the two texts give a value where the other gives another, the words around them alike:
-    "Lower target density to 0.5" / "... to 0.7", "--max-fanout 32" / "--max-fanout 16"."""
-    words_a, words_b = _sequence(a), _sequence(b)
-    mine = {m.lower() for m in _VALUE.findall(a)} - set(words_b)
-    theirs = {m.lower() for m in _VALUE.findall(b)} - set(words_a)
-    for x in mine:
-        around_x = _around(words_a, x)
-        for y in theirs:
-            if _number(x) == _number(y):  # the same value, its unit written apart or not (20 um / 20um)
-                continue
-            if any(side in around_x for side in _around(words_b, y)):
-                return True
-    return False
+    """True when the two texts set one thing to other values: a setting (a number after `to`, `at`, `of`,
+    `=`, ... or after an option) that both give under the same word, with no value in common: "density to
+    0.5" / "to 0.7", "--max-fanout 32" / "--max-fanout 16", "20 um" / "20 nm". "20 um" and "20um" are one
+    value; "from 0.9 to 0.7" / "from 0.85 to 0.7" set the same; "step 2" / "step 3" set nothing."""
+    mine, theirs = _settings(a), _settings(b)
+    return any(not (mine[key] & theirs[key]) for key in mine.keys() & theirs.keys())
 
 
-def _number(value: str) -> float:
-    return float(re.match(r"\d+(?:\.\d+)?", value).group(0))  # type: ignore[union-attr]
+def _settings(text: str) -> dict[str, set[tuple[float, str]]]:
+    """The text's settings: the word (or option) before each, and the values given there with their units."""
+    tokens = [token.lower() for token in _TOKEN.findall(text)]
+    found: dict[str, set[tuple[float, str]]] = {}
+    for n, token in enumerate(tokens):
+        if n == 0 or not _NUMBER.fullmatch(token):
+            continue
+        before = tokens[n - 1]
+        if before not in _SETTING_WORDS and not before.startswith("-"):
+            continue
+        after = tokens[n + 1] if n + 1 < len(tokens) else ""
+        unit = (
+            "%"
+            if token.endswith("%")
+            else after
+            if after.isalpha() and len(after) <= 3 and after not in _NOT_UNITS
+            else ""
+        )
+        found.setdefault(before, set()).add((float(token.rstrip("%")), unit))
+    return found
 
 
 def opposed(a: str, b: str) -> bool:
@@ -236,18 +256,18 @@ class Similarity:
     def same_fix(self, a: str, b: str) -> tuple[bool, float]:
         """Whether two fixes are the same advice: the same flag, or close in meaning; and the score.
 
-        Close in meaning is not enough when they set a flag or a value to other values (`--max-fanout
-        32` / `16`, "density to 0.5" / "to 0.7") or turn it the other way ("Lower" / "Raise", "Do not
-        assign" / "Assign"): a sentence encoder puts those at 0.9 and more."""
+        Neither is enough when they set a flag or a value to other values (`--max-fanout 32` / `16`,
+        "density to 0.5" / "to 0.7") or turn it the other way ("Lower" / "Raise", "Do not pass --skip-io"
+        / "Pass --skip-io"): a sentence encoder puts those at 0.83 to 0.99."""
         if not a and not b:
             return True, 1.0
         mine, theirs = find_flags(a), find_flags(b)
         shared = [f for f in mine for g in theirs if f.covers(g) or g.covers(f)]
         best = max([self.score(a, b)] + [self.score(a, part) for part in _sentences(b)])
+        if other_values(a, b) or opposed(a, b):  # the same flag turned off, or set otherwise, is other advice
+            return False, best
         if shared:
             return True, best
-        if best >= self.threshold(SAME) and (other_values(a, b) or opposed(a, b)):
-            return False, best
         return best >= self.threshold(SAME), best
 
 
