@@ -98,7 +98,7 @@ class TestLoad:
         lines = ["{not json", json.dumps({"timestamp": "yesterday"}), json.dumps(record("r2", 9, *LATCH))]
         lines.append(json.dumps(record("nightly, build 7", 9, *LATCH)))  # an evidence list cannot cite it
         lines.append(json.dumps(record("job: 2", 9, *LATCH)))  # nor a contradicted item ("DATE RUN: FIX")
-        lines.append(json.dumps(record("a;b", 9, *LATCH)))
+        lines.append(json.dumps(record("a; b", 9, *LATCH)))
         write_log(root, "synthesis", base_records(), lines)
         result = run("distil", "--domain", "synthesis", "--json")
         assert result.exit_code == 0
@@ -106,8 +106,8 @@ class TestLoad:
         assert "memory/synthesis/experiences.jsonl:7: timestamp 'yesterday' is not ISO-8601" in result.stderr
         assert "memory/synthesis/experiences.jsonl:8: run_id 'r2' was already used on line 2" in result.stderr
         assert "memory/synthesis/experiences.jsonl:9: run_id 'nightly, build 7' holds a comma" in result.stderr
-        assert "memory/synthesis/experiences.jsonl:10: run_id 'job: 2' holds a colon" in result.stderr
-        assert "memory/synthesis/experiences.jsonl:11: run_id 'a;b' holds a semicolon" in result.stderr
+        assert "memory/synthesis/experiences.jsonl:10: run_id 'job: 2' holds a colon and a space" in result.stderr
+        assert "memory/synthesis/experiences.jsonl:11: run_id 'a; b' holds a semicolon and a space" in result.stderr
         assert json.loads(result.stdout)["domains"][0]["records_skipped"] == 6
 
     def test_a_log_of_no_records_says_why_and_a_record_repeated_without_run_id_says_so(
@@ -727,6 +727,22 @@ class TestMatchingRules:
         similarity = Similarity(load_settings(root))
         assert similarity.mode == "model"
         assert similarity.same_fix(a, b)[0] is same
+
+    def test_run_ids_with_a_colon_join_one_contradiction(self, run: Run, root: Path) -> None:
+        """Run ids from other tools (`job:2`, an ISO timestamp) are kept, and two runs with one other fix
+        are one contradicted item (it split into two when a run id held a colon)."""
+        symptom = "Router ran out of tracks in the macro channel"
+        first = record("r1", 1, [symptom], ["Widen the macro channel to 20 um"])
+        write_log(root, "cx", [first])
+        distil(run, "cx", "--min-records", "1")
+        others = [
+            record("job:2", 2, [symptom], ["Use metal 5 for the channel"]),
+            record("2026-10-03T10:00:00Z", 3, [symptom], ["Use metal 5 for the channel"]),
+        ]
+        write_log(root, "cx", [first, *others])
+        distil(run, "cx", "--min-records", "1")
+        [item] = parse_contradictions(entry(root, symptom, "cx").contradicted)
+        assert item.runs == ["job:2", "2026-10-03T10:00:00Z"]
 
     def test_a_run_with_another_value_contradicts_the_entry(self, run: Run, root: Path) -> None:
         """A signed-off run that capped fanout at 32 where the entry says 16 is a contradiction, not a

@@ -181,7 +181,8 @@ def parse_record(value: Any, line: int, warnings: list[str] | None = None) -> Re
     given = str(run_id).strip() if run_id is not None else ""  # "r1 " is r1, as an evidence list keeps it
     key = given or "r" + hashlib.sha256(canonical.encode()).hexdigest()[:10]
     # evidence lists are split at commas, and `contradicted` items read "DATE RUN: FIX; DATE RUN: FIX"
-    marks = {",": "a comma", ":": "a colon", ";": "a semicolon"}
+    # (knowledge._ITEM): `job:42` and `2026-12-01T20:35:34Z` are fine, `job: 42` is not
+    marks = {",": "a comma", ": ": "a colon and a space", "; ": "a semicolon and a space"}
     unfit = next((said for mark, said in marks.items() if mark in key), None) or control_character(key)
     if unfit:
         raise ValueError(

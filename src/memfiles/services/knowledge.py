@@ -35,7 +35,7 @@ _TRAILER = re.compile(
     r"|\s*It appears in the fixes or notes of \d+ signed-off runs? \([^()]*\)\.$"
 )
 # One contradiction: "2026-11-10 sta-0144, sta-0150: Pipeline the multiplier output"; items joined by "; ".
-_ITEM = re.compile(r"(\d{4}-\d{2}-\d{2}) ([^:;]+?): (.*?)(?=; \d{4}-\d{2}-\d{2} |$)")
+_ITEM = re.compile(r"(\d{4}-\d{2}-\d{2}) ((?:(?!: |; ).)+?): (.*?)(?=; \d{4}-\d{2}-\d{2} |$)")
 
 
 def sentence(text: str) -> str:
