@@ -95,7 +95,6 @@ class Settings:
         return self.root / INDEX_DIR
 
 
-BODY_LIMIT_MAX = 50_000
 _SCHEMA_KEYS = {"id_width", "title_limit", "body_limit"}
 _ENV = {
     "MEMFILES_LLM_URL": "llm_url",
@@ -278,9 +277,7 @@ _RULES: dict[str, Rule] = {
     "refs_exclude": _strings('glob patterns, like ["tests/*"]'),
     "id_width": _whole(1, 9),
     "title_limit": _whole(10, 1000),
-    # 50,000 at most: the Markdown lint's cost grows faster than a body's length (0.3 s for a 44 KB body,
-    # 4.9 s for 175 KB, about 80 s for 700 KB, each the first time), and the model reads 256 word pieces
-    "body_limit": _whole(100, BODY_LIMIT_MAX),
+    "body_limit": _whole(100, 1_000_000),
     "search_watch": _flag,
     "watch_idle_exit": _seconds(WATCH_IDLE_EXIT_MAX, zero=True),
     "watch_torch": _flag,

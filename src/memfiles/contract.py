@@ -53,6 +53,7 @@ FINDING_CODES: dict[str, str] = {
     "bad-ledger": "error",
     "empty-file": "info",
     "config-shadowed": "warning",
+    "lint-skipped": "info",
     # ids (services/check.py id_findings, services/audit.py)
     "successor-cycle": "error",
     "missing-id": "error",

@@ -11,7 +11,7 @@ import dataclasses
 import sys
 from collections.abc import Iterable
 
-from memfiles.contract import Finding
+from memfiles.contract import Finding, severity_of
 from memfiles.errors import BatchError, OpError, ParseError
 from memfiles.format.ids import Schema
 from memfiles.format.model import MemoryFile
@@ -66,7 +66,7 @@ def to_finding(rel: str, raw: RawFinding) -> Finding:
     hint = " (memfiles fmt fixes it)" if raw.fixable else ""
     return Finding(
         code=raw.rule,
-        severity=SEVERITY,
+        severity=severity_of(raw.rule) or SEVERITY,
         path=rel,
         line=raw.line,
         message=f"{name}: {raw.message}{hint}",
