@@ -210,6 +210,8 @@ def test_check_names_a_pyproject_table_that_memfiles_toml_shadows(
     assert "memory/memfiles.toml" in found["message"]
     (root / "pyproject.toml").write_text('[project]\nname = "x"\n')
     assert run("check").exit_code == 0
+    (root / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.memfiles]\n')  # the root marker
+    assert run("check").exit_code == 0
 
 
 def test_toml_syntax_error_carries_its_line(root: Path) -> None:

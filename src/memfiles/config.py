@@ -402,9 +402,10 @@ def shadowed_table(root: Path) -> tuple[str, int, str] | None:
         tool = tomllib.loads(text).get("tool")
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
-    if not isinstance(tool, dict) or "memfiles" not in tool:
+    table = tool.get("memfiles") if isinstance(tool, dict) else None
+    if not isinstance(table, dict) or not table:  # an empty table only marks the root (README): nothing lost
         return None
-    header = re.compile(r"\s*\[\s*tool\s*\.\s*memfiles\s*[\].]|\s*\[\s*tool\s*\]|\s*tool\s*\.\s*memfiles\s*=")
+    header = re.compile(r"\s*\[\[?\s*tool\s*\.\s*memfiles\s*[\].]|\s*\[\s*tool\s*\]|\s*tool\s*\.\s*memfiles\s*=")
     lines = text.splitlines()
     line = next((n for n, row in enumerate(lines, 1) if header.match(row)), 1)
     return _shown_path(pyproject, root), line, _shown_path(own, root)
