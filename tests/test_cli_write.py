@@ -194,9 +194,15 @@ class TestSetRetirePrune:
         assert again.exit_code == 0 and data["updated"] == []
         assert data["warnings"] == ["F-001 already has the area, status given: nothing changed"]
         assert frictions.stat().st_mtime_ns == before
-        stays = run("set", "F-001", "--file", "memory/frictions.md")
+        stays = run("set", "F-001", "--file", "./memory/frictions.md")  # the same file, written another way
         assert stays.stdout.strip() == "no changes" and "already stands in memory/frictions.md" in stays.stderr
         assert run("set", "F-001", "--area", "store").stdout.strip() == "updated F-001"
+        # status edited by hand, so the generated index is stale: the set changes no entry, but the file is
+        # rewritten with its index up to date, and the summary says so rather than "no changes"
+        frictions.write_text(frictions.read_text().replace("- status: resolved", "- status: open"))
+        stale = run("set", "F-001", "--status", "open")
+        assert stale.stdout.strip() == "no entry changed; rewrote memory/frictions.md in canonical form"
+        assert run("check").exit_code == 0
 
     def test_set_unknown_id_fails_cleanly(self, run: Run) -> None:
         """An id that does not exist: exit 2 and the id in the message."""

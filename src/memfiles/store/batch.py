@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -65,7 +66,10 @@ class BatchResult:
             )
             if ids
         ]
-        return "; ".join(parts) if parts else "no changes"
+        if parts:
+            return "; ".join(parts)
+        # an update that changed nothing can still bring a file's generated index or form up to date
+        return f"no entry changed; rewrote {', '.join(self.paths)} in canonical form" if self.paths else "no changes"
 
 
 class Batch:
@@ -367,10 +371,11 @@ class Batch:
         target_rel = op.get("file")
         current = draft.freeze().section_of(entry.id)
         section = op.get("section", current)
-        moves = (target_rel is not None and target_rel != rel) or section != current
-        if updated == entry and not moves:
+        elsewhere = target_rel is not None and posixpath.normpath(target_rel.replace("\\", "/")) != rel
+        if updated == entry and not elsewhere and section == current:
             given = [key for key in op.fields if key not in ("id", "file", "section")]
-            already = f"has the {', '.join(given)} given" if given else f"stands in {rel}"
+            where = f"{rel}, section {current}" if current else rel
+            already = f"has the {', '.join(given)} given" if given else f"stands in {where}"
             self.notes.append(f"{entry.id} already {already}: nothing changed")
             return entry.id, False
         if target_rel is not None or "section" in op.fields:
