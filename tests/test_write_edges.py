@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from memfiles import parse
 from memfiles.config import load_settings
 from memfiles.store.lock import FileLock
 from tests.conftest import Run, snapshot
@@ -325,3 +326,29 @@ class TestStateFilesOfTheWrongKind:
             ids.write_bytes(b"D 1\n\xff\n")
         result = run("check", "--no-lint")
         assert result.exit_code == 1 and "memory/ids.txt" in result.stdout and "ids-file" in result.stdout
+
+
+class TestNewSections:
+    def test_a_new_section_goes_above_a_closing_section_of_text(self, run: Run, root: Path) -> None:
+        """A file that ends with a section of text and no entries (a distiller's Notes): a section op and
+        an add into a new section both land above it; after an empty placeholder heading (no text), a new
+        section goes at the end as before."""
+        ops = [
+            {"op": "add", "kind": "fact", "title": "First fact", "area": "a", "body": "B.", "section": "Facts"},
+            {"op": "section", "file": "memory/facts.md", "section": "Notes", "intro": "Written last."},
+        ]
+        assert run("import", "-", input=json.dumps({"ops": ops})).exit_code == 0
+        later = [
+            {"op": "section", "file": "memory/facts.md", "section": "Later", "intro": "Kept for later."},
+            {"op": "add", "kind": "fact", "title": "Second fact", "area": "a", "body": "B.", "section": "Other"},
+        ]
+        assert run("import", "-", input=json.dumps({"ops": later})).exit_code == 0
+        names = [s.name for s in parse((root / "memory" / "facts.md").read_text()).sections]
+        assert names == ["Facts", "Later", "Other", "Notes"]
+        empty = [{"op": "add", "kind": "todo", "title": "A todo", "area": "a", "body": "B.", "section": "Now"}]
+        empty.append({"op": "section", "file": "memory/todos.md", "section": "Placeholder", "intro": ""})
+        assert run("import", "-", input=json.dumps({"ops": empty})).exit_code == 0
+        again = [{"op": "add", "kind": "todo", "title": "Another", "area": "a", "body": "B.", "section": "Next"}]
+        assert run("import", "-", input=json.dumps({"ops": again})).exit_code == 0
+        names = [s.name for s in parse((root / "memory" / "todos.md").read_text()).sections]
+        assert names == ["Now", "Placeholder", "Next"]

@@ -431,7 +431,7 @@ class Batch:
             if section[0] == op.get("section"):
                 section[1] = op.get("intro")
                 return
-        draft.sections.append([op.get("section"), op.get("intro"), []])
+        draft.add_section(op.get("section"), op.get("intro"), [])
 
     def _prune(self, op: Op, date: str) -> dict[str, Any]:
         from memfiles.format.render import render_entry

@@ -50,20 +50,23 @@ class Draft:
                 return
         if section is None:
             self.sections.insert(0, [None, "", [entry]])
-        elif self._closing_section():
-            # before a closing section of text only (the distiller's Notes, a hand-written summary) that
-            # the file already ended with: new sections of entries go above it, as the first ones did
-            self.sections.insert(len(self.sections) - 1, [section, "", [entry]])
         else:
-            self.sections.append([section, "", [entry]])
+            self.add_section(section, "", [entry])
+
+    def add_section(self, name: str, intro: str, entries: list[Entry]) -> None:
+        """A section the file does not have yet: at the end, or just above a closing section of text only
+        (the distiller's Notes, a hand-written summary) that the file already ended with, so that a later
+        distil's new sections stand above its Notes as the first ones did."""
+        at = len(self.sections) - 1 if self._closing_section() else len(self.sections)
+        self.sections.insert(at, [name, intro, entries])
 
     def _closing_section(self) -> bool:
-        """Whether the file as read ends with a named section that holds no entries, and still does."""
+        """Whether the file as read ends with a named section of text and no entries, and still does."""
         if not self.sections or not self.memory.sections:
             return False
-        name, _intro, entries = self.sections[-1]
+        name, intro, entries = self.sections[-1]
         last = self.memory.sections[-1]
-        return name is not None and not entries and last.name == name and not last.entries
+        return name is not None and bool(intro.strip()) and not entries and last.name == name and not last.entries
 
 
 class Workspace:
