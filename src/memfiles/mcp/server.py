@@ -158,7 +158,9 @@ class _Server(MCPServer):
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
             cause = error.__cause__
-            if cause is None or type(cause).__name__ != "ValidationError" or not hasattr(cause, "errors"):
+            # only the SDK's own "arguments fail the schema" error: an UnexpectedToolError (a subclass) is
+            # a crash of the tool's body, whatever it raised, and stays what it is
+            if type(error) is not ToolError or type(cause).__name__ != "ValidationError" or not hasattr(cause, "errors"):
                 raise
             said = "; ".join(_argument_problem(problem) for problem in cause.errors())
             raise ToolError(f"Error executing tool {name}: {said}") from cause
