@@ -160,7 +160,8 @@ class _Server(MCPServer):
             cause = error.__cause__
             # only the SDK's own "arguments fail the schema" error: an UnexpectedToolError (a subclass) is
             # a crash of the tool's body, whatever it raised, and stays what it is
-            if type(error) is not ToolError or type(cause).__name__ != "ValidationError" or not hasattr(cause, "errors"):
+            invalid = type(cause).__name__ == "ValidationError" and hasattr(cause, "errors")
+            if type(error) is not ToolError or not invalid:
                 raise
             said = "; ".join(_argument_problem(problem) for problem in cause.errors())
             raise ToolError(f"Error executing tool {name}: {said}") from cause
