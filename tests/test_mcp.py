@@ -292,3 +292,13 @@ def test_arguments_that_fail_the_schema_are_said_in_one_line(root: Path) -> None
         assert "query: field required" in error_text(await client.call_tool("search", {}))
 
     drive(root, scenario, "--no-watch")
+
+
+def test_each_tool_call_forgets_what_an_earlier_one_found_of_the_index() -> None:
+    """A near-duplicate check that gave up on a busy index marks it, so that its own write does not wait
+    again; a tool call that follows (its add refused, say) must not take that mark for its own write."""
+    from memfiles.mcp.server import _guard
+    from memfiles.services import index_client
+
+    index_client._found_busy[:] = [(0.0, "is busy")]
+    assert _guard(lambda: index_client._found_busy[:]) == []

@@ -42,6 +42,9 @@ happened with add (kind episode) and promote repeated episodes to procedures."""
 
 def _guard(call: Callable[[], T]) -> T:
     """Run a tool body; a MemfilesError (bad input, refused write) becomes a tool error, not a crash."""
+    from memfiles.services.index_client import forget_waits
+
+    forget_waits()  # what an earlier call found of the index is not this call's to shorten a wait with
     try:
         return call()
     except MemfilesError as error:

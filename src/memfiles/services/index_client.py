@@ -90,7 +90,7 @@ HANDOVER_AFTER = 1.0
 # (which follows within BUSY_AGAIN_WINDOW) looks this long more, not index_timeout again: one busy store,
 # one wait.
 BUSY_AGAIN_WAIT = 0.2
-BUSY_AGAIN_WINDOW = 5.0
+BUSY_AGAIN_WINDOW = 2.0
 # When a near-duplicate check in this process last gave up on a busy store (or a server that does not
 # answer), and which of the two it was.
 _found_busy: list[tuple[float, str]] = []
@@ -195,6 +195,8 @@ class LocalIndex:
     def similar(self, texts: list[str], filters: Filters, k: int = 5) -> list[Neighbours]:
         from memfiles.errors import LockTimeout
         from memfiles.services.index_session import nearest
+
+        forget_waits()
 
         # A write's near-duplicate check: a busy store is waited for index_timeout (it waited at least 5 s,
         # so a 1 s index_timeout cost a write 6.5 s); the write's own update then does not wait it again.
@@ -412,6 +414,13 @@ def backfill(project: Project, rebuild: bool = False, check: bool = False) -> di
 def status(settings: Settings) -> dict[str, Any]:
     """{"root", "watcher", "index", "drift"}: the status command's object."""
     return {"root": str(settings.root), **connect(settings).status()}
+
+
+def forget_waits() -> None:
+    """Forget what an earlier near-duplicate check found of the index: a long-lived process (the MCP
+    server) calls it at each request, so that a check whose write was then refused does not shorten
+    the wait of the next request's write."""
+    _found_busy.clear()
 
 
 def notify(project: Project, result: BatchResult) -> str | None:
