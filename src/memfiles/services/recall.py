@@ -90,7 +90,7 @@ def filtered_search(
     One socket round trip when a watcher runs; else the store opened here; else word overlap over the
     files. Returns the hits and which of "watcher", "local" or "files" answered. With `watcher_only`
     (an agent's hook, which must answer in milliseconds and apply one score floor), no watcher is
-    IndexUnavailable: opening the store means loading the model, and word overlap scores on another scale.
+    IndexUnavailable: opening the store means loading the model, and word overlap scores at most 0.32.
     `local` is the watcher's own search_many, for a call the watcher answers itself (no socket to itself).
     `warnings` gets what the files answer in place of (files_warning): no index, or why it failed.
     """
