@@ -151,7 +151,7 @@ class TestDupes:
                                         "- status: open\n\nAn entry no index has seen.\n\n## Manual")  # fmt: skip
         path.write_text(text)
         result = run("dupes")
-        assert encoded == [1] and "1 entries are not in the index yet" in result.stderr
+        assert encoded == [1] and "1 entry is not in the index yet" in result.stderr
 
     def test_dupes_and_audit_agree_on_same_titles(self, run: Run, root: Path) -> None:
         """Two entries with one title are near-duplicates for dupes (index or not) as for audit."""
@@ -171,10 +171,12 @@ class TestDupes:
 
 
 class TestChecks:
-    def test_threshold_out_of_range_is_refused(self, run: Run) -> None:
-        """dupes --threshold 5: exit 2 naming the range."""
-        result = run("dupes", "--threshold", "5")
-        assert result.exit_code == 2 and "0<=x<=1" in result.stderr
+    @pytest.mark.parametrize("value", ["5", "-1", "nan", "inf", "abc"])
+    def test_threshold_out_of_range_is_refused(self, run: Run, value: str) -> None:
+        """dupes --threshold 5 (or nan, which click's FloatRange let through: it listed nothing, exit 0):
+        exit 2 naming the range."""
+        result = run("dupes", "--threshold", value)
+        assert result.exit_code == 2 and "--threshold" in result.stderr, result.output
 
     def test_help_names_the_signals(self, run: Run) -> None:
         """dupes --help says which signals the score combines."""

@@ -791,3 +791,19 @@ class TestSuccession:
                 if pid is not None and _alive(pid):
                     os.kill(pid, signal.SIGKILL)
         assert stopped.returncode == 0, stopped.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--debounce", "nan"], "'--debounce': must be a number from 0 up to 60, got nan"),
+        (["--debounce", "-1"], "'--debounce'"),
+        (["--reconcile-every", "0"], "'--reconcile-every': must be a number above 0"),
+        (["--reconcile-every", "nan"], "'--reconcile-every'"),
+    ],
+)
+def test_watch_refuses_timings_that_are_no_number_of_seconds(run: Run, args: list[str], words: str) -> None:
+    """A debounce of NaN or below 0 and a reconcile period of 0 or NaN: exit 2 naming the option (a
+    watcher started with them, reconciling without pause)."""
+    result = run("watch", "--foreground", *args)
+    assert result.exit_code == 2 and words in result.output

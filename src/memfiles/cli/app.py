@@ -184,3 +184,26 @@ root_option = click.option(
     ),
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines instead of text.")
+
+
+class Number(click.ParamType):
+    """A finite number from `low` to `high` (`above` low when `strict`): click's FloatRange lets NaN through,
+    since every comparison with it is false (`dupes --threshold nan` listed nothing and exited 0)."""
+
+    name = "number"
+
+    def __init__(self, low: float, high: float, strict: bool = False) -> None:
+        self.low, self.high, self.strict = low, high, strict
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        import math
+
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        too_low = number <= self.low if self.strict else number < self.low
+        if not math.isfinite(number) or too_low or number > self.high:
+            bound = f"above {self.low:g}" if self.strict else f"from {self.low:g}"
+            self.fail(f"must be a number {bound} up to {self.high:g}, got {value}", param, ctx)
+        return number

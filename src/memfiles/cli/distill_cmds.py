@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, warn
+from memfiles.cli.app import App, Number, errors_to_exit, json_option, pass_app, print_json, warn
 
 
 def _pct(rate: float) -> str:
@@ -159,7 +159,7 @@ def distil(
 @click.command()
 @click.option(
     "--threshold",
-    type=click.FloatRange(0, 1),
+    type=Number(0, 1),
     help="Score (0 to 1) at or above which two entries are near-duplicates. Default: the measured one.",
 )
 @json_option

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from memfiles.cli.app import App, CommandError, errors_to_exit, json_option, pass_app, print_json, warn
+from memfiles.cli.app import App, CommandError, Number, errors_to_exit, json_option, pass_app, print_json, warn
 from memfiles.errors import MemfilesError
 
 
@@ -83,9 +83,13 @@ def _skipped(app: App, unreadable: list[str]) -> list[dict]:
 @click.command()
 @click.option("--foreground", is_flag=True, help="Stay attached and log to stderr (default: start in the background).")
 @click.option("--stop", "stop_", is_flag=True, help="Stop the running watcher and wait until it is gone.")
-@click.option("--debounce", type=float, default=0.15, show_default=True, help="Seconds a file must be quiet.")
+@click.option("--debounce", type=Number(0, 60), default=0.15, show_default=True, help="Seconds a file must be quiet.")
 @click.option(
-    "--reconcile-every", type=float, default=30.0, show_default=True, help="Seconds between whole-tree hash checks."
+    "--reconcile-every",
+    type=Number(0, 86400, strict=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds between whole-tree hash checks.",
 )
 @click.option(
     "--idle-exit",

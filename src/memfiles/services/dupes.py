@@ -284,5 +284,6 @@ def duplicate_pairs(
     except IndexUnavailable as error:
         found = lexical_pairs(docs) if threshold is None else lexical_pairs(docs, threshold)
         return found, "lexical", [f"no index ({error}): near-duplicates by their words only"]
-    notes = [f"{stale} entries are not in the index yet: embedded now (run memfiles backfill)"] if stale else []
+    are = "entry is" if stale == 1 else "entries are"
+    notes = [f"{stale} {are} not in the index yet: embedded now (run memfiles backfill)"] if stale else []
     return score_pairs(docs, vectors, THRESHOLD if threshold is None else threshold), "index", notes
