@@ -265,6 +265,19 @@ class TestRefs:
         ]
         assert "memfiles: warning: memory/lessons.md:5: L-003 has no metadata" in result.stderr
 
+    def test_a_reference_to_an_id_two_entries_carry_is_ambiguous(self, run: Run, root: Path) -> None:
+        """F-001 pasted twice: a reference to it (in any spelling) is ref-ambiguous naming both places (it
+        was ref-ok, resolved to one of the two in silence), and refs --dangling exits 1."""
+        for title in ("CI cache misses on Windows", "Second friction"):
+            assert run("add", "-k", "friction", "-t", title, "-a", "ci", "--body", "B.").exit_code == 0
+        frictions = root / "memory" / "frictions.md"
+        frictions.write_text(frictions.read_text().replace("### F-002: Second friction", "### F-001: Second friction"))
+        _write(root, "src/app.py", "# see @" + "@F-001 and @" + "@F-1\n")
+        result = run("refs", "--dangling", "--json", str(root / "src"))
+        findings = json.loads(result.stdout)["findings"]
+        assert result.exit_code == 1 and [f["code"] for f in findings] == ["ref-ambiguous", "ref-ambiguous"]
+        assert "memory/frictions.md:" in findings[0]["message"] and "memfiles renumber" in findings[0]["message"]
+
 
 class TestRead:
     def test_list_json_has_the_promised_fields(self, run: Run) -> None:

@@ -81,6 +81,7 @@ FINDING_CODES: dict[str, str] = {
     "ref-retired": "warning",
     "ref-pruned": "error",
     "ref-dangling": "error",
+    "ref-ambiguous": "error",
     "ref-unreadable": "warning",
 }
 

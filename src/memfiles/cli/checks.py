@@ -135,7 +135,8 @@ def refs(app: App, dangling: bool, paths: tuple[Path, ...], as_json: bool) -> No
 
     Scans PATHS, or every file git tracks (or would track). Each reference is printed as
     `path:line: code token: message`, code one of ref-ok, ref-retired (naming the successor), ref-pruned,
-    ref-dangling, ref-unreadable (its entry is in a memory file that does not parse).
+    ref-dangling, ref-ambiguous (two entries carry the id), ref-unreadable (its entry is in a memory file
+    that does not parse).
 
     \b
     Example:

@@ -1,6 +1,6 @@
 """`refs`: the `@@ID`, `@@doc:path#anchor` and `@@skill:name#anchor` references in the project's files,
 each resolved to a contract Finding: ref-ok, ref-retired (naming the successor), ref-pruned, ref-dangling,
-or ref-unreadable."""
+ref-ambiguous (two entries carry the id), or ref-unreadable."""
 
 from __future__ import annotations
 
@@ -80,9 +80,14 @@ def scan_references(project: Project, paths: list[Path] | None = None, reading: 
     """Every reference in the files scanned, each a finding: ref-ok, ref-retired, ref-pruned, ref-dangling, or
     ref-unreadable (the id's heading stands in a memory file that does not parse)."""
     reading = reading or read_project(project)
-    by_id = {located.entry.id: located for located in reading.loaded.entries()}
+    by_id: dict[str, Located] = {}
+    places: dict[tuple[str, int] | None, list[Located]] = {}
+    for located in reading.loaded.entries():
+        by_id.setdefault(located.entry.id, located)
+        places.setdefault(id_key(located.entry.id), []).append(located)
+    twice = {key: found for key, found in places.items() if key is not None and len(found) > 1}
     targets = _Targets(
-        by_id, reading, project.root / project.settings.docs_dir, project.root / project.settings.skills_dir
+        by_id, reading, project.root / project.settings.docs_dir, project.root / project.settings.skills_dir, twice
     )
     found: list[Finding] = []
     for path in source_files(project, paths):
@@ -118,6 +123,7 @@ class _Targets:
     reading: Reading
     docs: Path
     skills: Path
+    twice: dict[tuple[str, int] | None, list[Located]]  # ids two entries carry (by key), and where
 
     def resolve(self, match: re.Match[str], project: Project) -> tuple[str, str | None, dict[str, Any], str]:
         """(code, id, target, message) for one reference."""
@@ -152,6 +158,15 @@ class _Targets:
         return code, entry_id, target, message
 
     def _known(self, ref: str) -> tuple[str, str | None, dict[str, Any], str]:
+        carriers = self.twice.get(id_key(ref))
+        if carriers:  # which of the two it means, nobody can say: check names them as duplicate-id
+            where = ", ".join(located.where for located in carriers)
+            return (
+                "ref-ambiguous",
+                ref,
+                located_ref(carriers[0]),
+                f"{ref} is carried by {len(carriers)} entries ({where}): give one another id with memfiles renumber",
+            )
         located = self.by_id.get(ref)
         if located is not None:
             target = located_ref(located)
