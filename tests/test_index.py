@@ -441,6 +441,11 @@ class TestServerMode:
         assert "Warthogs dig burrows" in run("list").stdout
         searched = memsearch("warthogs")
         assert searched.exit_code == 2 and "did not answer within 3 s" in searched.stderr
+        monkeypatch.setenv("MEMFILES_LOCK_TIMEOUT", "2")
+        status = run("status")  # what the files say, and why the index could not be read: exit 1
+        assert status.exit_code == 1 and "on disk" in status.stdout and "did not answer within 2 s" in status.stdout
+        said = json.loads(run("status", "--json").stdout)
+        assert said["drift"] is None and "did not answer" in said["index"]["error"]
 
     def test_backfill_search_and_write_path_against_a_server(
         self, filled: Path, run: Run, memsearch, chroma_server: str, monkeypatch

@@ -208,9 +208,10 @@ def status(app: App, as_json: bool) -> None:
     report["skipped"] = [item.as_json() for item in reading.skipped]
     drift = report["drift"]
     catalog = report["index"].get("catalog") or {}
+    failed = report["index"].get("error")
     if as_json:
         print_json(report)
-        return
+        raise SystemExit(1 if failed else 0)
     watcher, index = report["watcher"], report["index"]
     if watcher["running"]:
         encoder = f" (queries in {watcher['query_encoder']})" if watcher.get("query_encoder") else ""
@@ -221,7 +222,7 @@ def status(app: App, as_json: bool) -> None:
         click.echo("watcher:  not running")
     if drift is None:
         click.echo(f"entries:  {sum(1 for _ in reading.loaded.entries())} on disk")
-        click.echo("index:    none yet (run memfiles backfill)")
+        click.echo(f"index:    {failed}" if failed else "index:    none yet (run memfiles backfill)")
     else:
         click.echo(f"entries:  {drift['on_disk']} on disk, {drift['indexed']} in the index")
         count = len(drift["missing_or_stale"]) + len(drift["retag"]) + len(drift["orphaned"])
@@ -233,6 +234,8 @@ def status(app: App, as_json: bool) -> None:
         click.echo(f"model:    {index['model']}")
     if watcher.get("last_sync"):
         click.echo(f"synced:   {watcher['last_sync']}")
+    if failed:
+        raise SystemExit(1)  # what the files say is printed; the index could not be read
 
 
 def stop_watchers(app: App) -> None:

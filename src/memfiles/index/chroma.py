@@ -291,7 +291,7 @@ def _server_client(settings: Settings, url: str, timeout: float) -> Any:
         except Exception as error:
             made["error"] = error
 
-    wait = max(SERVER_CONNECT_MIN, min(timeout, SERVER_CONNECT_MAX))
+    wait = round(max(SERVER_CONNECT_MIN, min(timeout, SERVER_CONNECT_MAX)), 1)
     worker = threading.Thread(target=connect, name="memfiles-chroma-connect", daemon=True)
     worker.start()
     worker.join(wait)

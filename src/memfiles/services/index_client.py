@@ -261,12 +261,18 @@ class LocalIndex:
             "entries": None,
             "generation": None,
             "catalog": None,
+            "error": None,
         }
         drift = None
         if index["exists"]:
-            with self._open(timeout=self.settings.lock_timeout) as session:
-                index.update(index_facts(session, session.catalog))
-                drift = backfill_session(self.project, session, session.catalog, rebuild=False, check=True)[0]["drift"]
+            try:
+                with self._open(timeout=self.settings.lock_timeout) as session:
+                    index.update(index_facts(session, session.catalog))
+                    drift = backfill_session(self.project, session, session.catalog, rebuild=False, check=True)[0][
+                        "drift"
+                    ]
+            except IndexUnavailable as error:  # said, beside what the files say: why one runs status
+                index["error"] = str(error)
         return {"watcher": not_answering_watcher(self.settings), "index": index, "drift": drift}
 
 
