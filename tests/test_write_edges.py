@@ -352,3 +352,18 @@ class TestNewSections:
         assert run("import", "-", input=json.dumps({"ops": again})).exit_code == 0
         names = [s.name for s in parse((root / "memory" / "todos.md").read_text()).sections]
         assert names == ["Now", "Placeholder", "Next"]
+
+
+def test_a_failed_replace_names_the_file_not_its_temp_file(tmp_path: Path) -> None:
+    """os.replace failing (here: a folder where the file goes; an immutable file did the same) raised
+    an error naming the temp file beside it, which every message then showed; it names the file now,
+    and no temp file is left."""
+    from memfiles.store.fileio import atomic_write
+
+    target = tmp_path / "settings.json"
+    target.mkdir()
+    (target / "keep").write_text("x")
+    with pytest.raises(OSError) as caught:
+        atomic_write(target, "{}\n")
+    assert caught.value.filename == str(target)
+    assert [p.name for p in tmp_path.iterdir()] == ["settings.json"]

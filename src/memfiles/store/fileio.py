@@ -70,9 +70,12 @@ def atomic_write(path: Path, text: str) -> None:
         else:
             os.chmod(temp, 0o644)
         os.replace(temp, path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
+        if isinstance(error, OSError) and error.errno is not None and error.filename != str(path):
+            # the file being written is what a message must name, not the temp file beside it
+            raise OSError(error.errno, error.strerror, str(path)) from error
         raise
     _fsync_dir(path.parent)
 
