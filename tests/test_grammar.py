@@ -437,3 +437,13 @@ class TestOnePlace:
             if pattern in path.read_text(encoding="utf-8")
         ]
         assert offenders == []
+
+
+def test_a_metadata_key_in_another_case_is_named_at_its_line() -> None:
+    """`- Status: proposed` under a heading was read as body text, and the entry then "lacked status" at
+    its heading's line; it is named at its own line, with the key to write."""
+    text = "# Decisions\n\n### D-001: x\n\n- date: 2026-01-01\n- area: a\n- Status: proposed\n\nBody.\n"
+    with pytest.raises(ParseError) as caught:
+        parse(text)
+    assert caught.value.line == 7
+    assert caught.value.message == "D-001: metadata keys are lower case: write '- status:' for '- Status:'"

@@ -7,6 +7,7 @@ making sense.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +42,11 @@ def _trim(lines: list[str]) -> str:
     while end > start and not lines[end - 1].strip():
         end -= 1
     return "\n".join(lines[start:end])
+
+
+# A metadata line with a key in another case (`- Status: open`): named as such, not read as body text
+# (after which the entry "lacked" the status it had).
+_CASED_META = re.compile(r"^-[ \t]+([A-Za-z][A-Za-z-]*):")
 
 
 def parse(text: str, path: str | Path | None = None, schema: Schema | None = None) -> MemoryFile:
@@ -137,6 +143,12 @@ def parse(text: str, path: str | Path | None = None, schema: Schema | None = Non
                 i += 1
                 continue
             meta = META_RE.match(line)
+            cased = None if meta else _CASED_META.match(line)
+            if cased and cased.group(1).lower() in META_KEYS:  # `- Status: open`: a key the format has, cased
+                key = cased.group(1)
+                raise ParseError(
+                    path, lineno, f"{entry.id}: metadata keys are lower case: write '- {key.lower()}:' for '- {key}:'"
+                )
             if not meta:
                 if not entry.meta:
                     raise ParseError(
