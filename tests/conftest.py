@@ -65,6 +65,26 @@ def watching(root: Path, **options: float) -> Iterator:
         watcher.stop()
 
 
+@contextlib.contextmanager
+def store_held(root: Path) -> Iterator[None]:
+    """Another process holding the project's store lock (a backfill, say) for the length of the block."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, time\nfrom memfiles.config import load_settings\n"
+        "from memfiles.index.chroma import store_lock\n"
+        "with store_lock(load_settings(sys.argv[1]), 5):\n    print('held', flush=True)\n    time.sleep(120)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def snapshot(root: Path) -> dict[str, str]:
     """Every file under memory/ and its hash, to prove a failed command touched nothing."""
     return {

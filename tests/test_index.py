@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Run
+from tests.conftest import Run, store_held
 
 pytestmark = pytest.mark.integration
 
@@ -299,19 +299,9 @@ class TestConcurrency:
         run("backfill")
         monkeypatch.setenv("MEMFILES_INDEX_TIMEOUT", "1")
         monkeypatch.setenv("MEMFILES_SEARCH_WATCH", "0")
-        code = (
-            "import sys, time\nfrom memfiles.config import load_settings\n"
-            "from memfiles.index.chroma import store_lock\n"
-            "with store_lock(load_settings(sys.argv[1]), 5):\n    print('held', flush=True)\n    time.sleep(120)\n"
-        )
-        holder = subprocess.Popen([sys.executable, "-c", code, str(filled)], stdout=subprocess.PIPE, text=True)
-        try:
-            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-            title = "Signing keys rotate every quarter, not every year"
+        title = "Signing keys rotate every quarter, not every year"
+        with store_held(filled):
             result = run("add", "-k", "D", "-t", title, "-a", "security", "--body", "Rotation.", "--json")
-        finally:
-            holder.kill()
-            holder.wait()
         assert result.exit_code == 0
         warnings = json.loads(result.stdout)["warnings"]
         assert "the index is busy (this write waited 1 s for it already): run memfiles backfill later" in warnings

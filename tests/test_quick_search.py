@@ -20,7 +20,7 @@ from memfiles.config import load_settings
 from memfiles.services.watch import Watcher
 from memfiles.store.project import Project
 from tests.conftest import SAMPLE_ENTRIES as ENTRIES
-from tests.conftest import Run
+from tests.conftest import Run, store_held
 from tests.contract_shapes import check_command
 
 pytestmark = pytest.mark.integration
@@ -159,14 +159,7 @@ class TestInProcess:
         """Another process holds the store: the in-process path waits search_timeout once and exits as the
         full command does (message, JSON error object, code), instead of handing over to wait again."""
         monkeypatch.setenv("MEMFILES_SEARCH_TIMEOUT", "1")
-        code = (
-            "import sys, time\nfrom memfiles.config import load_settings\n"
-            "from memfiles.index.chroma import store_lock\n"
-            "with store_lock(load_settings(sys.argv[1]), 5):\n    print('held', flush=True)\n    time.sleep(120)\n"
-        )
-        holder = subprocess.Popen([sys.executable, "-c", code, str(indexed)], stdout=subprocess.PIPE, text=True)
-        try:
-            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with store_held(indexed):
             for args in (("signing keys",), ("signing keys", "--json")):
                 capsys.readouterr()
                 with pytest.raises(SystemExit) as exited:
@@ -174,9 +167,6 @@ class TestInProcess:
                 out = capsys.readouterr()
                 assert "the index is busy" in out.err
                 assert (exited.value.code, out.out, out.err) == full(*args)
-        finally:
-            holder.kill()
-            holder.wait()
 
     def test_escape_sequences_in_a_body_are_removed_as_click_removes_them(
         self, indexed: Path, run: Run, capsys: pytest.CaptureFixture[str]

@@ -47,6 +47,21 @@ def _frame(message: dict) -> bytes:
     return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
 
 
+def _lsp_session(root: Path, *requests: dict, cwd: Path | None = None) -> bytes:
+    """What `memfiles lsp` writes for an initialize, `requests`, then shutdown and exit, on one pipe."""
+    start = {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": start},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        *requests,
+        {"jsonrpc": "2.0", "id": 99, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"},
+    ]
+    command = [str(BIN / "memfiles"), *([] if cwd else ["--root", str(root)]), "lsp"]
+    frames = b"".join(_frame(m) for m in messages)
+    return subprocess.run(command, input=frames, capture_output=True, timeout=120, cwd=cwd).stdout
+
+
 def _answers(stdout: bytes) -> dict[object, dict]:
     """The responses in a stream of framed JSON-RPC messages, by request id."""
     found = {}
@@ -64,40 +79,27 @@ def test_the_lsp_answers_a_request_it_cannot_read(root: Path) -> None:
     error (-32602), where pygls dropped the request and the editor waited for its own timeout; the
     requests after them are answered as ever."""
     uri = (root / "x.py").as_uri()
-    messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {"processId": None, "rootUri": root.as_uri(), "capabilities": {}},
-        },
-        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
-        {"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": {}},
-        {"jsonrpc": "2.0", "id": 3, "method": "textDocument/hover", "params": None},
+    hover = "textDocument/hover"
+    stdout = _lsp_session(
+        root,
+        {"jsonrpc": "2.0", "id": 2, "method": hover, "params": {}},
+        {"jsonrpc": "2.0", "id": 3, "method": hover, "params": None},
         {
             "jsonrpc": "2.0",
             "id": 4,
-            "method": "textDocument/hover",
+            "method": hover,
             "params": {"textDocument": {"uri": uri}, "position": {"line": -1, "character": -5}},
         },
         {
             "jsonrpc": "2.0",
             "id": 5,
-            "method": "textDocument/hover",
+            "method": hover,
             "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}},
         },
-        {"jsonrpc": "2.0", "id": 6, "method": "shutdown"},
-        {"jsonrpc": "2.0", "method": "exit"},
-    ]
-    done = subprocess.run(
-        [str(BIN / "memfiles"), "--root", str(root), "lsp"],
-        input=b"".join(_frame(m) for m in messages),
-        capture_output=True,
-        timeout=120,
     )
-    answers = _answers(done.stdout)
+    answers = _answers(stdout)
     assert [answers[n]["error"]["code"] for n in (2, 3, 4)] == [-32602, -32602, -32602], answers
-    assert "error" not in answers[5] and "error" not in answers[6]
+    assert "error" not in answers[5] and "error" not in answers[99]
 
 
 @pytest.mark.parametrize(
@@ -124,23 +126,5 @@ def test_the_lsp_says_a_refused_config_is_not_a_missing_project(root: Path) -> N
     """memory/memfiles.toml with a bad value: the warning says the project's settings are refused, naming
     the key (it said "no project here", in a project)."""
     (root / "memory" / "memfiles.toml").write_text("wrap = 7\n")
-    messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {"processId": None, "rootUri": root.as_uri(), "capabilities": {}},
-        },
-        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
-        {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
-        {"jsonrpc": "2.0", "method": "exit"},
-    ]
-    done = subprocess.run(
-        [str(BIN / "memfiles"), "lsp"],
-        input=b"".join(_frame(m) for m in messages),
-        capture_output=True,
-        timeout=120,
-        cwd=root,
-    )
-    said = done.stdout.decode()
+    said = _lsp_session(root, cwd=root).decode()
     assert "the project's settings are refused" in said and "wrap" in said and "no project here" not in said
