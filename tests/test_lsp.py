@@ -352,11 +352,22 @@ def no_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "memfiles.cli", "lsp"]))
+PLAIN_SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "memfiles.cli", "lsp"])
+
+
+def _plain_start(folder: Path) -> types.InitializeParams:
+    """An editor without capabilities opening `folder`."""
+    return types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=folder.as_uri())
+
+
+async def _hover_or_none(client: LanguageClient, uri: str, line: int, character: int) -> types.Hover | None:
+    position = types.Position(line, character)
+    return await client.text_document_hover_async(types.HoverParams(types.TextDocumentIdentifier(uri), position))
+
+
+@pytest_lsp.fixture(config=PLAIN_SERVER)
 async def lost_client(lsp_client: LanguageClient, no_project: Path):
-    await lsp_client.initialize_session(
-        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=no_project.as_uri())
-    )
+    await lsp_client.initialize_session(_plain_start(no_project))
     yield
     await lsp_client.shutdown_session()
 
@@ -367,10 +378,7 @@ async def test_without_a_project_the_server_says_so_and_answers_nothing(
 ) -> None:
     """Started outside any project, the server shows one warning and answers hover with nothing."""
     uri = _open(lost_client, no_project / "app.py")
-    result = await lost_client.text_document_hover_async(
-        types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(0, 8))
-    )
-    assert result is None
+    assert await _hover_or_none(lost_client, uri, 0, 8) is None
     assert any("no project here" in message.message for message in lost_client.messages)
 
 
@@ -383,11 +391,9 @@ def package_project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "memfiles.cli", "lsp"]))
+@pytest_lsp.fixture(config=PLAIN_SERVER)
 async def package_client(lsp_client: LanguageClient, package_project: Path):
-    await lsp_client.initialize_session(
-        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=package_project.as_uri())
-    )
+    await lsp_client.initialize_session(_plain_start(package_project))
     yield
     await lsp_client.shutdown_session()
 
@@ -399,9 +405,7 @@ async def test_a_new_package_memory_folder_is_found_without_the_client_telling(
     """A package's memory/ folder created by another tool while the server runs, with no file-watch
     notification from the client: its entry is hovered within seconds (it took up to a minute)."""
     uri = _open(package_client, package_project / "app.py")
-    first = await package_client.text_document_hover_async(
-        types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(0, 9))
-    )
+    first = await _hover_or_none(package_client, uri, 0, 9)
     assert first is None or "A package decision" not in str(first.contents)
     folder = package_project / "pkg" / "memory"
     folder.mkdir(parents=True)
@@ -412,9 +416,7 @@ async def test_a_new_package_memory_folder_is_found_without_the_client_telling(
     )
     for _ in range(100):  # the server looks again for new memory/ folders every 2 s
         await asyncio.sleep(0.1)
-        found = await package_client.text_document_hover_async(
-            types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(0, 9))
-        )
+        found = await _hover_or_none(package_client, uri, 0, 9)
         if found is not None and "A package decision" in str(found.contents):
             return
     raise AssertionError("the package's entry was not found within 10 s")
