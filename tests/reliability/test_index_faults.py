@@ -188,7 +188,7 @@ class TestServer:
             try:
                 slow = {"MEMFILES_CHROMA_URL": f"http://127.0.0.1:{proxy.port}", "MEMFILES_INDEX_TIMEOUT": "1"}
                 late = _add(root, "Lesson written while the server was slow", env=slow)
-                assert "did not answer within 1 s" in late.stderr or "took longer" in late.stderr, late.stderr
+                assert "did not answer" in late.stderr or "took longer" in late.stderr, late.stderr
                 _search_finds(root, "F-002", "F-002", env=slow)
             finally:
                 proxy.close()

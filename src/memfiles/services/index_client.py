@@ -272,6 +272,8 @@ class LocalIndex:
                         "drift"
                     ]
             except IndexUnavailable as error:  # said, beside what the files say: why one runs status
+                if getattr(error, "key", None):  # a setting to fix (`model`): exit 2 naming it, as recall does
+                    raise
                 index["error"] = str(error)
         return {"watcher": not_answering_watcher(self.settings), "index": index, "drift": drift}
 
