@@ -281,3 +281,14 @@ def test_arithmetic_and_spaced_marks_are_kept_as_written(root: Path, run: Run) -
     assert run("add", "-k", "lesson", "-t", "Cost model", "-a", "perf", "--body", body).exit_code == 0
     assert body in (root / "memory" / "lessons.md").read_text()
     assert run("check").exit_code == 0 and run("fmt", "--check").exit_code == 0
+
+
+def test_code_blocks_keep_their_tabs_and_trailing_spaces(root: Path, run: Run) -> None:
+    """A Makefile recipe in an indented block and in a fence: the write path kept neither (the indented
+    block's tab became spaces through md010's fix, both lost their trailing spaces), and fmt did the same
+    to a file written by hand. Code is kept as written; check and fmt --check pass."""
+    body = "A Makefile:\n\n    all:\n    \techo hi   \n\nAnd a fence:\n\n```make\nall:\n\techo hi   \n```"
+    assert run("add", "-k", "fact", "-t", "Make recipes", "-a", "build", "--body", body).exit_code == 0
+    text = (root / "memory" / "facts.md").read_text()
+    assert "    \techo hi   \n" in text and "\n\techo hi   \n```" in text
+    assert run("check").exit_code == 0 and run("fmt", "--check").exit_code == 0

@@ -109,14 +109,14 @@ def fix_markup(text: str) -> str:
         if role:
             if role == "open" and top_level and out and out[-1].strip():
                 out.append("")  # a fence gets a blank line above it (md031)
-            out.append(line.rstrip())
+            out.append(line if role == "in" else line.rstrip())  # a code line is kept as written
             following = lines[index + 1] if index + 1 < len(lines) else ""
             if role == "close" and top_level and following.strip():
                 out.append("")  # and below it
             continue
         code = line.startswith(("    ", "\t")) and (not out or not out[-1].strip() or out[-1].startswith("    "))
         if code:
-            out.append(line.rstrip())
+            out.append(line)  # as written: its tabs and trailing spaces are the code's
             after_code = True
             continue
         line = line.expandtabs(4)

@@ -174,9 +174,33 @@ def chunks(text: str) -> list[Chunk]:
 
 
 def fenced_lines(lines: list[str], start: int) -> frozenset[int]:
-    """The numbers (from `start`) of the lines of fenced code blocks, fences included."""
+    """The numbers (from `start`) of the lines of code blocks: fenced ones, fences included, and indented
+    ones (four spaces or a tab, after a blank line or another such line; list items aside, read as
+    CommonMark reads a block at the margin). A tab there is part of the code (a Makefile recipe)."""
     fence = Fence()
-    return frozenset(start + offset for offset, line in enumerate(lines) if fence.feed(line, offset + 1))
+    found: set[int] = set()
+    previous_blank, in_code = True, False
+    for offset, line in enumerate(lines):
+        if fence.feed(line, offset + 1):
+            found.add(start + offset)
+            previous_blank, in_code = False, False
+            continue
+        blank = not line.strip()
+        indented = line.startswith(("    ", "\t")) and not blank
+        in_code = indented and (previous_blank or in_code) and not _in_list_item(lines, offset)
+        if in_code:
+            found.add(start + offset)
+        previous_blank = blank if not in_code else False
+    return frozenset(found)
+
+
+def _in_list_item(lines: list[str], offset: int) -> bool:
+    """Whether the indented line at `offset` continues a list item (the last line at the margin above it,
+    blank lines aside, is one): then it is the item's text, not code."""
+    for line in reversed(lines[:offset]):
+        if line.strip() and not line.startswith((" ", "\t")):
+            return bool(re.match(r"(?:[-*+]|\d{1,9}[.)])[ \t]", line))
+    return False
 
 
 def code_tabs_allowed(config: LintConfig) -> bool:
