@@ -54,9 +54,21 @@ def test_a_misspelt_field_is_pointed_out(run: Run, root: Path, key: str, meant: 
 
 def test_context_fields_are_not_flagged(run: Run, root: Path) -> None:
     """run_id, tool and design (context a log may carry) raise no warning."""
-    write_log(root, b'{"timestamp": "2026-01-01T00:00:00Z", "run_id": "r1", "tool": "vivado", "design": "cpu"}\n')
+    write_log(
+        root,
+        b'{"timestamp": "2026-01-01T00:00:00Z", "signoff_achieved": true, "run_id": "r1", "tool": "vivado",'
+        b' "design": "cpu"}\n',
+    )
     result = run("distil", "--domain", "synth", "--dry-run")
     assert result.exit_code == 0 and "warning" not in result.stderr
+
+
+def test_a_record_without_signoff_achieved_says_how_it_is_read(run: Run, root: Path) -> None:
+    """signoff_achieved left out files the run as a failure: said, with the line, as a misspelt field is."""
+    write_log(root, b'{"timestamp": "2026-01-01T00:00:00Z", "run_id": "r1", "issues_encountered": ["x"]}\n')
+    result = run("distil", "--domain", "synth", "--dry-run")
+    assert result.exit_code == 0
+    assert "memory/synth/experiences.jsonl:1: no signoff_achieved: read as not signed off" in result.stderr
 
 
 def test_dupes_leaves_working_memory_out(run: Run, root: Path) -> None:

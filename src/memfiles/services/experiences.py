@@ -159,6 +159,9 @@ def parse_record(value: Any, line: int, warnings: list[str] | None = None) -> Re
     signoff = value.get("signoff_achieved", False)
     if not isinstance(signoff, bool):
         raise ValueError("signoff_achieved must be true or false")
+    if "signoff_achieved" not in value and not any(_meant_field(name) == "signoff_achieved" for name in value):
+        # a run filed as a failure because a field was left out: said, as a misspelt one is
+        dropped.append("no signoff_achieved: read as not signed off (its fixes confirm nothing)")
     metrics = value.get("key_metrics") or {}
     if not isinstance(metrics, dict):
         dropped.append(f"key_metrics must be an object of numbers, got {type(metrics).__name__}: metrics dropped")
