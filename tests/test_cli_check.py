@@ -78,6 +78,20 @@ class TestCheck:
         for code, severity in FINDING_CODES.items():
             assert f"| `{code}` | {severity} |" in doc, code
 
+    def test_refs_naming_the_entry_itself_or_one_id_twice_are_bad_refs(self, run: Run, root: Path) -> None:
+        """What `set --ref` refuses or merges, written by hand: a ref to the entry itself, and one id in two
+        spellings; check names each (it passed them)."""
+        for title in ("One", "Two"):
+            assert run("add", "-k", "decision", "-t", title, "-a", "a", "--body", "B.").exit_code == 0
+        path = root / "memory" / "decisions.md"
+        text = path.read_text().replace(
+            "### D-002: Two\n\n- date:", "### D-002: Two\n\n- refs: D-002, D-001, D-1\n- date:"
+        )
+        path.write_text(text)
+        assert run("fmt").exit_code == 0
+        messages = [f["message"] for f in json.loads(run("check", "--json").stdout)["findings"]]
+        assert messages == ["D-002: refs names D-001 twice (D-1)", "D-002: refs names D-002, the entry itself"]
+
     def test_malformed_file_is_named_with_its_line(self, run: Run, root: Path) -> None:
         """An entry without metadata is a parse error at its line; check exits 1, add refuses with exit 2."""
         _write(root, "memory/decisions.md", "# Decisions\n\n### D-001: No metadata\n\nJust text.\n")

@@ -158,6 +158,19 @@ def _entry_findings(path: str, entry: Entry, schema: Schema) -> list[Finding]:
     for ref in (*entry.refs, *(x for x in (entry.successor,) if x)):
         if not FULL_ID_RE.match(ref):
             add("bad-ref", f"{ref!r} is not an id (refs and successor name ids like D-476)")
+    # what the write path refuses, written by hand: a reference to the entry itself, one id named twice
+    seen: dict[object, str] = {}
+    for ref in entry.refs:
+        key = id_key(ref)
+        if key is None:
+            continue
+        if key == id_key(entry.id):
+            add("bad-ref", f"refs names {ref}, the entry itself")
+        elif key in seen:
+            add("bad-ref", f"refs names {seen[key]} twice ({ref})")
+        seen.setdefault(key, ref)
+    if entry.successor and id_key(entry.successor) == id_key(entry.id):
+        add("bad-ref", f"successor {entry.successor} is the entry itself")
     if entry.successor and entry.status != RETIRED:
         add("successor-not-retired", f"has a successor but status {entry.status!r}; only retired entries have one")
     if entry.status == RETIRED and not entry.reason:
