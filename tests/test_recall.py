@@ -74,6 +74,9 @@ class TestSignature:
         assert error_signature(one).startswith("ModuleNotFoundError: No module named 'yaml'")
         assert error_signature("error: /a/b/c.txt: 3 lines failed") == "error: c.txt: N lines failed"
         assert error_signature("all good, 3 passed") is None
+        # a crash says no "error" (it gave no signature, so a failure recall matched no episode by it)
+        assert error_signature("./sim: line 4: 1234 Segmentation fault (core dumped)") is not None
+        assert error_signature("make: *** [all] Killed") is not None
 
 
 class TestWithoutIndex:

@@ -45,7 +45,11 @@ DEFAULT_K = 3
 _EXTRA = 5  # asked beyond k so that retired entries can be dropped without coming up short
 
 _TYPED_ERROR = re.compile(r"\b[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning)\b")
-_ERROR_WORD = re.compile(r"\b(error|fatal|failed|failure|panic|traceback|denied|refused|not found|timed out)\b", re.I)
+_ERROR_WORD = re.compile(
+    r"\b(error|fatal|failed|failure|panic|traceback|denied|refused|not found|timed out|segmentation fault"
+    r"|core dumped|aborted|killed|out of memory)\b",
+    re.I,
+)
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{12,64}\b")
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+([\w.-]+)")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
