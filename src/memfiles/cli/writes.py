@@ -15,7 +15,7 @@ from memfiles.cli.complete import complete_id
 from memfiles.cli.infile import read_input
 from memfiles.errors import BatchError, OpError, ParseError
 from memfiles.services.unique import check_adds
-from memfiles.services.write import renumber_warnings, write_json, write_ops
+from memfiles.services.write import write_json, write_ops, write_warnings
 from memfiles.store.batch import BatchResult, Guard
 from memfiles.store.ops import check_ops
 from memfiles.store.project import Project
@@ -64,10 +64,11 @@ def _apply(
 
 
 def _warn_all(app: App, result: BatchResult, extra: list[str]) -> list[str]:
-    warnings = [*result.warnings, *renumber_warnings(app.project, result), *extra]
-    for message in warnings:
+    """Says every warning of a write on stderr; returns those beyond the batch's own (for write_json)."""
+    more = write_warnings(app.project, result, extra)
+    for message in [*result.warnings, *more]:
         warn(message)
-    return warnings[len(result.warnings) :]
+    return more
 
 
 def _report(app: App, result: BatchResult, warnings: list[str], as_json: bool, text: str | None = None) -> None:

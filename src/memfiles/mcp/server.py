@@ -84,14 +84,14 @@ class Tools:
     ) -> dict[str, Any]:
         """The write, and the write object as the CLI's --json gives it (services/write.write_json): the
         batch's own warnings, a renumber's references left to check, and `renumbered`."""
-        from memfiles.services.write import renumber_warnings, write_json, write_ops
+        from memfiles.services.write import write_json, write_ops, write_warnings
 
         project = self.project
         result, warning = write_ops(
             project, ops, request_id=request_id, notify=self._notify, guard=guard, problems=problems
         )
-        said = [*renumber_warnings(project, result), *(warnings or []), *([warning] if warning else [])]
-        return write_json(project, result, said)  # the batch's own warnings come first, as in the CLI
+        extra = [*(warnings or []), *([warning] if warning else [])]
+        return write_json(project, result, write_warnings(project, result, extra))
 
     def search(self, query: str, k: int, kind: str | None, area: str | None, status: str | None) -> dict[str, Any]:
         from memfiles.services.recall import EntryReader, filtered_search, to_hits

@@ -21,6 +21,7 @@ from memfiles.errors import MemfilesError
 from memfiles.format.wrap import control_character
 from memfiles.services.flags import Flag, find_flags, general
 from memfiles.services.hook_text import strip_injected
+from memfiles.services.knowledge import RUN_SEPARATORS
 
 EXPERIENCES = "experiences.jsonl"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -183,10 +184,8 @@ def parse_record(value: Any, line: int, warnings: list[str] | None = None) -> Re
     canonical = json.dumps(value, sort_keys=True, ensure_ascii=False)
     given = str(run_id).strip() if run_id is not None else ""  # "r1 " is r1, as an evidence list keeps it
     key = given or "r" + hashlib.sha256(canonical.encode()).hexdigest()[:10]
-    # evidence lists are split at commas, and `contradicted` items read "DATE RUN: FIX; DATE RUN: FIX"
-    # (knowledge._ITEM): `job:42` and `2026-12-01T20:35:34Z` are fine, `job: 42` is not
-    marks = {",": "a comma", ": ": "a colon and a space", "; ": "a semicolon and a space"}
-    unfit = next((said for mark, said in marks.items() if mark in key), None) or control_character(key)
+    # `job:42` and `2026-12-01T20:35:34Z` are fine, `job: 42` is not (knowledge.RUN_SEPARATORS)
+    unfit = next((said for mark, said in RUN_SEPARATORS.items() if mark in key), None) or control_character(key)
     if unfit:
         raise ValueError(
             f"run_id {key!r} holds {unfit}: an entry's evidence or contradiction list cannot cite it; give the"

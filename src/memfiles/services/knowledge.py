@@ -36,6 +36,9 @@ _TRAILER = re.compile(
 )
 # One contradiction: "2026-11-10 sta-0144, sta-0150: Pipeline the multiplier output"; items joined by "; ".
 _ITEM = re.compile(r"(\d{4}-\d{2}-\d{2}) ((?:(?!: |; ).)+?): (.*?)(?=; \d{4}-\d{2}-\d{2} |$)")
+# What a run id must not hold, since the lists that cite runs are cut there: `evidence` and `failed` at
+# commas, and a `contradicted` value into items at "; " and each item's runs from its fix at ": " (_ITEM).
+RUN_SEPARATORS = {",": "a comma", ": ": "a colon and a space", "; ": "a semicolon and a space"}
 
 
 def sentence(text: str) -> str:

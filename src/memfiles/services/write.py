@@ -79,6 +79,13 @@ def write_json(project: Project, result: BatchResult, warnings: Iterable[str] = 
     )
 
 
+def write_warnings(project: Project, result: BatchResult, extra: Iterable[str] = ()) -> list[str]:
+    """The warnings a write says after the batch's own (`result.warnings`, which write_json puts first):
+    the references left to check after a renumber, then `extra` (the index's, near-duplicates). The CLI
+    and the MCP server both say these, in this order."""
+    return [*renumber_warnings(project, result), *extra]
+
+
 def renumber_warnings(project: Project, result: BatchResult) -> list[str]:
     """For each renumbered id, the references to the old id left as they were, in the memory files and in
     code: each now means the entry that kept the id, and a person must say whether it meant the other."""
