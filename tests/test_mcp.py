@@ -300,5 +300,5 @@ def test_each_tool_call_forgets_what_an_earlier_one_found_of_the_index() -> None
     from memfiles.mcp.server import _guard
     from memfiles.services import index_client
 
-    index_client._found_busy[:] = [(0.0, "is busy")]
+    index_client._found_busy[:] = [(0.0, "is busy", 1.0)]
     assert _guard(lambda: index_client._found_busy[:]) == []

@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable, LockTimeout, MemfilesError
-from memfiles.store.fileio import ensure_private_dir
+from memfiles.store.fileio import ensure_private_dir, identity
 from memfiles.store.lock import FileLock
 
 if TYPE_CHECKING:
@@ -202,26 +202,18 @@ def _client(settings: Settings, url: str | None) -> Any:
         )
     path = ensure_private_dir(settings.index_dir) / "chroma"
     key = str(path)
-    if key in _OPENED and _OPENED[key] != _identity(path):
+    if key in _OPENED and _OPENED[key] != identity(path / "chroma.sqlite3"):
         # The store was deleted and built again (by a backfill of another process) since this process
         # opened it: chromadb's cached client still holds the old database ("attempt to write a readonly
         # database") and must not be reused. A long-lived process (the MCP server) met exactly that.
         _forget_clients()
     client = chromadb.PersistentClient(path=key, settings=chroma_settings)
-    _OPENED[key] = _identity(path)
+    _OPENED[key] = identity(path / "chroma.sqlite3")
     return client
 
 
-# The identity of each embedded store this process opened: chroma.sqlite3's device and inode.
+# The identity of each embedded store this process opened: its chroma.sqlite3's (fileio.identity).
 _OPENED: dict[str, tuple[int, int] | None] = {}
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        found = (path / "chroma.sqlite3").stat()
-    except OSError:
-        return None
-    return found.st_dev, found.st_ino
 
 
 def store_exists(settings: Settings) -> bool:

@@ -147,7 +147,7 @@ def chunks(text: str) -> list[Chunk]:
         if any(line.strip() for line in current):
             text = "\n".join(current) + "\n"
             found.append(
-                Chunk(start, text, bool(found) or start > 1, _meta_lines(current, start), fenced_lines(current, start))
+                Chunk(start, text, bool(found) or start > 1, _meta_lines(current, start), code_lines(current, start))
             )
         current, start = [], next_start
 
@@ -173,34 +173,30 @@ def chunks(text: str) -> list[Chunk]:
     return [_drop_leading_blanks(chunk) for chunk in found]
 
 
-def fenced_lines(lines: list[str], start: int) -> frozenset[int]:
+def code_lines(lines: list[str], start: int) -> frozenset[int]:
     """The numbers (from `start`) of the lines of code blocks: fenced ones, fences included, and indented
-    ones (four spaces or a tab, after a blank line or another such line; list items aside, read as
-    CommonMark reads a block at the margin). A tab there is part of the code (a Makefile recipe)."""
+    ones (four spaces or a tab, after a blank line or another such line, and not the text of a list item
+    whose line at the margin stands above). A tab there is part of the code (a Makefile recipe)."""
     fence = Fence()
     found: set[int] = set()
-    previous_blank, in_code = True, False
+    previous_blank, in_code, in_item = True, False, False
     for offset, line in enumerate(lines):
         if fence.feed(line, offset + 1):
             found.add(start + offset)
             previous_blank, in_code = False, False
             continue
         blank = not line.strip()
+        if not blank and not line.startswith((" ", "\t")):  # a line at the margin: is it a list item?
+            in_item = bool(_LIST_ITEM.match(line))
         indented = line.startswith(("    ", "\t")) and not blank
-        in_code = indented and (previous_blank or in_code) and not _in_list_item(lines, offset)
+        in_code = indented and (previous_blank or in_code) and not in_item
         if in_code:
             found.add(start + offset)
         previous_blank = blank if not in_code else False
     return frozenset(found)
 
 
-def _in_list_item(lines: list[str], offset: int) -> bool:
-    """Whether the indented line at `offset` continues a list item (the last line at the margin above it,
-    blank lines aside, is one): then it is the item's text, not code."""
-    for line in reversed(lines[:offset]):
-        if line.strip() and not line.startswith((" ", "\t")):
-            return bool(re.match(r"(?:[-*+]|\d{1,9}[.)])[ \t]", line))
-    return False
+_LIST_ITEM = re.compile(r"(?:[-*+]|\d{1,9}[.)])[ \t]")
 
 
 def code_tabs_allowed(config: LintConfig) -> bool:

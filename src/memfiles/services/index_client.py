@@ -92,8 +92,8 @@ HANDOVER_AFTER = 1.0
 BUSY_AGAIN_WAIT = 0.2
 BUSY_AGAIN_WINDOW = 2.0
 # When a near-duplicate check in this process last gave up on a busy store (or a server that does not
-# answer), and which of the two it was.
-_found_busy: list[tuple[float, str]] = []
+# answer), which of the two it was, and how long it waited.
+_found_busy: list[tuple[float, str, float]] = []
 
 Call = TypeVar("Call", bound=Callable[..., Any])
 
@@ -197,7 +197,7 @@ class LocalIndex:
         from memfiles.services.index_session import nearest
 
         forget_waits()
-
+        started = time.monotonic()
         # A write's near-duplicate check: a busy store is waited for index_timeout (it waited at least 5 s,
         # so a 1 s index_timeout cost a write 6.5 s); the write's own update then does not wait it again.
         try:
@@ -208,7 +208,8 @@ class LocalIndex:
         except IndexUnavailable as error:
             if isinstance(error.__cause__, LockTimeout | TimeoutError):  # a busy store, a server that hangs
                 said = "is busy" if isinstance(error.__cause__, LockTimeout) else "did not answer"
-                _found_busy[:] = [(time.monotonic(), said)]  # the write that follows need not wait it out again
+                now = time.monotonic()
+                _found_busy[:] = [(now, said, now - started)]  # the write that follows need not wait again
             raise
 
     @_handed_over
@@ -445,9 +446,9 @@ def notify(project: Project, result: BatchResult) -> str | None:
     settings = project.settings
     if not index_exists(settings):
         return None
-    wait, found = settings.index_timeout, "did not answer"
+    wait, found, waited = settings.index_timeout, "did not answer", 0.0
     if _found_busy:
-        when, found = _found_busy.pop()
+        when, found, waited = _found_busy.pop()
         if time.monotonic() - when < BUSY_AGAIN_WINDOW:
             wait = min(wait, BUSY_AGAIN_WAIT)  # this write waited for the index already (its dupe check)
     deadline = time.monotonic() + wait
@@ -481,10 +482,7 @@ def notify(project: Project, result: BatchResult) -> str | None:
         worker.join(60)  # a store write has begun: never cut it off half-way
     if worker.is_alive() or not outcome:
         if wait < settings.index_timeout:
-            return (
-                f"the index {found} (this write waited {settings.index_timeout:g} s for it already):"
-                " run memfiles backfill later"
-            )
+            return f"the index {found} (this write waited {waited:.0f} s for it already): run memfiles backfill later"
         return f"the index did not answer within {wait:g} s: run memfiles backfill later"
     return outcome[0]
 

@@ -24,8 +24,8 @@ from memfiles.mdlint.engine import (
     LintCache,
     RawFinding,
     chunks,
+    code_lines,
     code_tabs_allowed,
-    fenced_lines,
     fix_documents,
     lint_texts,
     pending,
@@ -200,7 +200,7 @@ def _scan_body(config: LintConfig, title: str, body: str) -> list[tuple[int, str
     head = _body_head(title)
     offset = head.count("\n")
     found = scan_documents([head + body + "\n"], config)[0]
-    code = fenced_lines(body.split("\n"), offset + 1) if code_tabs_allowed(config) else frozenset()
+    code = code_lines(body.split("\n"), offset + 1) if code_tabs_allowed(config) else frozenset()
     return [
         (line - offset, f"{rule} {name.split(',')[0]}: {message}")
         for line, _c, rule, name, message in found

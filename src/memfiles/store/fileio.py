@@ -14,6 +14,16 @@ class NotUtf8Error(ParseError):
     """A file that is not UTF-8 text, at the line and column of its first undecodable byte."""
 
 
+def identity(path: Path) -> tuple[int, int] | None:
+    """The file's or folder's device and inode, None when it is not there: a path deleted and made again
+    is another file, which a long-lived process must not take for the one it opened."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
 def read_text(path: Path) -> str:
     """The file's text exactly as stored (no newline translation); UnicodeDecodeError when not UTF-8."""
     # Decoding the whole byte string (not a stream) makes the error's offset count from the file's start.

@@ -14,7 +14,7 @@ from typing import Any
 from memfiles.errors import LockTimeout, MemfilesError, ParseError
 from memfiles.services.ipc import pid_path, serve, socket_path
 from memfiles.services.watch.events import Debouncer, Handler
-from memfiles.store.fileio import ensure_private_dir, read_text
+from memfiles.store.fileio import ensure_private_dir, identity, read_text
 from memfiles.store.lock import FileLock
 from memfiles.store.project import Project
 
@@ -38,14 +38,6 @@ def _answers(settings: Any) -> bool:
         return request(settings, {"op": "ping"}, timeout=5) is not None
     except MemfilesError:
         return True  # one that listens but fails to answer is still there
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_dev, info.st_ino)
 
 
 class Watcher:
@@ -179,7 +171,7 @@ class Watcher:
         backfill is another folder: this watcher's store files are gone with the old one)."""
         from memfiles.config import config_stamp
 
-        return (config_stamp(self.project.root), _identity(self.project.root), _identity(self.settings.index_dir))
+        return (config_stamp(self.project.root), identity(self.project.root), identity(self.settings.index_dir))
 
     def _withdraw(self, pid_too: bool = True) -> None:
         """Take this watcher's socket away (and, on its exit, its pid file): no client reaches it, and a
