@@ -292,3 +292,14 @@ def test_code_blocks_keep_their_tabs_and_trailing_spaces(root: Path, run: Run) -
     text = (root / "memory" / "facts.md").read_text()
     assert "    \techo hi   \n" in text and "\n\techo hi   \n```" in text
     assert run("check").exit_code == 0 and run("fmt", "--check").exit_code == 0
+
+
+def test_a_list_items_indented_text_is_text_not_code(root: Path, run: Run) -> None:
+    """Four spaces under a list item, after a blank line, are the item's text (CommonMark), not an indented
+    code block. The write path's clean-up took them for code and left them as written (a bare URL, a `*`
+    bullet), while the lint engine read them as text and flagged them: one rule now decides for both."""
+    body = "Steps:\n\n- first\n\n    see https://example.org/runbook for it\n\n- second"
+    assert run("add", "-k", "fact", "-t", "Runbook steps", "-a", "ops", "--body", body).exit_code == 0
+    text = (root / "memory" / "facts.md").read_text()
+    assert "    see <https://example.org/runbook> for it" in text
+    assert run("check").exit_code == 0 and run("fmt", "--check").exit_code == 0

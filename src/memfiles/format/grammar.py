@@ -153,6 +153,33 @@ def outside_fences(lines: Iterable[str], start: int = 1) -> Iterator[tuple[int, 
             yield number, line
 
 
+def code_lines(lines: list[str], start: int = 0) -> frozenset[int]:
+    """The numbers (from `start`) of the lines of code blocks: fenced ones, fences included, and indented
+    ones (four spaces or a tab, after a blank line or another such line, and not the text of a list item
+    whose line at the margin stands above). A tab there is part of the code (a Makefile recipe). The one
+    rule for what is code: the lint engine keeps its tabs, the write path's clean-up keeps its lines."""
+    fence = Fence()
+    found: set[int] = set()
+    previous_blank, in_code, in_item = True, False, False
+    for offset, line in enumerate(lines):
+        if fence.feed(line, offset + 1):
+            found.add(start + offset)
+            previous_blank, in_code = False, False
+            continue
+        blank = not line.strip()
+        if not blank and not line.startswith((" ", "\t")):  # a line at the margin: is it a list item?
+            in_item = bool(_LIST_ITEM_RE.match(line))
+        indented = line.startswith(("    ", "\t")) and not blank
+        in_code = indented and (previous_blank or in_code) and not in_item
+        if in_code:
+            found.add(start + offset)
+        previous_blank = blank if not in_code else False
+    return frozenset(found)
+
+
+_LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,9}[.)])[ \t]")
+
+
 # --- headings ---------------------------------------------------------------------------------------
 
 

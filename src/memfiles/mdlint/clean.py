@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from memfiles.format.grammar import Fence, opens_fence
+from memfiles.format.grammar import Fence, code_lines, opens_fence
 
 _LIST = re.compile(r"^( {0,3})([-*+]|\d{1,9}[.)])( +)(?=\S)")
 _BULLET = re.compile(r"^(\s*)[*+]( +)(?=\S)")
@@ -101,6 +101,7 @@ def fix_markup(text: str) -> str:
     """Every clean-up step but wrapping; `text` is a body as the write path normalised it."""
     lines = text.split("\n")
     roles = _fence_roles(lines)
+    indented_code = code_lines(lines)  # fenced lines are in it too; `roles` comes first for those
     out: list[str] = []
     after_code = False  # the previous line belongs to an indented code block
     for index, line in enumerate(lines):
@@ -114,8 +115,7 @@ def fix_markup(text: str) -> str:
             if role == "close" and top_level and following.strip():
                 out.append("")  # and below it
             continue
-        code = line.startswith(("    ", "\t")) and (not out or not out[-1].strip() or out[-1].startswith("    "))
-        if code:
+        if index in indented_code:
             out.append(line)  # as written: its tabs and trailing spaces are the code's
             after_code = True
             continue

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from memfiles.contract import Finding, severity_of
 from memfiles.errors import BatchError, OpError, ParseError
+from memfiles.format.grammar import code_lines
 from memfiles.format.ids import Schema
 from memfiles.format.model import MemoryFile
 from memfiles.format.parse import parse
@@ -24,7 +25,6 @@ from memfiles.mdlint.engine import (
     LintCache,
     RawFinding,
     chunks,
-    code_lines,
     code_tabs_allowed,
     fix_documents,
     lint_texts,
