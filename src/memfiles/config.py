@@ -380,13 +380,19 @@ def _file_config(root: Path) -> tuple[dict[str, Any], str | None]:
         return _own_table(_read_toml(own, shown), shown), shown
     if pyproject.is_file():
         shown = _shown_path(pyproject, root)
-        tool = _read_toml(pyproject, shown).get("tool", {})
-        table = tool.get("memfiles") if isinstance(tool, dict) else None
+        table = _pyproject_table(_read_toml(pyproject, shown), shown)
         if table is not None:
-            if not isinstance(table, dict):
-                raise ConfigError(f"{shown}: tool.memfiles must be a table", key="tool.memfiles", path=shown)
             return table, shown
     return {}, None
+
+
+def _pyproject_table(document: dict[str, Any], shown: str) -> dict[str, Any] | None:
+    """pyproject.toml's [tool.memfiles] table, or None when it has none."""
+    tool = document.get("tool", {})
+    table = tool.get("memfiles") if isinstance(tool, dict) else None
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{shown}: tool.memfiles must be a table", key="tool.memfiles", path=shown)
+    return table
 
 
 def shadowed_table(root: Path) -> tuple[str, int, str] | None:
@@ -397,18 +403,18 @@ def shadowed_table(root: Path) -> tuple[str, int, str] | None:
     own, pyproject = config_files(root)
     if not own.is_file() or not pyproject.is_file():
         return None
+    shown = _shown_path(pyproject, root)
     try:
         text = pyproject.read_text(encoding="utf-8")
-        tool = tomllib.loads(text).get("tool")
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        table = _pyproject_table(tomllib.loads(text), shown)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ConfigError):
         return None
-    table = tool.get("memfiles") if isinstance(tool, dict) else None
-    if not isinstance(table, dict) or not table:  # an empty table only marks the root (README): nothing lost
+    if not table:  # an empty table only marks the root (README): nothing lost
         return None
     header = re.compile(r"\s*\[\[?\s*tool\s*\.\s*memfiles\s*[\].]|\s*\[\s*tool\s*\]|\s*tool\s*\.\s*memfiles\s*=")
     lines = text.splitlines()
     line = next((n for n, row in enumerate(lines, 1) if header.match(row)), 1)
-    return _shown_path(pyproject, root), line, _shown_path(own, root)
+    return shown, line, _shown_path(own, root)
 
 
 def _own_table(table: dict[str, Any], shown: str) -> dict[str, Any]:
