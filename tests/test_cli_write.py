@@ -343,6 +343,30 @@ class TestImport:
         assert result.exit_code == 2
         assert "ops.json:2: invalid JSON at column" in result.stderr
 
+    @pytest.mark.parametrize(
+        ("text", "where"),
+        [
+            (
+                '{"ops": [\n  {"op": "add",\n   "op": "prune", "id": "D-1", "reason": "x"}\n]}',
+                ":3: invalid JSON at column 4",
+            ),
+            ("[" * 3000 + "]" * 3000, ":1: invalid JSON at column 201"),
+        ],
+    )
+    def test_a_key_given_twice_or_input_nested_too_deep_is_refused(
+        self, run: Run, root: Path, text: str, where: str
+    ) -> None:
+        """`{"op": "add", "op": "prune"}` pruned: JSON keeps the last of two equal keys. And 3,000 nested
+        brackets overflowed the stack (a traceback, exit 1). Both are refused, naming the line; nothing
+        is written."""
+        assert run("add", "-k", "decision", "-t", "Keep me", "-a", "x", "--body", "b").exit_code == 0
+        before = snapshot(root)
+        (root / "ops.json").write_text(text)
+        result = run("import", str(root / "ops.json"))
+        assert result.exit_code == 2 and f"ops.json{where}" in result.stderr and "Traceback" not in result.output
+        assert ("given twice" in result.stderr) != ("nested more than" in result.stderr)
+        assert snapshot(root) == before
+
     def test_unknown_field_and_missing_reason(self, run: Run, root: Path) -> None:
         """Fields an op does not take and a prune without a reason are refused by position."""
         (root / "a.json").write_text(

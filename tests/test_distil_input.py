@@ -29,6 +29,10 @@ def write_log(root: Path, data: bytes) -> str:
         (b'{"timestamp": "yesterday"}', "timestamp 'yesterday' is not ISO-8601"),
         (b'\xff\xfe{"timestamp": "2026-01-01"}', "not UTF-8 text (byte 0xff at column 1)"),
         (b"[1, 2]", "a record is a JSON object"),
+        (
+            b'{"timestamp": "2026-01-01", "signoff_achieved": true, "signoff_achieved": false}',
+            'invalid JSON (key "signoff_achieved" given twice',
+        ),
     ],
 )
 def test_a_bad_line_is_named_and_skipped(run: Run, root: Path, line: bytes, words: str) -> None:

@@ -108,6 +108,9 @@ class TestClaudeCode:
             ('{"hooks": []}', '"hooks" must be an object'),
             ('{"hooks": {"Stop": {"command": "x"}}}', '"hooks.Stop" must be a list'),
             ('{"hooks": {"Stop": ["x"]}}', '"hooks.Stop" group 1 must be an object'),
+            ('{"hooks": {}, "hooks": {"Stop": []}}', ':1: not valid JSON: key "hooks" given twice'),
+            ("[" * 3000 + "]" * 3000, "nested more than"),
+            ("\udcff{}", "not UTF-8 text"),
         ],
     )
     def test_a_malformed_settings_file_is_refused_and_left_alone(
@@ -116,11 +119,11 @@ class TestClaudeCode:
         """Exit 2 naming the file (and line), for install and uninstall; the file keeps every byte."""
         path = root / ".claude" / "settings.json"
         path.parent.mkdir()
-        path.write_text(text)
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))  # "\udcff": the byte 0xff, not UTF-8
         for command in (["hooks", "install"], ["hooks", "uninstall"]):
             result = run(*command)
             assert result.exit_code == 2 and message in result.output and "nothing written" in result.output
-        assert path.read_text() == text
+        assert path.read_bytes() == text.encode("utf-8", "surrogateescape")
         error = json.loads(run("hooks", "install", "--json").stdout)["error"]
         assert error["code"] == "parse" and error["path"] == ".claude/settings.json"
 
@@ -130,6 +133,18 @@ class TestClaudeCode:
         assert result.exit_code == 0 and '+            "command": "memfiles hook SessionStart",' in result.output
         assert "would be installed in .claude/settings.local.json" in result.output
         assert not (root / ".claude").exists()
+
+    def test_the_diff_labels_a_new_and_a_deleted_file_as_git_does(self, run: Run, root: Path) -> None:
+        """The diff's second header said `(new)` for every change; a file created or deleted is labelled
+        with /dev/null on its missing side, an existing one with its own name on both."""
+        made = json.loads(run("hooks", "install", "--scope", "local", "--command", "memfiles", "--json").stdout)
+        assert made["diff"].startswith("--- /dev/null\n+++ .claude/settings.local.json\n")
+        again = json.loads(
+            run("hooks", "install", "--scope", "local", "--command", "/opt/venv/bin/memfiles", "--json").stdout
+        )
+        assert again["diff"].startswith("--- .claude/settings.local.json\n+++ .claude/settings.local.json\n")
+        gone = json.loads(run("hooks", "uninstall", "--scope", "local", "--json").stdout)
+        assert gone["diff"].startswith("--- .claude/settings.local.json\n+++ /dev/null\n")
 
     def test_a_file_that_held_only_memfiles_hooks_goes_with_them(self, run: Run, root: Path) -> None:
         """install into no file, then uninstall: no file is left behind (not even {})."""

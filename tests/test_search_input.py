@@ -180,6 +180,8 @@ class TestJsonErrors:
             ('{"query": "ids"}\n\n{"query": "  "}\n', 3, "the query is empty"),
             ('{"query": "ids", "k": 0}\n', 1, "k must be"),
             ('["ids"]\n', 1, "expected"),
+            ('{"query": "ids", "query": "other"}\n', 1, 'key "query" given twice'),
+            ('{"query": "ids"}\n' + "[" * 3000 + "]" * 3000 + "\n", 2, "nested more than"),
         ],
     )
     def test_a_bad_batch_line_is_one_json_error_naming_its_line(

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from memfiles import jsonin
 from memfiles.cli.app import JsonErrorsCommand, errors_to_exit, print_json, root_option, warn
 from memfiles.cli.infile import STDIN, read_input
 from memfiles.cli.quick_search import split_values
@@ -24,7 +25,7 @@ def _batch(path: Path) -> list[tuple[Any, str, int]]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = jsonin.loads(line)
         except json.JSONDecodeError as error:
             raise ParseError(where, number, f"invalid JSON: {error.msg}") from error
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):

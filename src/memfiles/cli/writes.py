@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from memfiles import jsonin
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, warn
 from memfiles.cli.complete import complete_id
 from memfiles.cli.infile import read_input
@@ -322,7 +323,7 @@ def renumber(app: App, entry_id: str, at: str, follow: tuple[str, ...], as_json:
 def _load_json(path: Path) -> Any:
     text = read_input(path, what="batch")
     try:
-        return json.loads(text)
+        return jsonin.loads(text)
     except json.JSONDecodeError as error:
         name = "<stdin>" if str(path) == "-" else path
         raise ParseError(name, error.lineno, f"invalid JSON at column {error.colno}: {error.msg}") from error

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memfiles import jsonin
 from memfiles.errors import MemfilesError
 from memfiles.format.wrap import control_character
 from memfiles.services.flags import Flag, find_flags, general
@@ -223,7 +224,7 @@ def load_experiences(memory_dir: Path, domain: str, rel: str) -> Experiences:
             continue
         dropped: list[str] = []
         try:
-            record = parse_record(json.loads(line), number, dropped)
+            record = parse_record(jsonin.loads(line), number, dropped)
             if record.key in seen:
                 if not str(record.context.get("run_id") or "").strip():  # keyed by a digest: the same record
                     raise ValueError(f"the same record as line {seen[record.key]} (it has no run_id)")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memfiles import jsonin
 from memfiles.errors import MemfilesError, ParseError
 from memfiles.store.fileio import atomic_write
 
@@ -142,7 +143,7 @@ def read_settings(path: Path, shown: str) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
-        data = json.loads(text)
+        data = jsonin.loads(text)
     except json.JSONDecodeError as error:
         message = f"not valid JSON: {error.msg} (column {error.colno}); nothing written"
         raise SettingsError(shown, error.lineno, message) from None
@@ -260,8 +261,8 @@ def apply(agent: Agent, scope: str, root: Path, remove: bool, command: str | Non
 
     path = settings_path(agent, scope, root)
     shown = agent.scopes[scope]  # as the agent's documentation spells it: relative to the project, or ~
+    data = read_settings(path, shown)  # first: it refuses a file that is not UTF-8 JSON, naming it
     before_text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    data = read_settings(path, shown)
     after = uninstalled(data) if remove else installed(data, agent, command or default_command())
     changed = after != data
     # A file that held only memfiles' hooks goes with them, rather than stay behind as {}.
@@ -270,7 +271,10 @@ def apply(agent: Agent, scope: str, root: Path, remove: bool, command: str | Non
     had, has = ours(data), ours(after)
     diff = "".join(
         difflib.unified_diff(
-            before_text.splitlines(keepends=True), after_text.splitlines(keepends=True), shown, shown + " (new)"
+            before_text.splitlines(keepends=True),
+            after_text.splitlines(keepends=True),
+            shown if path.is_file() else "/dev/null",  # as git labels a file created or deleted
+            "/dev/null" if emptied else shown,
         )
     )
     if changed and not dry_run:
