@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -169,6 +170,24 @@ class TestEdits:
         (folder / "notes.md").write_text(memory_file(entry("K-007", "The package keeps its own notes", "Yes.")))
         wait_until(lambda: first(root, "K-007").get("id") == "K-007")
         assert hits(root, "K-007")[0]["path"] == "pkg/memory/notes.md"
+
+    def test_a_package_folder_deleted_and_made_again_is_still_watched(self, watcher: Watcher, root: Path) -> None:
+        """A branch without the package and back (or `git stash -u`): the folder goes and comes again. The
+        watcher reused the watch whose emitter died with the old folder, and no later edit in it was seen
+        (only the periodic reconcile, 30 s later, caught up). Each edit is seen at once now."""
+        watcher.reconcile_every = 3600.0  # only the folder watch may find the edits below
+        folder = root / "pkg" / "memory"
+        folder.mkdir(parents=True)
+        text = memory_file(entry("K-007", "The package keeps its own notes", "Beavers build dams."))
+        (folder / "notes.md").write_text(text)
+        wait_until(lambda: first(root, "K-007").get("id") == "K-007")
+        shutil.rmtree(root / "pkg")
+        wait_until(lambda: first(root, "K-007") == {})
+        folder.mkdir(parents=True)
+        (folder / "notes.md").write_text(text)
+        wait_until(lambda: first(root, "K-007").get("id") == "K-007")
+        write_atomic(folder / "notes.md", text.replace("dams.", "dams and lodges."))
+        wait_until(lambda: "lodges" in first(root, "K-007").get("body", ""))
 
 
 class TestUsage:

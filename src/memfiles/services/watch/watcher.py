@@ -65,6 +65,7 @@ class Watcher:
         self._socket_file: int | None = None  # the inodes of the socket and pid file this watcher made
         self._pid_file: int | None = None
         self.watched: set[Path] = set()
+        self._watches: dict[Path, Any] = {}  # folder -> watchdog's ObservedWatch, kept after the folder goes
         self._threads: list[threading.Thread] = []
         self._exit = contextlib.ExitStack()
 
@@ -278,7 +279,14 @@ class Watcher:
         added = []
         for folder in self.project.memory_dirs():
             if folder not in self.watched:
-                self.observer.schedule(self.handler, str(folder), recursive=True)  # type: ignore[arg-type]
+                stale = self._watches.pop(folder, None)
+                if stale is not None:
+                    # The folder was deleted and made again (a branch without it and back, `git stash -u`):
+                    # watchdog would hand back the same watch, whose emitter died with the old folder, and
+                    # nothing in the new one would be seen until a restart. So that watch goes first.
+                    with contextlib.suppress(KeyError):
+                        self.observer.unschedule(stale)
+                self._watches[folder] = self.observer.schedule(self.handler, str(folder), recursive=True)  # type: ignore[arg-type]
                 self.watched.add(folder)
                 added.append(folder)
         return added
