@@ -367,3 +367,32 @@ def test_a_failed_replace_names_the_file_not_its_temp_file(tmp_path: Path) -> No
         atomic_write(target, "{}\n")
     assert caught.value.filename == str(target)
     assert [p.name for p in tmp_path.iterdir()] == ["settings.json"]
+
+
+def test_an_editors_lock_link_is_no_memory_file(run: Run, root: Path) -> None:
+    """Emacs links `.#decisions.md` to `user@host.pid:time` while a buffer is modified. The link was named
+    by its target (`memory/me@laptop...: cannot read`), which is not hidden, so check failed and every
+    write exited 2 until the buffer was saved. A hidden name is skipped whatever it links to."""
+    assert run("add", "-k", "decision", "-t", "Use flock", "-a", "index", "--body", "b").exit_code == 0
+    (root / "memory" / ".#decisions.md").symlink_to("me@laptop.4242:1733000000")
+    assert run("check").exit_code == 0
+    assert run("add", "-k", "todo", "-t", "Another", "-a", "index", "--body", "b").exit_code == 0
+    assert run("fmt", "--check").exit_code == 0
+
+
+def test_a_linked_memory_file_is_named_by_its_place_and_written_through(run: Run, root: Path, tmp_path: Path) -> None:
+    """memory/linked.md, a link to a file kept elsewhere: list named it by the target's absolute path, and a
+    write replaced the link with a copy, so the shared file no longer saw the edits."""
+    shared = tmp_path / "elsewhere" / "linked.md"
+    shared.parent.mkdir()
+    shared.write_text(
+        "## Notes\n\n### K-001: Linked fact\n\n- date: 2026-12-01\n- area: a\n- status: active\n\nA fact.\n"
+    )
+    link = root / "memory" / "linked.md"
+    link.parent.mkdir(exist_ok=True)
+    link.symlink_to(shared)
+    listed = json.loads(run("list", "--json").stdout)["entries"]
+    assert [entry["path"] for entry in listed] == ["memory/linked.md"]
+    assert run("set", "K-1", "--title", "Linked fact, kept elsewhere").exit_code == 0
+    assert link.is_symlink() and "### K-001: Linked fact, kept elsewhere" in shared.read_text()
+    assert run("check").exit_code == 0

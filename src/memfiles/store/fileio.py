@@ -67,7 +67,12 @@ def read_memory_text(path: Path, shown: str) -> str:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Replace `path` with `text` so that readers see the old file or the new one, never a mix."""
+    """Replace `path` with `text` so that readers see the old file or the new one, never a mix. A symlink
+    is written through, as editors do: its target gets the text and the link stays a link (a rename over
+    the link would have made it a copy, and the file it shared would no longer see the edits)."""
+    shown = path
+    if path.is_symlink():
+        path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -83,9 +88,9 @@ def atomic_write(path: Path, text: str) -> None:
     except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
-        if isinstance(error, OSError) and error.errno is not None and error.filename != str(path):
+        if isinstance(error, OSError) and error.errno is not None and error.filename != str(shown):
             # the file being written is what a message must name, not the temp file beside it
-            raise OSError(error.errno, error.strerror, str(path)) from error
+            raise OSError(error.errno, error.strerror, str(shown)) from error
         raise
     _fsync_dir(path.parent)
 

@@ -87,6 +87,14 @@ class Project:
         self.root = settings.root
 
     def rel(self, path: Path) -> str:
+        """`path` relative to the root, where it stands: a symlink is named by its own place, not by its
+        target's (an editor's lock file `.#x.md` links to `user@host.pid`, which is no memory file, and a
+        file linked from elsewhere is still memory/linked.md). A path reaching the root by another way
+        (`..`, a linked folder above it) is resolved."""
+        try:
+            return Path(os.path.abspath(path)).relative_to(self.root).as_posix()
+        except ValueError:
+            pass
         try:
             return path.resolve().relative_to(self.root).as_posix()
         except ValueError:
