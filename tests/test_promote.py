@@ -135,6 +135,22 @@ class TestAuditLayers:
         ]
         assert all(line.startswith("memory/insights.md:") for line in lines)
 
+    def test_an_entry_cited_in_any_spelling_is_that_entry(self, run: Run, root: Path) -> None:
+        """`--evidence E-1 --evidence e-2` was stored as typed, and audit then said E-1 does not exist and
+        took e-2 for a run. Evidence naming an entry is stored as ids are (E-001), once; a hand-written
+        `E-1` in a file is read as E-001 too."""
+        add_episode(run, "An episode", "Something happened.")
+        add_episode(run, "Another episode", "Something else happened.")
+        args = ["--evidence", "E-1", "--evidence", "e-2", "--evidence", "@@E-0001", "--evidence", "fix-ci"]
+        assert run("add", "-k", "insight", "-t", "Why", "-a", "x", "--body", "Because.", *args).exit_code == 0
+        text = (root / "memory" / "insights.md").read_text()
+        assert "- evidence: E-001, E-002, fix-ci\n" in text
+        found = run("audit", "--json")
+        codes = [(f["code"], f["message"]) for f in json.loads(found.stdout)["findings"] if "evidence" in f["code"]]
+        assert codes == [("evidence-unknown-run", codes[0][1])] and "fix-ci" in codes[0][1]
+        (root / "memory" / "insights.md").write_text(text.replace("E-001, E-002, fix-ci", "E-1, e-002"))
+        assert not [f for f in json.loads(run("audit", "--json").stdout)["findings"] if "evidence" in f["code"]]
+
     def test_distiller_run_ids_resolve_through_the_experience_logs(self, run: Run, root: Path) -> None:
         """A bare run id cited by a distilled entry resolves when memory/<domain>/experiences.jsonl has it."""
         (root / "memory" / "sta").mkdir()

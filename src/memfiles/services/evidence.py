@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memfiles.contract import Finding, entry_ref
-from memfiles.format.ids import FULL_ID_RE
+from memfiles.format.ids import evidence_id
 from memfiles.format.wrap import with_article
 from memfiles.store.ledger import Ledger
 from memfiles.store.project import Located, Project
@@ -34,14 +34,14 @@ class Evidence:
     target: str
 
 
-def classify(item: str, prefixes: set[str]) -> Evidence:
+def classify(item: str, prefixes: set[str], width: int = 3) -> Evidence:
     for kind in ("run", "commit", "file"):
         if item.startswith(f"{kind}:"):
             target = item[len(kind) + 1 :].strip()
             return Evidence(item, kind, _FILE_SUFFIX.sub("", target) if kind == "file" else target)
-    match = FULL_ID_RE.match(item)
-    if match and match.group(1) in prefixes:
-        return Evidence(item, "entry", item)
+    entry_id = evidence_id(item, prefixes, width)
+    if entry_id is not None:
+        return Evidence(item, "entry", entry_id)
     bare = _FILE_SUFFIX.sub("", item)
     if "/" in bare or _EXTENSION.search(bare):
         return Evidence(item, "file", bare)
@@ -112,7 +112,7 @@ def evidence_findings(
                 )
             )
         for item in entry.evidence:
-            evidence = classify(item, prefixes)
+            evidence = classify(item, prefixes, schema.id_width)
             problem = None
             target = None
             if evidence.kind == "entry":

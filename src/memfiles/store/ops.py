@@ -15,7 +15,7 @@ from typing import Any
 
 from memfiles.errors import BatchError, OpError
 from memfiles.format.grammar import is_manual_name
-from memfiles.format.ids import Schema, normalize_id
+from memfiles.format.ids import Schema, evidence_id, normalize_id
 from memfiles.format.validate import body_problem, is_date
 from memfiles.format.wrap import clip, control_character, normalize_body, one_line, printable_body, stray_control
 from memfiles.store.project import WORKING_KIND
@@ -113,7 +113,9 @@ def _id(problems: _Problems, name: str, value: str, width: int) -> str | None:
         return None
 
 
-def _ids(problems: _Problems, name: str, value: Any, width: int) -> tuple[str, ...] | None:
+def _ids(
+    problems: _Problems, name: str, value: Any, width: int, prefixes: tuple[str, ...] = ()
+) -> tuple[str, ...] | None:
     if isinstance(value, str):
         value = [part for part in value.split(",")]
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
@@ -134,6 +136,8 @@ def _ids(problems: _Problems, name: str, value: Any, width: int) -> tuple[str, .
         return None
     if name == "tags":  # as refs are: `tags: a, a` says nothing `tags: a` does not
         return tuple(dict.fromkeys(items))
+    if name == "evidence" and prefixes:  # an entry's id in any spelling is stored as ids are: E-1 is E-001
+        return tuple(dict.fromkeys(evidence_id(item, prefixes, width) or item for item in items))
     return items
 
 
@@ -193,7 +197,7 @@ def _parse_op(value: Any, problems: _Problems, schema: Schema, wrap: int) -> Op 
             op.id = None if given is None else _id(problems, "id", given, schema.id_width)
     for key, item in data.items():
         if key in LIST_FIELDS:
-            checked: Any = _ids(problems, key, item, schema.id_width)
+            checked: Any = _ids(problems, key, item, schema.id_width, schema.prefixes)
         elif key == "successor":
             checked = _text(problems, key, item)
             checked = None if checked is None else _id(problems, key, checked, schema.id_width)
