@@ -83,6 +83,15 @@ SHAPES: dict[str, dict[str, str]] = {
     "problem": {"op": "int?", "field": "str?", "message": "str", "id": "str?", "path": "str?", "line": "int?"},
     # an item of `working list`
     "run": {"run": "str", "path": "str", "status": "str", "goal": "str?", "updated": "instant", "problem": "str?"},
+    "index_status": {
+        "exists": "bool",
+        "store": "str",
+        "model": "str?",
+        "entries": "int?",
+        "generation": "any",
+        "catalog": "object?",
+        "error": "str?",
+    },
 }
 # The entry without its body, where a command documents that it leaves the body out (list without --body).
 SHAPES["entry_without_body"] = {key: spec for key, spec in SHAPES["entry"].items() if key != "body"}
@@ -131,7 +140,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "unreadable": "[str]",
         "skipped": "[finding]",
     },
-    "status": {"root": "str", "watcher": "object", "index": "object", "drift": "object?", "skipped": "[finding]"},
+    "status": {"root": "str", "watcher": "object", "index": "index_status", "drift": "object?", "skipped": "[finding]"},
     "working list": {"runs": "[run]"},
     "hooks install": {
         "agent": "str",

@@ -171,6 +171,14 @@ class TestEdits:
         wait_until(lambda: first(root, "K-007").get("id") == "K-007")
         assert hits(root, "K-007")[0]["path"] == "pkg/memory/notes.md"
 
+    def test_status_through_the_watcher_is_the_documented_object(self, watcher: Watcher, root: Path, run: Run) -> None:
+        """status answered by a watcher left out `index.error`, which the contract says is always there."""
+        from tests.contract_shapes import check_command
+
+        said = json.loads(run("status", "--json").stdout)
+        check_command("status", said)
+        assert said["watcher"]["running"] is True and said["index"]["error"] is None
+
     def test_a_package_folder_deleted_and_made_again_is_still_watched(self, watcher: Watcher, root: Path) -> None:
         """A branch without the package and back (or `git stash -u`): the folder goes and comes again. The
         watcher reused the watch whose emitter died with the old folder, and no later edit in it was seen
