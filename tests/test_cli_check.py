@@ -221,6 +221,16 @@ class TestAudit:
 
 
 class TestRefs:
+    def test_a_doc_reference_names_nothing_outside_the_docs_folder(self, run: Run, root: Path) -> None:
+        """`@@doc:/etc/passwd` was ref-ok with the target /etc/passwd: an absolute name replaced docs/.
+        A name that leaves docs/ (absolute, or climbing out with ..) is dangling."""
+        _write(root, "README.md", "# Read me\n")
+        _write(root, "docs/guide.md", "# Guide\n")
+        at = "@@"
+        _write(root, "src/n.py", f"# {at}doc:/etc/passwd\n# {at}doc:../README.md\n# {at}doc:guide\n")
+        found = json.loads(run("refs", str(root / "src"), "--json").stdout)["findings"]
+        assert [(f["line"], f["code"]) for f in found] == [(1, "ref-dangling"), (2, "ref-dangling"), (3, "ref-ok")]
+
     def test_refs_dangling_reports_missing_retired_and_doc_anchors(self, run: Run, root: Path) -> None:
         """@@ids, @@doc and @@skill references resolve or are reported as path:line: code; exit 1 if any dangle."""
         run("add", "-k", "D", "-t", "Live", "-a", "a", "--body", "b")

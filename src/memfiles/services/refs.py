@@ -69,9 +69,12 @@ def _anchors(path: Path) -> set[str]:
 
 
 def _resolve_target(base: Path, name: str, candidates: list[str]) -> Path | None:
+    """The file a doc or skill reference names, under `base` only: `@@doc:/etc/passwd` and
+    `@@doc:../../x` name nothing (an absolute name replaced the base, and `..` climbed out of it)."""
+    inside = base.resolve()
     for candidate in candidates:
         path = base / candidate.format(name=name)
-        if path.is_file():
+        if path.is_file() and path.resolve().is_relative_to(inside):
             return path
     return None
 
