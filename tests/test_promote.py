@@ -80,8 +80,14 @@ class TestPromote:
         """Repeating the exact command (after a crash, say) replays the first write: still one procedure."""
         first = add_episode(run, "Deploy failed on a locked table", "The migration waited on a lock.")
         args = ("promote", first, "--to", "insight", "--reason", "Migrations and locks")
-        assert run(*args).exit_code == 0
-        assert run(*args).exit_code == 0
+        said = json.loads(run(*args, "--json").stdout)
+        assert (said["added"], said["updated"], said["replayed"]) == (["I-001"], [first], False)
+        before = snapshot(root)
+        again = run(*args, "--json")
+        assert again.exit_code == 0 and snapshot(root) == before
+        said = json.loads(again.stdout)  # it claimed "replayed": false, as if it had written again
+        assert (said["added"], said["updated"], said["replayed"]) == (["I-001"], [first], True)
+        assert "already done: nothing changed" in run(*args).stdout
         assert [e["id"] for e in json.loads(run("list", "--kind", "insight", "--json").stdout)["entries"]] == ["I-001"]
 
     @pytest.mark.parametrize(

@@ -6,7 +6,6 @@ import click
 
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, refuse_a_terminal, warn
 from memfiles.cli.complete import complete_id
-from memfiles.contract import write_object
 from memfiles.errors import ConfigError
 
 
@@ -42,20 +41,19 @@ def promote(
           --title "Install the dev extra before running the hook tests" --body "Run make install first ..."
     """
     from memfiles.cli.writes import notify_index
-    from memfiles.services.promote import entry_json
     from memfiles.services.promote import promote as promote_service
 
     with errors_to_exit():
-        new_id, sources, warnings = promote_service(
+        done = promote_service(
             app.project, list(ids), to, reason, title=title, body=body, area=area, notify=notify_index
         )
-    for warning in warnings:
+    for warning in done.warnings:
         warn(warning)
     if as_json:
-        entries = [entry_json(app.project, i) for i in [new_id, *sources]]
-        print_json(write_object(added=[new_id], updated=sources, entries=[e for e in entries if e], warnings=warnings))
+        print_json(done.as_json(app.project))
     else:
-        click.echo(f"{new_id} (promoted from {', '.join(sources)})")
+        again = " (already done: nothing changed)" if done.replayed else ""
+        click.echo(f"{done.new_id} (promoted from {', '.join(done.sources)}){again}")
 
 
 @click.command()

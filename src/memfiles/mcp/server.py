@@ -21,7 +21,6 @@ from pydantic import Field
 
 from memfiles import __version__
 from memfiles.config import Settings
-from memfiles.contract import write_object
 from memfiles.errors import MemfilesError
 from memfiles.format.ids import normalize_id
 from memfiles.services.recall import DEFAULT_K, TRIGGERS
@@ -325,16 +324,12 @@ def build(settings: Settings | None, tools: Any = None) -> MCPServer:
     ) -> dict[str, Any]:
         """Promote episodes (E-003, E-007) to a procedure or an insight: a new entry citing them as
         evidence; each episode records what it was promoted to. Returns the write object."""
-        from memfiles.services.promote import entry_json
         from memfiles.services.promote import promote as promote_service
 
         def body_() -> dict[str, Any]:
             project = tools.project
-            new_id, sources, warnings = promote_service(
-                project, ids, to, reason, title=title, body=body, area=area, notify=tools._notify
-            )
-            entries = [entry_json(project, i) for i in [new_id, *sources]]
-            return write_object(added=[new_id], updated=sources, entries=[e for e in entries if e], warnings=warnings)
+            done = promote_service(project, ids, to, reason, title=title, body=body, area=area, notify=tools._notify)
+            return done.as_json(project)
 
         return _guard(body_)
 

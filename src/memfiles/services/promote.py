@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from memfiles.contract import Finding
@@ -73,6 +74,29 @@ def default_body(sources: list[Located], reason: str, limit: int = 2000) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class Promotion:
+    """What a promote did: the new entry, its sources, warnings, and whether it was all done before."""
+
+    new_id: str
+    sources: list[str]
+    warnings: list[str]
+    replayed: bool
+
+    def as_json(self, project: Project) -> dict[str, Any]:
+        """The write object (docs/json.md): a replay gives the first run's ids and `"replayed": true`."""
+        from memfiles.contract import write_object
+
+        entries = [entry_json(project, entry_id) for entry_id in [self.new_id, *self.sources]]
+        return write_object(
+            added=[self.new_id],
+            updated=self.sources,
+            replayed=self.replayed,
+            entries=[entry for entry in entries if entry],
+            warnings=self.warnings,
+        )
+
+
 def promote(
     project: Project,
     ids: list[str],
@@ -83,11 +107,12 @@ def promote(
     body: str | None = None,
     area: str | None = None,
     notify: IndexNotifier | None = None,
-) -> tuple[str, list[str], list[str]]:
-    """Write the new entry and mark its sources; returns (new id, source ids, warnings).
+) -> Promotion:
+    """Write the new entry and mark its sources.
 
     Two batches, the first with a request id drawn from the inputs: run again after a crash between
-    them, the same command replays the first (the same new id) and finishes the second.
+    them, the same command replays the first (the same new id) and finishes the second. Run again after
+    both, it writes nothing and says it replayed.
     """
     if to not in TARGETS:
         raise MemfilesError(f"--to must be one of {', '.join(TARGETS)}, got {to!r}")
@@ -127,7 +152,7 @@ def promote(
     if updates:
         _, warning = write_ops(project, updates, notify=notify)
         warnings += [warning] if warning else []
-    return new_id, source_ids, warnings
+    return Promotion(new_id, source_ids, warnings, replayed=result.replayed and not updates)
 
 
 def _key(located: Located) -> str:
