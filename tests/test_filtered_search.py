@@ -76,3 +76,20 @@ class TestRoutes:
             lower = Filters(**{**filters.as_json(), "area": [a.strip().lower() for a in filters.area]})
             assert list(searcher.dense_scores(query, lower, depth=20)) == list(got) and keep
             assert filters.where(catalog) == lower.where(catalog)
+
+
+def test_a_candidate_without_evidence_neither_caps_nor_takes_a_place() -> None:
+    """The ranking can put a candidate with no evidence (no query word, a cosine under the unrelated
+    level) above one with a real lexical signal; the score cap then brought that one to 0.00 (and the
+    first was dropped as no hit afterwards), or it took one of the k places. It is skipped before both."""
+    from memfiles.index.search import Signals
+
+    def doc(entry_id: str) -> IndexDoc:
+        return IndexDoc(entry_id, "text", "decision", "a", "open", "memory/d.md", 1, "", "2026-01-01", "t", "h")
+
+    catalog = Catalog({"D-001": doc("D-001"), "D-002": doc("D-002")})
+    searcher = Searcher(None, catalog, None, lexical_weight=0.4)
+    found = Signals(lexical={"D-002": 2.0}, dense={"D-001": 0.15, "D-002": 0.10}, query_weight=4.0)
+    hits = searcher.scored(found, limit=1)
+    assert [hit.doc.id for hit in hits] == ["D-002"]
+    assert hits[0].score > 0.1 and hits[0].signals["lexical"] > 0.1

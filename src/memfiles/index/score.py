@@ -47,6 +47,19 @@ EXACT_FLOOR = 0.9
 ID_SCORE = 1.0
 
 
+# A candidate whose every signal is below this carries no evidence: it shares no word with the query and
+# its meaning is no nearer than unrelated text (a cosine under DENSE_ZERO). It would show as score 0.00, so
+# it is no hit at all (docs/json.md, "What a score means"): every search path leaves it out.
+NO_EVIDENCE = 0.01
+
+
+def carries_evidence(score: float, signals: dict[str, Any]) -> bool:
+    """True for a candidate that names the query's id, holds it verbatim, or has a signal worth a 0.01."""
+    if signals.get("id") or signals.get("exact") or score >= NO_EVIDENCE:
+        return True
+    return any((signals.get(name) or 0.0) >= NO_EVIDENCE for name in ("lexical", "dense"))
+
+
 def dense_signal(cosine: float) -> float:
     return min(1.0, max(0.0, (cosine - DENSE_ZERO) / (DENSE_ONE - DENSE_ZERO)))
 

@@ -283,8 +283,11 @@ class Searcher:
                 rank = 4.0 - 0.01 * found.ids.index(doc_id)
             candidates.append((rank, doc))
         candidates.sort(key=lambda item: (-item[0], item[1].id))
-        hits, cap = [], 1.0
-        for _rank, doc in candidates[:limit]:  # a hit's score depends only on the hits above it
+        hits: list[Hit] = []
+        cap = 1.0
+        for _rank, doc in candidates:  # a hit's score depends only on the hits above it
+            if limit is not None and len(hits) >= limit:
+                break
             lex = scoring.lexical_signal(lexical.get(doc.id, 0.0), found.query_weight)
             den = scoring.dense_signal(dense.get(doc.id, -1.0))
             score = scoring.fused_score(lex, den, weight)
@@ -298,6 +301,10 @@ class Searcher:
                 "lexical": round(lex, 6) if found.lexical is not None else None,
                 "dense": round(den, 6) if found.dense is not None else None,
             }
+            if not scoring.carries_evidence(score, signals):
+                # no hit: it must neither take a place of the k nor cap the score of a real hit below it
+                # (a lexical 0.19 scored 0.00 under one of these, then left out)
+                continue
             cap = min(cap, score)  # a score never rises down the list
             hits.append(Hit(round(cap, 6), signals, doc))
         return hits

@@ -6,18 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-# A candidate whose every signal is below this carries no evidence: it shares no word with the query and
-# its meaning is no nearer than unrelated text (a cosine under DENSE_ZERO). It shows as score 0.00, so it
-# is left out rather than returned as a hit (docs/json.md, "What a score means").
-NO_EVIDENCE = 0.01
+from memfiles.index.score import carries_evidence
 
 
 def has_evidence(hit: Any) -> bool:
-    """True when `hit` (an index Hit) names the query's id, holds it verbatim, or has a signal worth a 0.01."""
-    signals = hit.signals
-    if signals.get("id") or signals.get("exact") or hit.score >= NO_EVIDENCE:
-        return True
-    return any((signals.get(name) or 0.0) >= NO_EVIDENCE for name in ("lexical", "dense"))
+    """True when `hit` (an index Hit) carries evidence (index/score.py `carries_evidence`)."""
+    return carries_evidence(hit.score, hit.signals)
 
 
 def hit_objects(hits: Iterable[Any]) -> list[dict[str, Any]]:
