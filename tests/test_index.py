@@ -216,6 +216,26 @@ class TestBackfillAndWritePath:
         assert json.loads(run("backfill", "--json").stdout)["indexed"] == 1
         assert run("backfill", "--check").exit_code == 0
 
+    def test_a_search_with_no_watcher_says_the_index_is_behind_a_hand_edit(
+        self, filled: Path, run: Run, memsearch
+    ) -> None:
+        """An entry deleted by hand (an editor, a branch switch) with no watcher running was still a hit,
+        with no word that the index was behind. It is left out now, and a warning names the file; the
+        next backfill ends the warning. The files saved before the index was are not read at all."""
+        run("backfill")
+        assert ids_of(memsearch("on-call rota", "--json"))[0] == "T-001"
+        assert "behind" not in memsearch("on-call rota").stderr
+        path = filled / "memory" / "todos.md"
+        text = path.read_text()
+        path.write_text(text[: text.index("### T-001")].rstrip() + "\n")
+        result = memsearch("on-call rota", "--json")
+        assert "T-001" not in ids_of(result)
+        assert "the index is behind the files: memory/todos.md changed since its last sync" in result.stderr
+        assert "1 entry no file holds any more left out" in result.stderr
+        run("backfill")
+        result = memsearch("on-call rota", "--json")
+        assert "T-001" not in ids_of(result) and "behind" not in result.stderr
+
     def test_write_path_keeps_the_index_in_step(self, filled: Path, run: Run, memsearch) -> None:
         """add, set and prune update the index themselves: no drift afterwards, and the new entry is found."""
         run("backfill")

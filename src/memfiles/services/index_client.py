@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable
 from memfiles.services import ipc
+from memfiles.services.behind import behind
 from memfiles.services.hits import hit_objects
 from memfiles.store.project import Project
 
@@ -178,8 +179,12 @@ class LocalIndex:
             if not session.exists():
                 raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
             searcher = session.searcher()
-            self.warnings = unreadable_warnings(session.catalog.broken)
-            return [hit_objects(searcher.search(query, k, filters, mode)) for query, k in queries]
+            late = behind(self.project, session.catalog, searcher.sidecar)
+            self.warnings = unreadable_warnings(session.catalog.broken) + _said(late.warning())
+            more = len(late.gone)  # as many more asked for as may be dropped, so that k still come back
+            return [
+                late.drop_gone(hit_objects(searcher.search(query, k + more, filters, mode)))[:k] for query, k in queries
+            ]
 
     @_handed_over
     def search_many(self, items: list[dict[str, Any]]) -> list[Hits]:
@@ -188,8 +193,13 @@ class LocalIndex:
         with self._read(timeout=self.settings.search_timeout) as session:
             if not session.exists():
                 raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
-            self.warnings = unreadable_warnings(session.catalog.broken)
-            return search_many(session.searcher(), items)
+            searcher = session.searcher()
+            late = behind(self.project, session.catalog, searcher.sidecar)
+            self.warnings = unreadable_warnings(session.catalog.broken) + _said(late.warning())
+            more = len(late.gone)
+            asked = [{**item, "k": int(item.get("k", 10)) + more} for item in items]
+            answers = search_many(searcher, asked)
+            return [late.drop_gone(hits)[: int(item.get("k", 10))] for item, hits in zip(items, answers, strict=True)]
 
     @_handed_over
     def similar(self, texts: list[str], filters: Filters, k: int = 5) -> list[Neighbours]:
@@ -296,6 +306,10 @@ def _damaged(error: IndexUnavailable) -> bool:
     from memfiles.index.encode_worker import EncoderFailed
 
     return not isinstance(error, (ModelUnavailable, EncoderFailed)) and not isinstance(error.__cause__, LockTimeout)
+
+
+def _said(warning: str | None) -> list[str]:
+    return [warning] if warning else []
 
 
 def unreadable_warnings(broken: dict[str, str]) -> list[str]:
