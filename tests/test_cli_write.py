@@ -367,6 +367,19 @@ class TestImport:
         assert ("given twice" in result.stderr) != ("nested more than" in result.stderr)
         assert snapshot(root) == before
 
+    def test_a_wrong_type_is_named_in_jsons_words(self, run: Run, root: Path) -> None:
+        """`source must be text, got NoneType`: the message spoke Python to someone who wrote JSON."""
+        op = {"op": "add", "kind": "decision", "title": "t", "area": "a", "body": "b", "source": None}
+        (root / "ops.json").write_text(json.dumps({"ops": [op, 5, {**op, "source": ["x"]}]}))
+        result = run("import", str(root / "ops.json"))
+        assert result.exit_code == 2
+        for said in (
+            "op 1: source must be text, got null",
+            "op 2: expected an object, got a number (5)",
+            "op 3: source must be text, got a list",
+        ):
+            assert said in result.stderr
+
     def test_unknown_field_and_missing_reason(self, run: Run, root: Path) -> None:
         """Fields an op does not take and a prune without a reason are refused by position."""
         (root / "a.json").write_text(

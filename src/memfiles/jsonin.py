@@ -72,3 +72,21 @@ def _second(text: str, start: int, end: int, key: str) -> int:
 def loads(text: str) -> Any:
     """`json.loads`, refusing a key given twice in one object and nesting deeper than MAX_DEPTH."""
     return _StrictDecoder().decode(text)
+
+
+def json_type(value: Any) -> str:
+    """What a decoded JSON value is, in JSON's words, for a message about input (`got null`, not
+    `got NoneType`): null, a boolean, a number, text, a list or an object."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({'true' if value else 'false'})"
+    if isinstance(value, int | float):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

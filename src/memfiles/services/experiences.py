@@ -20,6 +20,7 @@ from typing import Any
 from memfiles import jsonin
 from memfiles.errors import MemfilesError
 from memfiles.format.wrap import control_character
+from memfiles.jsonin import json_type
 from memfiles.services.flags import Flag, find_flags, general
 from memfiles.services.hook_text import strip_injected
 from memfiles.services.knowledge import RUN_SEPARATORS
@@ -166,7 +167,7 @@ def parse_record(value: Any, line: int, warnings: list[str] | None = None) -> Re
         dropped.append("no signoff_achieved: read as not signed off (its fixes confirm nothing)")
     metrics = value.get("key_metrics") or {}
     if not isinstance(metrics, dict):
-        dropped.append(f"key_metrics must be an object of numbers, got {type(metrics).__name__}: metrics dropped")
+        dropped.append(f"key_metrics must be an object of numbers, got {json_type(metrics)}: metrics dropped")
         metrics = {}
     metrics = dict(metrics)  # the record as written stays as written: its hash is its key
     for name, number in list(metrics.items()):

@@ -30,6 +30,7 @@ from typing import Any
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable, MemfilesError
 from memfiles.hook_events import EVENTS, project_folder, session_of
+from memfiles.jsonin import json_type
 from memfiles.services import hook_state
 from memfiles.services.hook_text import Item, Section, render, strip_injected
 
@@ -91,7 +92,7 @@ def parse_call(event: str | None, raw: str) -> Call:
     except json.JSONDecodeError as error:
         raise HookInputError(f"the hook input is not JSON (line {error.lineno}: {error.msg})") from None
     if not isinstance(data, dict):
-        raise HookInputError(f"the hook input must be a JSON object, got {type(data).__name__}")
+        raise HookInputError(f"the hook input must be a JSON object, got {json_type(data)}")
     named = data.get("hook_event_name") if isinstance(data.get("hook_event_name"), str) else None
     event = event or named
     if not event:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from memfiles.errors import MemfilesError
 from memfiles.format.wrap import control_character
+from memfiles.jsonin import json_type
 from memfiles.services.hook_text import strip_injected
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ def one_line_field(name: str, value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise WorkingError(f"{name} must be text, got {type(value).__name__}")
+        raise WorkingError(f"{name} must be text, got {json_type(value)}")
     value = strip_injected(value).strip()  # what a hook injected is memory already, not the run's state
     if "\n" in value or "\r" in value:
         raise WorkingError(f"{name} must be one line: put long output in a file and cite it in evidence_refs")

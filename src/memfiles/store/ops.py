@@ -18,6 +18,7 @@ from memfiles.format.grammar import is_manual_name
 from memfiles.format.ids import Schema, evidence_id, normalize_id
 from memfiles.format.validate import body_problem, is_date
 from memfiles.format.wrap import clip, control_character, normalize_body, one_line, printable_body, stray_control
+from memfiles.jsonin import json_type
 from memfiles.store.project import WORKING_KIND
 
 OPS = ("add", "update", "retire", "prune", "section", "renumber")
@@ -88,7 +89,7 @@ class _Problems:
 
 def _text(problems: _Problems, name: str, value: Any, *, one_line_only: bool = True) -> str | None:
     if not isinstance(value, str):
-        problems.add(f"{name} must be text, got {type(value).__name__}", name)
+        problems.add(f"{name} must be text, got {json_type(value)}", name)
         return None
     value = value.strip()
     if not value:
@@ -143,7 +144,7 @@ def _ids(
 
 def _body(problems: _Problems, key: str, item: Any, schema: Schema, wrap: int) -> str | None:
     if not isinstance(item, str):
-        problems.add(f"{key} must be text, got {type(item).__name__}", key)
+        problems.add(f"{key} must be text, got {json_type(item)}", key)
         return None
     control = stray_control(item.replace("\r\n", "\n").replace("\r", "\n"))  # lines as given, before wrapping
     if control is not None:
@@ -176,7 +177,7 @@ def parse_op(value: Any, position: int, schema: Schema, wrap: int = 100) -> Op:
 def _parse_op(value: Any, problems: _Problems, schema: Schema, wrap: int) -> Op | None:
     position = problems.position
     if not isinstance(value, dict):
-        problems.add(f"expected an object, got {type(value).__name__}")
+        problems.add(f"expected an object, got {json_type(value)}")
         return None
     name = value.get("op")
     if name not in OPS:
