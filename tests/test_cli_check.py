@@ -64,7 +64,7 @@ class TestCheck:
             "type": "entry",
             "id": "D-001",
             "title": "t",
-            "status": None,
+            "status": "proposed",  # as refs and audit give it (it was null here alone)
             "path": "memory/decisions.md",
             "line": first,
         }

@@ -216,17 +216,17 @@ def _index_block(lines: list[str]) -> list[str] | None:
 
 def validate_ids(located: Iterable[tuple[str, MemoryFile]]) -> list[Finding]:
     """Ids used twice anywhere in the project: each place is named, the other as the target."""
-    first: dict[object, tuple[str, int, str, str]] = {}
+    first: dict[object, tuple[str, int, str, str, str]] = {}
     found: list[Finding] = []
     for path, memory in located:
         for entry in memory.entries:
             key = id_key(entry.id) or entry.id  # `### D-2:` and `### D-002:` are one id twice
             if key in first:
-                other_path, other_line, other_title, other_id = first[key]
+                other_path, other_line, other_title, other_id, other_status = first[key]
                 spelled = "" if other_id == entry.id else f" (as {other_id})"
                 message = f"{entry.id} is used twice; also at {other_path}:{other_line}{spelled}"
-                target = entry_ref(other_id, title=other_title, path=other_path, line=other_line)
+                target = entry_ref(other_id, title=other_title, status=other_status, path=other_path, line=other_line)
                 found.append(finding("duplicate-id", path, entry.line, message, entry.id, target))
             else:
-                first[key] = (path, entry.line, entry.title, entry.id)
+                first[key] = (path, entry.line, entry.title, entry.id, entry.status)
     return found
