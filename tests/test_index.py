@@ -136,9 +136,12 @@ class TestSearch:
         run("backfill")
         batch = root / "q.jsonl"
         wide = "coverage map, chroma, signing keys"  # three entries hold a word of it: k 2 keeps two
-        batch.write_text(f'{{"id": "a", "query": "{wide}", "k": 2}}\n{{"id": 7, "query": "signing keys"}}\n')
+        batch.write_text(
+            f'{{"id": "a", "query": "{wide}", "k": 2}}\n{{"id": 7, "query": "signing keys"}}\n'
+            '{"id": null, "query": "rota"}\n'  # a null id is no id: the line's number, as with none
+        )
         lines = [json.loads(line) for line in memsearch("--batch", str(batch)).stdout.splitlines()]
-        assert [(item["id"], item["query"]) for item in lines] == [("a", wide), (7, "signing keys")]
+        assert [(item["id"], item["query"]) for item in lines] == [("a", wide), (7, "signing keys"), (3, "rota")]
         assert len(lines[0]["hits"]) == 2 and lines[1]["hits"][0]["entry"]["id"] == "D-001"
         batch.write_text('{"id": "a", "query": "x"}\n{"query": 5}\n')
         bad = memsearch("--batch", str(batch))

@@ -181,6 +181,7 @@ class TestJsonErrors:
             ('{"query": "ids", "k": 0}\n', 1, "k must be"),
             ('["ids"]\n', 1, "expected"),
             ('{"query": "ids", "query": "other"}\n', 1, 'key "query" given twice'),
+            ('{"query": "ids", "kind": "decision"}\n', 1, "a query line takes id, query and k, not kind"),
             ('{"query": "ids"}\n' + "[" * 3000 + "]" * 3000 + "\n", 2, "nested more than"),
         ],
     )

@@ -30,12 +30,15 @@ def _batch(path: Path) -> list[tuple[Any, str, int]]:
             raise ParseError(where, number, f"invalid JSON: {error.msg}") from error
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):
             raise ParseError(where, number, 'expected {"id": ..., "query": "...", "k": 10}')
+        unknown = sorted(set(item) - {"id", "query", "k"})
+        if unknown:  # as import refuses a key an op does not take: a filter here would be ignored in silence
+            raise ParseError(where, number, f"a query line takes id, query and k, not {', '.join(unknown)}")
         if not item["query"].strip():
             raise ParseError(where, number, "the query is empty: give a query")
         k = item.get("k", 10)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise ParseError(where, number, "k must be a positive whole number")
-        queries.append((item.get("id", number), item["query"], k))
+        queries.append((number if item.get("id") is None else item["id"], item["query"], k))
     return queries
 
 
