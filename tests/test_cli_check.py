@@ -23,7 +23,8 @@ class TestCheck:
         assert result.exit_code == 0 and result.stdout == ""
 
     def test_findings_are_reported_as_path_line_code_message(self, run: Run, root: Path) -> None:
-        """Bad date, unknown status, unknown prefix, duplicate id, stale index: each at its line, exit 1."""
+        """Bad date, unknown status, unknown prefix, duplicate id, stale index: each at its line (a bad date or
+        status at its metadata line, where it was the heading's), exit 1."""
         text = (DATA / "canonical.md").read_text()
         text = text.replace("- date: 2026-10-02", "- date: 2026-13-02").replace("status: open", "status: opne")
         _write(root, "memory/knowledge.md", text)
@@ -36,9 +37,9 @@ class TestCheck:
         result = run("check")
         assert result.exit_code == 1
         lines = result.stdout.splitlines()
-        assert "memory/knowledge.md:17: bad-date F-014: date '2026-13-02' is not a date (YYYY-MM-DD)" in lines
+        assert "memory/knowledge.md:19: bad-date F-014: date '2026-13-02' is not a date (YYYY-MM-DD)" in lines
         assert (
-            "memory/knowledge.md:17: bad-status F-014: status 'opne' is not one of open, resolved, wontfix, retired"
+            "memory/knowledge.md:21: bad-status F-014: status 'opne' is not one of open, resolved, wontfix, retired"
             in lines
         )
         assert "pkg/memory/notes.md:3: duplicate-id F-014 is used twice; also at memory/knowledge.md:17" in lines

@@ -147,7 +147,7 @@ class TestAuditLayers:
         `E-1` in a file is read as E-001 too."""
         add_episode(run, "An episode", "Something happened.")
         add_episode(run, "Another episode", "Something else happened.")
-        args = ["--evidence", "E-1", "--evidence", "e-2", "--evidence", "@@E-0001", "--evidence", "fix-ci"]
+        args = ["--evidence", "E-1", "--evidence", "e-2", "--evidence", "@@" + "E-0001", "--evidence", "fix-ci"]
         assert run("add", "-k", "insight", "-t", "Why", "-a", "x", "--body", "Because.", *args).exit_code == 0
         text = (root / "memory" / "insights.md").read_text()
         assert "- evidence: E-001, E-002, fix-ci\n" in text

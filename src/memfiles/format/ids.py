@@ -152,7 +152,7 @@ def normalize_id(text: str, width: int = 3) -> str:
 
 def evidence_id(item: str, prefixes: Iterable[str], width: int = 3) -> str | None:
     """The entry an evidence item names, in canonical form, when it is an id of a known prefix in any
-    spelling (`E-1`, `e-001`, `@@E-0001` are E-001, as everywhere ids are read); None otherwise (a run,
+    spelling (`E-1`, `e-001` and `E-0001` are E-001, as everywhere ids are read); None otherwise (a run,
     a file, a commit). The write path stores such an item canonically; audit reads a hand-written one so."""
     key = id_key(item)
     return format_id(key[0], key[1], width) if key is not None and key[0] in prefixes else None

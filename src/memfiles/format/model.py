@@ -57,6 +57,12 @@ class Entry:
     promoted: tuple[str, ...] = ()
     # Where the heading stood in the file it was parsed from (1-based); 0 for an entry not from a file.
     line: int = field(default=0, compare=False)
+    # Where each metadata line stood, (key, line), for a finding about its value; () when not from a file.
+    meta_lines: tuple[tuple[str, int], ...] = field(default=(), compare=False, repr=False)
+
+    def line_of(self, key: str) -> int:
+        """The line of metadata `key` in the file it was parsed from; the heading's when not known."""
+        return next((line for name, line in self.meta_lines if name == key), self.line)
 
     @property
     def prefix(self) -> str:

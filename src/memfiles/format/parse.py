@@ -25,6 +25,7 @@ class _EntryDraft:
     line: int
     meta: dict[str, str] = field(default_factory=dict)
     body: list[str] = field(default_factory=list)
+    meta_lines: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -168,6 +169,7 @@ def parse(text: str, path: str | Path | None = None, schema: Schema | None = Non
             if not value:
                 raise ParseError(path, lineno, f"{entry.id}: {key} is empty")
             entry.meta[key] = value
+            entry.meta_lines[key] = lineno
             i += 1
             continue
         _body_target(entry, sections, preamble, seen_index).append(line)
@@ -222,4 +224,11 @@ def _freeze_entry(draft: _EntryDraft, path: str | Path | None) -> Entry:
             fields[name] = tuple(part.strip() for part in value.split(",") if part.strip())
         else:
             fields[name] = value
-    return Entry(id=draft.id, title=draft.title, body=_trim(draft.body), line=draft.line, **fields)  # type: ignore[arg-type]
+    return Entry(  # type: ignore[arg-type]
+        id=draft.id,
+        title=draft.title,
+        body=_trim(draft.body),
+        line=draft.line,
+        meta_lines=tuple(draft.meta_lines.items()),
+        **fields,
+    )

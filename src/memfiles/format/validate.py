@@ -128,17 +128,19 @@ def validate_file(path: str, memory: MemoryFile, text: str, schema: Schema) -> l
 def _entry_findings(path: str, entry: Entry, schema: Schema) -> list[Finding]:
     found: list[Finding] = []
 
-    def add(code: str, message: str, **detail: object) -> None:
-        found.append(finding(code, path, entry.line, f"{entry.id}: {message}", entry.id, **detail))
+    def add(code: str, message: str, key: str | None = None, **detail: object) -> None:
+        """A finding about the entry, at the line of its metadata `key` when it is about that value."""
+        line = entry.line_of(key) if key else entry.line
+        found.append(finding(code, path, line, f"{entry.id}: {message}", entry.id, **detail))
 
     kind = schema.kind_of(entry.id)
     if kind is not None:
         if entry.id != canonical_id(entry.id, schema.id_width):
             add("id-format", f"write the id as {canonical_id(entry.id, schema.id_width)}")
         if entry.status not in kind.statuses:
-            add("bad-status", f"status {entry.status!r} is not one of {', '.join(kind.statuses)}")
+            add("bad-status", f"status {entry.status!r} is not one of {', '.join(kind.statuses)}", "status")
     if not is_date(entry.date):
-        add("bad-date", f"date {entry.date!r} is not a date (YYYY-MM-DD)")
+        add("bad-date", f"date {entry.date!r} is not a date (YYYY-MM-DD)", "date")
     if len(entry.title) > schema.title_limit:
         add(
             "title-too-long",
@@ -157,7 +159,8 @@ def _entry_findings(path: str, entry: Entry, schema: Schema) -> list[Finding]:
         )
     for ref in (*entry.refs, *(x for x in (entry.successor,) if x)):
         if not FULL_ID_RE.match(ref):
-            add("bad-ref", f"{ref!r} is not an id (refs and successor name ids like D-476)")
+            where = "refs" if ref in entry.refs else "successor"
+            add("bad-ref", f"{ref!r} is not an id (refs and successor name ids like D-476)", where)
     # what the write path refuses, written by hand: a reference to the entry itself, one id named twice
     seen: dict[object, str] = {}
     for ref in entry.refs:
@@ -165,14 +168,18 @@ def _entry_findings(path: str, entry: Entry, schema: Schema) -> list[Finding]:
         if key is None:
             continue
         if key == id_key(entry.id):
-            add("bad-ref", f"refs names {ref}, the entry itself")
+            add("bad-ref", f"refs names {ref}, the entry itself", "refs")
         elif key in seen:
-            add("bad-ref", f"refs names {seen[key]} twice ({ref})")
+            add("bad-ref", f"refs names {seen[key]} twice ({ref})", "refs")
         seen.setdefault(key, ref)
     if entry.successor and id_key(entry.successor) == id_key(entry.id):
-        add("bad-ref", f"successor {entry.successor} is the entry itself")
+        add("bad-ref", f"successor {entry.successor} is the entry itself", "successor")
     if entry.successor and entry.status != RETIRED:
-        add("successor-not-retired", f"has a successor but status {entry.status!r}; only retired entries have one")
+        add(
+            "successor-not-retired",
+            f"has a successor but status {entry.status!r}; only retired entries have one",
+            "successor",
+        )
     if entry.status == RETIRED and not entry.reason:
         add("retired-without-reason", "retired without a reason; give one with memfiles retire --reason")
     return found
