@@ -311,6 +311,8 @@ class TestBackfillAndWritePath:
         """--rebuild embeds everything again."""
         run("backfill")
         assert json.loads(run("backfill", "--rebuild", "--json").stdout)["indexed"] == len(ENTRIES)
+        both = run("backfill", "--rebuild", "--check")  # one writes everything, the other nothing: refused
+        assert both.exit_code == 2 and "--rebuild and --check do not go together" in both.output
 
 
 @pytest.mark.slow
@@ -466,6 +468,8 @@ class TestServerMode:
         """The same code against `chroma run`: backfill, search, and the write path's update."""
         monkeypatch.setenv("MEMFILES_CHROMA_URL", chroma_server)
         assert json.loads(run("backfill", "--rebuild", "--json").stdout)["indexed"] == len(ENTRIES)
+        both = run("backfill", "--rebuild", "--check")  # one writes everything, the other nothing: refused
+        assert both.exit_code == 2 and "--rebuild and --check do not go together" in both.output
         assert ids_of(memsearch("how do we aggregate test coverage?", "--json"))[0] == "F-001"
         run("add", "-k", "K", "-t", "Backups are kept for thirty days", "-a", "ops", "--body", "Then deleted.")
         assert run("backfill", "--check").exit_code == 0

@@ -142,6 +142,9 @@ class TestBadInput:
             (["working", "set", "--evidence", "a,b"], "holds a comma"),
             (["working", "todo", "done", "W-999"], "has no todo 'W-999'"),
             (["working", "todo", "add", "x" * 200], "title is 200 characters"),
+            (["working", "set", "--clear", "stage", "--stage", "x"], "--clear stage and --stage do not go together"),
+            (["working", "set", "--clear", "blockers", "--blocker", "x"], "--clear blockers and --blocker do not"),
+            (["working", "set", "--clear", "evidence_refs", "--add-evidence", "x"], "and --add-evidence do not"),
         ],
     )
     def test_bad_input_exits_2_with_a_message_and_writes_nothing(

@@ -37,6 +37,8 @@ def backfill(app: App, rebuild: bool, check_only: bool, as_json: bool) -> None:
     from memfiles.services.index_client import connect
 
     with errors_to_exit():
+        if rebuild and check_only:  # --check writes nothing, --rebuild rewrites everything
+            raise click.UsageError("--rebuild and --check do not go together: give one")
         result = connect(app.settings).backfill(rebuild=rebuild, check=check_only)
         skipped = _skipped(app, result["drift"]["unreadable"])
     drift = result["drift"]

@@ -192,12 +192,16 @@ def set_fields(
           --next-step "add pyyaml to the dev extra" --add-evidence tests/test_hooks.py
     """
     changes: dict[str, Any] = {name: None if name in SCALARS else [] for name in clear}
-    for name, value in fields.items():
-        if name in LISTS and value:
-            changes[name] = list(value)
-        elif name not in LISTS and value is not None:
-            changes[name] = value
+    given = [name for name, value in fields.items() if (value if name in LISTS else value is not None)]
     with errors_to_exit():
+        conflicts = [name for name in clear if name in given or (name == "evidence_refs" and add_evidence)]
+        if conflicts:  # empty it and set it: which one was meant, nobody can say
+            name = conflicts[0]
+            flags = {"blockers": "--blocker", "evidence_refs": "--evidence", "active_action_ids": "--action-id"}
+            other = flags.get(name, "--" + name.replace("_", "-")) if name in given else "--add-evidence"
+            raise click.UsageError(f"--clear {name} and {other} do not go together: give one")
+        for name in given:
+            changes[name] = list(fields[name]) if name in LISTS else fields[name]
         if not changes and not add_evidence:
             raise click.UsageError("nothing to set: give a field option (see --help)")
         service = _service(app)
