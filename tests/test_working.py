@@ -246,6 +246,9 @@ class TestEnd:
         assert data["replayed"] is True and data["added"] == ["E-001"]
         assert any("already ended" in w and "not recorded" in w for w in data["warnings"])
         assert snapshot(root) == before
+        plain = json.loads(started("working", "end", "--run", "fix-ci", "--json").stdout)
+        assert plain["replayed"] is True and plain["added"] == ["E-001"]  # without --episode it said []
+        assert snapshot(root) == before
 
 
 class TestEndedRun:

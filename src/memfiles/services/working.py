@@ -348,7 +348,7 @@ class Working:
                 where = f"edit {episode_id} with memfiles set" if episode_id else "it has no episode"
                 note = f"run {state.run} had already ended; --outcome/--title were not recorded ({where})"
                 self.warnings.append(note)
-            return state, episode_id if episode else None
+            return state, episode_id  # the episode it was recorded as, asked for or not: the first run's ids
         if episode and episode_id is None:
             op = normalize_automated(episode_op(state, outcome, title), self.project.settings.schema)
             result = self._write([op], request_id=f"working-end-{state.run}-{state.id}")
