@@ -157,6 +157,23 @@ class TestBadInput:
         assert message in result.output and "Traceback" not in result.output
         assert snapshot(root) == before
 
+    def test_a_set_or_todo_to_the_values_there_says_nothing_changed(self, started: Run, root: Path) -> None:
+        """`set --stage x` twice answered `updated: []` with no word, and said "run fix-ci saved"; the same
+        for a todo marked done twice. Both say nothing changed now, and write nothing."""
+        assert started("working", "set", "--stage", "x").exit_code == 0
+        before = snapshot(root)
+        again = started("working", "set", "--stage", "x")
+        assert again.exit_code == 0 and "saved" not in again.stdout
+        assert "nothing changed: run fix-ci already holds these values" in again.stderr
+        said = json.loads(started("working", "set", "--stage", "x", "--json").stdout)
+        assert said["updated"] == [] and said["warnings"] == ["nothing changed: run fix-ci already holds these values"]
+        todo = started("working", "todo", "add", "Write the test").stdout.strip()
+        assert snapshot(root) != before and started("working", "todo", "done", todo).exit_code == 0
+        done = snapshot(root)
+        twice = started("working", "todo", "done", todo)
+        assert twice.exit_code == 0 and f"nothing changed: {todo} is done already" in twice.stderr
+        assert snapshot(root) == done
+
     def test_set_with_nothing_to_set_is_a_usage_error(self, started: Run) -> None:
         """`working set` without a field option says so (exit 2)."""
         result = started("working", "set")

@@ -62,7 +62,8 @@ def _report(
         write = write_object(added=added, updated=updated, replayed=replayed, entries=listed, warnings=service.warnings)
         print_json({**write, "working": state.as_json()})
     elif text:
-        click.echo(text)
+        if replayed or not service.unchanged:
+            click.echo(text)  # "run R saved", unless nothing was (a warning above says so)
     else:
         _print_state(state)
 

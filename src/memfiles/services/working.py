@@ -239,7 +239,7 @@ class Working:
         self.project = project
         self.notify = notify
         self.warnings: list[str] = []
-        self.unchanged = False  # end of a run that had already ended: nothing was written
+        self.unchanged = False  # nothing was written: a set or todo to the values there, an end after an end
         self.written: list[BatchResult] = []  # every batch this command wrote, for its write object
 
     def _write(
@@ -302,7 +302,8 @@ class Working:
         if add_evidence:
             new = list_field("evidence_refs", add_evidence)
             values["evidence_refs"] = list(dict.fromkeys([*values.get("evidence_refs", []), *new]))
-        if values == state.values:
+        if values == state.values:  # set --stage x twice
+            self._nothing(f"nothing changed: run {state.run} already holds these values")
             return state
         self._write([self._state_op(state, values)])
         return require(self.project, state.run)
@@ -332,7 +333,13 @@ class Working:
             op["body"] = note.strip()
         if todo.status != status or "body" in op:
             self._write([op])
+        else:
+            self._nothing(f"nothing changed: {todo.id} is {status} already")
         return require(self.project, state.run)
+
+    def _nothing(self, warning: str) -> None:
+        self.warnings.append(warning)
+        self.unchanged = True
 
     def end(
         self, run: str | None, episode: bool = False, outcome: str | None = None, title: str | None = None
