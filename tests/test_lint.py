@@ -128,6 +128,15 @@ def test_write_path_refuses_a_body_it_cannot_clean(root: Path, run: Run) -> None
     assert snapshot(root) == before
 
 
+def test_a_refused_body_names_the_field_and_the_line_as_given(root: Path, run: Run) -> None:
+    """`# Top` on the body's second line was refused at "body line 3" (the line after the clean-up put a
+    blank line above it) with field null; it names the line as given, and the field."""
+    result = run("add", "-k", "decision", "-t", "Second", "-a", "x", "--body", "Intro line.\n# Top\nmore", "--json")
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)["error"]
+    assert error["field"] == "body" and error["message"].startswith("body line 2: md025")
+
+
 def test_write_path_cleans_the_issue_examples(root: Path, run: Run) -> None:
     """A body with every issue example is stored so that the file passes the rule set."""
     body = "\n\n".join(BROKEN.values()) + "\n\n* star\n* bullets\nText\n- a list after text"

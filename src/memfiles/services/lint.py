@@ -225,9 +225,22 @@ def clean_text(project: Project, text: str, position: int, field: str, title: st
             problems = _scan_body(config, title, cleaned)
     if problems:
         line, message = problems[0]
-        where = f"{field} line {line}" if line > 0 else "title"
-        raise OpError(position, f"{where}: {message}; the lint rule set refuses it (docs/lint.md)")
+        where = f"{field} line {_given_line(text, cleaned, line)}" if line > 0 else "title"
+        named = field if line > 0 else "title"
+        raise OpError(position, f"{where}: {message}; the lint rule set refuses it (docs/lint.md)", named)
     return cleaned
+
+
+def _given_line(given: str, cleaned: str, line: int) -> int:
+    """The line of the text as given that became line `line` of the cleaned text (which has blank lines
+    added around blocks): the same occurrence of the same words; `line` itself when it was rewritten."""
+    cleaned_lines = cleaned.split("\n")
+    if not 0 < line <= len(cleaned_lines) or not cleaned_lines[line - 1].strip():
+        return line
+    words = cleaned_lines[line - 1].strip()
+    nth = sum(1 for before in cleaned_lines[: line - 1] if before.strip() == words)
+    places = [n for n, row in enumerate(given.replace("\r\n", "\n").split("\n"), start=1) if row.strip() == words]
+    return places[nth] if nth < len(places) else line
 
 
 def clean_ops(project: Project, ops: list) -> list:  # list[Op]
