@@ -219,6 +219,14 @@ class TestPersona:
             result = run(*args)
             assert result.exit_code == 2 and "memory/persona.md:2: not UTF-8 text" in result.stderr
 
+    def test_a_persona_that_is_a_folder_is_an_io_error(self, run: Run, root: Path) -> None:
+        """memory/persona.md as a folder answered `exists: false`, as if none had been written."""
+        (root / "memory" / "persona.md").mkdir(parents=True)
+        result = run("persona", "--json")
+        error = json.loads(result.stdout)["error"]
+        assert result.exit_code == 2 and (error["code"], error["path"]) == ("io", "memory/persona.md")
+        assert "is not a file" in error["message"]
+
     def test_no_persona_says_where_to_write_one(self, run: Run) -> None:
         """Without memory/persona.md, persona says where it would be (exit 0)."""
         result = run("persona")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memfiles.errors import ReadError
 from memfiles.store.fileio import read_memory_text
 from memfiles.store.project import PERSONA_FILE, Project
 
@@ -17,4 +18,6 @@ def persona(project: Project) -> dict[str, Any]:
     path = project.settings.memory_dir / PERSONA_FILE
     exists = path.is_file()
     shown = project.rel(path)
+    if not exists and path.exists():  # a folder of that name: "no persona" would send one to write a file there
+        raise ReadError(shown, "is not a file: the persona is a Markdown file; move this out of the way")
     return {"path": shown, "exists": exists, "text": read_memory_text(path, shown) if exists else ""}
