@@ -209,6 +209,17 @@ class TestSetRetirePrune:
         result = run("set", "F-404", "--status", "resolved")
         assert result.exit_code == 2 and "no entry F-404" in result.stderr
 
+    def test_the_same_retire_again_says_nothing_changed(self, run: Run, root: Path) -> None:
+        """Retiring again with the same reason listed the id under `retired` as if it were news."""
+        run("add", "-k", "D", "-t", "Old", "-a", "a", "--body", "b")
+        assert run("retire", "D-001", "--reason", "superseded").exit_code == 0
+        before = snapshot(root)
+        said = json.loads(run("retire", "D-001", "--reason", "superseded", "--json").stdout)
+        assert said["retired"] == [] and said["warnings"] == [
+            "D-001 is already retired with that reason: nothing changed"
+        ]
+        assert snapshot(root) == before
+
     def test_retire_keeps_the_entry_and_names_the_successor(self, run: Run, root: Path) -> None:
         """A retired entry keeps its id and text, with status retired, successor and reason."""
         run("add", "-k", "D", "-t", "Old", "-a", "a", "--body", "b")
@@ -230,7 +241,7 @@ class TestSetRetirePrune:
 
     def test_retiring_again_says_what_it_replaced(self, run: Run, root: Path) -> None:
         """retire of an entry already retired with another reason or successor goes ahead and says what it
-        replaced; the same retire again says nothing."""
+        replaced; the same retire again changes nothing and says so, as a set to the values there does."""
         for title in ("Old", "Newer", "Newest"):
             run("add", "-k", "D", "-t", title, "-a", "a", "--body", "b")
         assert run("retire", "D-001", "--successor", "D-002", "--reason", "dup").exit_code == 0
@@ -239,8 +250,9 @@ class TestSetRetirePrune:
         assert json.loads(again.stdout)["warnings"] == [
             "D-001 was already retired (reason: dup, successor D-002); this retire replaced that"
         ]
-        same = run("retire", "D-001", "--successor", "D-003", "--reason", "again", "--json")
-        assert json.loads(same.stdout)["warnings"] == []
+        same = json.loads(run("retire", "D-001", "--successor", "D-003", "--reason", "again", "--json").stdout)
+        assert same["warnings"] == ["D-001 is already retired with that reason: nothing changed"]
+        assert same["retired"] == []
 
     def test_a_write_to_a_file_check_rejects_says_what_it_carried_over(self, run: Run, root: Path) -> None:
         """A hand edit left an error in a file (a status no kind has); a write to that file goes ahead, and

@@ -162,7 +162,9 @@ class Batch:
                     if changed:
                         result.updated.append(wrote[op.position])
                 elif op.op == "retire":
-                    result.retired.append(self._retire(op))
+                    retired, changed = self._retire(op)
+                    if changed:
+                        result.retired.append(retired)
                 elif op.op == "section":
                     self._section(op)
                 elif op.op == "renumber":
@@ -387,7 +389,7 @@ class Batch:
             entries[index] = updated
         return entry.id, True
 
-    def _retire(self, op: Op) -> str:
+    def _retire(self, op: Op) -> tuple[str, bool]:
         _rel, _draft, entries, index = self.work.locate(op, self._missing_hint(op.id or ""))
         entry = entries[index]
         # What the op does not change stays: retiring again with a new reason keeps the successor.
@@ -409,8 +411,11 @@ class Batch:
         if entry.status == RETIRED and (entry.reason != op.get("reason") or entry.successor != successor):
             was = f"reason: {entry.reason}" + (f", successor {entry.successor}" if entry.successor else "")
             self.notes.append(f"{entry.id} was already retired ({was}); this retire replaced that")
+        elif entry.status == RETIRED:  # the same retire again: as an update to the values there, nothing changed
+            self.notes.append(f"{entry.id} is already retired with that reason: nothing changed")
+            return entry.id, False
         entries[index] = replace(entry, status=RETIRED, successor=successor, reason=op.get("reason"))
-        return entry.id
+        return entry.id, True
 
     def _cycle(self, entry_id: str, successor: str) -> list[str] | None:
         """The chain `entry_id -> successor -> ...` when it comes back to `entry_id`, else None."""
