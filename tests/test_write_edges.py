@@ -156,6 +156,7 @@ class TestOneLineFields:
         [
             ("--title", "Tab\tinside", "a tab"),
             ("--area", "are\x1ba", "U+001B"),
+            ("--title", "Fine\u202etxt.exe", "U+202E (a bidirectional control"),  # shows as "Fineexe.txt"
             ("--tag", "t\tag", "a tab"),
             ("--section", "De\tsign", "a tab"),
         ],

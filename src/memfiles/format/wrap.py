@@ -85,9 +85,24 @@ def normalize_body(text: str, width: int = 100) -> str:
     return "\n".join(out)
 
 
+# Bidirectional embeddings, overrides and isolates: invisible, they reorder how the text around them
+# displays, so a title or body can show one thing and say another ("Trojan Source", CVE-2021-42574).
+_BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
 def _is_control(char: str) -> bool:
-    """A control character (tab, line ends and NUL included) or a Unicode line or paragraph separator."""
-    return unicodedata.category(char) == "Cc" or char in "\u2028\u2029"
+    """A control character (tab, line ends and NUL included), a Unicode line or paragraph separator, or a
+    bidirectional control."""
+    return unicodedata.category(char) == "Cc" or char in "\u2028\u2029" or char in _BIDI_CONTROLS
+
+
+def _named(char: str) -> str:
+    name = f"U+{ord(char):04X}"
+    return (
+        name + " (a bidirectional control: it reorders how the text around it displays)"
+        if char in _BIDI_CONTROLS
+        else name
+    )
 
 
 def control_character(text: str) -> str | None:
@@ -98,7 +113,7 @@ def control_character(text: str) -> str | None:
     """
     for char in text:
         if _is_control(char):
-            return {"\t": "a tab", "\n": "a newline", "\r": "a carriage return"}.get(char, f"U+{ord(char):04X}")
+            return {"\t": "a tab", "\n": "a newline", "\r": "a carriage return"}.get(char, _named(char))
     return None
 
 
@@ -112,7 +127,7 @@ def stray_control(text: str) -> tuple[int, str] | None:
     for number, line in enumerate(text.split("\n"), start=1):
         for char in line.rstrip("\r"):
             if char != "\t" and _is_control(char):
-                name = f"U+{ord(char):04X}"
+                name = _named(char)
                 if char == "\x1b":
                     name += " (an escape: colour codes pasted from a terminal?)"
                 elif char == "\r":
