@@ -162,15 +162,29 @@ class TestMarks:
 
 class TestMerge:
     def test_union_lines_and_conflict_markers_take_the_highest(self) -> None:
-        """Lines of both sides (a union merge) or a conflict left in: each prefix takes its highest mark and
-        every never list; the markers are noted, and a rewrite has one line per prefix."""
-        text = "D 7\nF 3 never 1\n<<<<<<< HEAD\nD 9\n=======\nD 8 never 2\n>>>>>>> theirs\n"
+        """Lines of both sides (a union merge) or a conflict left in: each prefix takes its highest mark, and
+        a number is never handed out only when no line says it was; the markers are noted, and a rewrite
+        has one line per prefix."""
+        text = "D 2\nF 3 never 1\n<<<<<<< HEAD\nD 9 never 5\n=======\nD 8 never 2,5\n>>>>>>> theirs\n"
         marks = parse_marks(text, "memory/ids.txt")
         assert marks.high == {"D": 9, "F": 3}
-        assert marks.never == {"D": {2}, "F": {1}}
+        assert marks.never == {"D": {5}, "F": {1}}  # 2: `D 2` and `D 9 never 5` say it was handed out
         assert marks.conflicts == [3, 5, 7]
         rendered = render_marks(advance(marks, {"D": {1, 9}}))
-        assert rendered.endswith("D 9 never 2\nF 3 never 1\n")  # 3-8 were handed out: not "never"
+        assert rendered.endswith("D 9 never 5\nF 3 never 1\n")  # 3, 4, 6-8 were handed out: not "never"
+
+    def test_a_merge_does_not_hide_an_entry_one_branch_lost(self, run: Run, root: Path) -> None:
+        """Branch A gave out D-002 (`D 2`); branch B hand-wrote D-010, and the next add recorded 2-9 as never
+        handed out (`D 11 never 2-9`). git's union merge keeps both lines; the never list covered D-002, so
+        a merge that lost it passed check. A number some line says was handed out is no longer "never"."""
+        add(run, "D", "Base")
+        add(run, "D", "Branch A")
+        path = root / "memory" / "decisions.md"
+        text = path.read_text()
+        path.write_text(text[: text.index("### D-002")].rstrip() + "\n")  # the merge kept B's file: D-002 lost
+        (root / "memory" / "ids.txt").write_text("D 2\nD 11 never 2-9\n")
+        result = run("check")
+        assert result.exit_code == 1 and "missing-id D-002" in result.stdout
 
     def test_a_bad_line_names_the_line(self) -> None:
         """A line that is not a mark: ParseError with path and line."""

@@ -6,7 +6,8 @@ handed out (`F 14 never 3,7-9`: gaps of hand-numbered files, or numbers skipped 
 id), so that `check` can tell an id deleted by hand from one that never existed.
 
 Merges: `memory/.gitattributes` says `ids.txt merge=union`, so git keeps both branches' lines instead of a
-conflict; the reader takes each prefix's highest mark (and every `never` list), and the next write
+conflict; the reader takes each prefix's highest mark (and the `never` numbers no line says were handed
+out), and the next write
 rewrites the file with one line per prefix. Without the attribute, a conflicted file still reads: the
 conflict markers are skipped and reported by `check`. Stdlib only.
 """
@@ -76,6 +77,7 @@ def _parse_ranges(text: str) -> set[int]:
 def parse_marks(text: str, path: str | Path) -> Marks:
     """The marks in `text`; repeated prefixes (a union merge) take the highest. ParseError on a bad line."""
     marks = Marks()
+    handed: dict[str, set[int]] = {}  # per prefix, the numbers some line says were handed out
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
@@ -94,8 +96,12 @@ def parse_marks(text: str, path: str | Path) -> Marks:
         marks.high[prefix] = max(high, marks.high.get(prefix, 0))
         marks.lines.setdefault(prefix, number)
         marks.never.setdefault(prefix, set()).update(never)
+        handed.setdefault(prefix, set()).update(set(range(1, high + 1)) - never)
     for prefix, never in marks.never.items():
+        # A number one line says was handed out was: after a union merge, `D 2` (branch A gave out D-002)
+        # beside `D 11 never 2-9` (branch B skipped 2-9) leaves 3-9 never used, and a lost D-002 reported.
         never.intersection_update(marks.numbers(prefix))
+        never.difference_update(handed.get(prefix, set()))
     return marks
 
 
