@@ -150,7 +150,8 @@ class Watcher:
             log.exception("could not save the catalog on the way out")
         finally:
             self._exit.close()
-        log.info("stopped")
+        if hasattr(self, "keeper"):  # one that never started (another watcher runs) has nothing to stop
+            log.info("stopped")
 
     def serve_forever(self) -> None:
         while not self.stopping.wait(0.5):
