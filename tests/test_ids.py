@@ -186,6 +186,19 @@ class TestMerge:
         result = run("check")
         assert result.exit_code == 1 and "missing-id D-002" in result.stdout
 
+    def test_a_broken_marks_file_or_ledger_is_named_from_the_root(self, run: Run, root: Path) -> None:
+        """A write refused over a broken ids.txt or pruned.jsonl named it by its absolute path."""
+        add(run, "D", "Base")
+        marks = root / "memory" / "ids.txt"
+        good = marks.read_text()
+        marks.write_text(good + "garbage line\n")
+        error = json.loads(run("add", "-k", "D", "-t", "x", "-a", "a", "--body", "b", "--json").stdout)["error"]
+        assert (error["code"], error["path"]) == ("parse", "memory/ids.txt") and str(root) not in error["message"]
+        marks.write_text(good)
+        (root / "memory" / "pruned.jsonl").write_text("nope\n")
+        error = json.loads(run("add", "-k", "D", "-t", "x", "-a", "a", "--body", "b", "--json").stdout)["error"]
+        assert (error["path"], error["line"]) == ("memory/pruned.jsonl", 1) and str(root) not in error["message"]
+
     def test_a_bad_line_names_the_line(self) -> None:
         """A line that is not a mark: ParseError with path and line."""
         from memfiles.errors import ParseError

@@ -162,7 +162,7 @@ class MarksFile:
     def read(self) -> Marks | None:
         """The marks, or None when the project has none yet; ParseError for a line that is not a mark."""
         text = self.text()
-        return None if text is None else parse_marks(text, self.path)
+        return None if text is None else parse_marks(text, f"{self.path.parent.name}/{self.path.name}")
 
     def attributes_text(self) -> tuple[str | None, str]:
         """The .gitattributes text now, and with the union-merge line (the same when it is there)."""
