@@ -174,6 +174,18 @@ class TestBadInput:
         assert twice.exit_code == 0 and f"nothing changed: {todo} is done already" in twice.stderr
         assert snapshot(root) == done
 
+    def test_a_bad_value_names_its_field_as_an_op_error(self, started: Run) -> None:
+        """A two-line stage or an empty goal was `usage` with field null; add names the field of a bad
+        value (code op), and so does working now."""
+        for args, field in (
+            (["--stage", "two\nlines"], "stage"),
+            (["--goal", " "], "goal"),
+            (["--evidence", "a,b"], "evidence_refs"),
+        ):
+            result = started("working", "set", *args, "--json")
+            error = json.loads(result.stdout)["error"]
+            assert result.exit_code == 2 and (error["code"], error["field"]) == ("op", field), error
+
     def test_set_with_nothing_to_set_is_a_usage_error(self, started: Run) -> None:
         """`working set` without a field option says so (exit 2)."""
         result = started("working", "set")

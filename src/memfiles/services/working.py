@@ -251,7 +251,8 @@ class Working:
             try:
                 parsed.append(parse_op(value, position, settings.schema, wrap=0))
             except OpError as error:
-                raise WorkingError(error.message.replace("evidence:", "evidence_refs:")) from error
+                field = "evidence_refs" if error.field == "evidence" else error.field
+                raise WorkingError(error.message.replace("evidence:", "evidence_refs:"), field) from error
         result, warning = write_ops(self.project, parsed, request_id=request_id, notify=self.notify, guard=guard)
         if warning:
             self.warnings.append(warning)

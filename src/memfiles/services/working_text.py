@@ -23,20 +23,27 @@ _ITEM_LINE = re.compile(r"^  - (.*)$")
 
 
 class WorkingError(MemfilesError):
-    """A working-memory request that cannot be done (no such run, several runs, a bad value)."""
+    """A working-memory request that cannot be done (no such run, several runs, a bad value). One about a
+    field's value names the field and is an `op` error, as an option of `add` with a bad value is."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        if field is not None:
+            self.code = "op"
 
 
 def one_line_field(name: str, value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise WorkingError(f"{name} must be text, got {json_type(value)}")
+        raise WorkingError(f"{name} must be text, got {json_type(value)}", name)
     value = strip_injected(value).strip()  # what a hook injected is memory already, not the run's state
     if "\n" in value or "\r" in value:
-        raise WorkingError(f"{name} must be one line: put long output in a file and cite it in evidence_refs")
+        raise WorkingError(f"{name} must be one line: put long output in a file and cite it in evidence_refs", name)
     control = control_character(value)
     if control is not None:
-        raise WorkingError(f"{name} holds {control}; write it with spaces (one line of printable text)")
+        raise WorkingError(f"{name} holds {control}; write it with spaces (one line of printable text)", name)
     return value or None
 
 
@@ -46,15 +53,15 @@ def list_field(name: str, value: Any) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
-        raise WorkingError(f"{name} must be a list of text")
+        raise WorkingError(f"{name} must be a list of text", name)
     items = [text for item in value if (text := strip_injected(item).strip())]
     for item in items:
         if "\n" in item or "\r" in item:
-            raise WorkingError(f"{name}: each item must be one line")
+            raise WorkingError(f"{name}: each item must be one line", name)
         if control_character(item):
-            raise WorkingError(f"{name}: {item!r} holds {control_character(item)}; write it with spaces")
+            raise WorkingError(f"{name}: {item!r} holds {control_character(item)}; write it with spaces", name)
         if name == "evidence_refs" and "," in item:
-            raise WorkingError(f"evidence_refs: {item!r} holds a comma; give each ref on its own")
+            raise WorkingError(f"evidence_refs: {item!r} holds a comma; give each ref on its own", name)
     return items
 
 
@@ -70,7 +77,7 @@ def checked_changes(changes: dict[str, Any]) -> dict[str, Any]:
     for name, value in changes.items():
         out[name] = list_field(name, value) if name in LISTS else one_line_field(name, value)
     if "goal" in out and not out["goal"]:
-        raise WorkingError("goal cannot be empty: a run is for something")
+        raise WorkingError("goal cannot be empty: a run is for something", "goal")
     return out
 
 
