@@ -224,7 +224,8 @@ class TestBackfillAndWritePath:
     ) -> None:
         """An entry deleted by hand (an editor, a branch switch) with no watcher running was still a hit,
         with no word that the index was behind. It is left out now, and a warning names the file; the
-        next backfill ends the warning. The files saved before the index was are not read at all."""
+        next backfill ends the warning, not a later write. The files saved before the last backfill are
+        not read at all."""
         run("backfill")
         assert ids_of(memsearch("on-call rota", "--json"))[0] == "T-001"
         assert "behind" not in memsearch("on-call rota").stderr
@@ -235,9 +236,43 @@ class TestBackfillAndWritePath:
         assert "T-001" not in ids_of(result)
         assert "the index is behind the files: memory/todos.md changed since its last sync" in result.stderr
         assert "1 entry no file holds any more left out" in result.stderr
+        # a write's own index update compares only the file it wrote: the hand edit is still seen
+        assert run("add", "-k", "fact", "-t", "Staging has its own keys", "-a", "ops", "--body", "b").exit_code == 0
+        result = memsearch("on-call rota", "--json")
+        assert "T-001" not in ids_of(result) and "memory/todos.md changed since its last sync" in result.stderr
         run("backfill")
         result = memsearch("on-call rota", "--json")
         assert "T-001" not in ids_of(result) and "behind" not in result.stderr
+
+    def test_hidden_entries_take_no_place_among_the_k(self, run: Run, root: Path, memsearch) -> None:
+        """60 entries of a file deleted by hand filled each ranking's 50 places: the search returned none of
+        the 20 that still stand. The rankings go as much deeper as there are hidden entries."""
+        ops = [
+            {
+                "op": "add",
+                "kind": "decision",
+                "title": f"SQLite write lock tuning {n}",
+                "area": "db",
+                "body": f"Tune the sqlite write lock, case {n}.",
+                "file": "memory/branch.md",
+            }
+            for n in range(60)
+        ] + [
+            {
+                "op": "add",
+                "kind": "decision",
+                "title": f"Storage engine choice {n}",
+                "area": "db",
+                "body": f"We keep sqlite as the storage engine, note {n}.",
+                "file": "memory/keep.md",
+            }
+            for n in range(20)
+        ]
+        assert run("import", "-", input=json.dumps({"ops": ops})).exit_code == 0
+        run("backfill")
+        (root / "memory" / "branch.md").unlink()
+        found = ids_of(memsearch("sqlite write lock", "-k", "10", "--json"))
+        assert len(found) == 10 and all(int(i.split("-")[1]) > 60 for i in found)
 
     def test_write_path_keeps_the_index_in_step(self, filled: Path, run: Run, memsearch) -> None:
         """add, set and prune update the index themselves: no drift afterwards, and the new entry is found."""

@@ -71,6 +71,8 @@ class Searcher:
         self._lexical: LexicalIndex | None = None
         self._texts: tuple[list[str], list[str]] | None = None
         self._ids: tuple[list[str], dict[tuple[str, int], str]] | None = None
+        self.depth = DEPTH  # how deep each ranking goes (deeper while `hidden` entries take places)
+        self.hidden: set[str] = set()  # entries never to answer with (no file holds them: services/behind.py)
 
     @property
     def lexical(self) -> LexicalIndex:
@@ -117,7 +119,7 @@ class Searcher:
     def _top_rows(self, scores: np.ndarray, depth: int | None = None) -> list[int]:
         import numpy as np
 
-        depth = DEPTH if depth is None else depth
+        depth = self.depth if depth is None else depth
         rows = np.argpartition(-scores, depth)[:depth] if len(scores) > depth else np.arange(len(scores))
         return [int(r) for r in rows if scores[r] > 0]
 
@@ -139,7 +141,7 @@ class Searcher:
         """
         import numpy as np
 
-        depth = DEPTH if depth is None else depth
+        depth = self.depth if depth is None else depth
         if self.vectors is not None:
             allowed = filters.mask(self.catalog) if filters.active else None
             return self.vectors.search(vector, self.catalog.order, depth, allowed)
@@ -274,7 +276,7 @@ class Searcher:
         candidates = []
         for doc_id in {*found.ids, *lexical, *dense, *found.exact}:
             doc = self.catalog.docs.get(doc_id)
-            if doc is None:
+            if doc is None or doc_id in self.hidden:
                 continue
             rank = fused.get(doc_id, 0.0)
             if doc_id in found.exact:

@@ -30,8 +30,10 @@ def backfill_session(
     from memfiles.index.lexical import saved_is_current
     from memfiles.index.sync import apply_plan, make_plan, mirrored_catalog, store_docs
     from memfiles.index.vector_cache import VectorCache
+    from memfiles.services.behind import mark_checked, reading_starts
     from memfiles.services.index_session import embedder_for, entry_docs
 
+    started = reading_starts()  # every file modified before this is compared below
     found = entry_docs(project)
     store = session.store
     if rebuild and not check:
@@ -61,6 +63,7 @@ def backfill_session(
         and saved_is_current(store.sidecar, held.saved_as)  # else: saved again below (a stale BM25 recipe)
     ):
         report = apply_plan(store, session.embedder, plan)  # nothing to do: an empty report
+        mark_checked(store.sidecar, started)
         return {"drift": drift, "summary": report.summary(), "report": report_json(report)}, None
     # The vectors the new catalog starts from, updated by the plan: none yet in an empty store; the
     # held catalog's when it mirrors the store; else apply_plan reads them from the store.
@@ -70,6 +73,7 @@ def backfill_session(
     elif mirrors and (held.vectors is not None or held.load_vectors(store.sidecar) is not None):
         target.vectors = held.vectors.copy()
     report = apply_plan(store, embedder_for(session, plan), plan, target, complete=True)
+    mark_checked(store.sidecar, started)
     return {"drift": drift, "summary": report.summary(), "report": report_json(report)}, target
 
 

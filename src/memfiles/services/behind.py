@@ -2,14 +2,23 @@
 
 With a watcher running, every save reaches the index within a second. Without one, an entry deleted or
 changed by hand (an editor, `git checkout`, `git stash`) stays in the index as it was until the next
-`backfill` or watcher, and a search would return it as if it still stood. So a search with no watcher
-looks at the memory files saved after the index's catalog was (their modification times: one walk and
-a stat each, a few milliseconds), parses those only, and compares their entries with the index's: hits
-for entries no file holds any more are dropped, and a warning says the index is behind.
+`backfill` or watcher, and a search would return it as if it still stood.
+
+Every full comparison of the files with the index (a backfill, the watcher's catch-up and reconcile)
+records when it began reading them (`checked.json` beside the catalog, a second early to allow for
+coarse file clocks). A search with no watcher then looks at the memory files modified since (a walk and
+a stat each), parses those only, and compares their entries with the index's: hits for entries no file
+holds any more are hidden from the ranking, and a warning says the index is behind. A write's own update
+of the index does not move the mark (it compared only the files it wrote), so a hand edit made before
+it is still seen; the files it wrote are compared, found in step, and cost a parse each until the next
+full comparison.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,25 +48,50 @@ class Behind:
             " brings it in step (a running watcher keeps it so)"
         )
 
-    def drop_gone(self, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """`hits` without those of entries no file holds, ranked 1, 2, ... again."""
-        if not self.gone:
-            return hits
-        kept = [hit for hit in hits if hit["entry"]["id"] not in self.gone]
-        return [{**hit, "rank": rank} for rank, hit in enumerate(kept, start=1)]
+    def hide_gone(self, searcher: Any) -> None:
+        """Keep the entries no file holds out of `searcher`'s answers, each ranking going as much deeper
+        as there are of them, so that they take no place among the k."""
+        if self.gone:
+            searcher.hidden = set(self.gone)
+            searcher.depth += len(self.gone)
+
+
+CHECKED_FILE = "checked.json"
+CLOCK_MARGIN_NS = 1_000_000_000  # file times come from a coarser clock than time.time_ns()
+
+
+def reading_starts() -> int:
+    """The mark a full comparison records, taken before it reads the first file."""
+    return time.time_ns() - CLOCK_MARGIN_NS
+
+
+def mark_checked(sidecar: Path, started_ns: int) -> None:
+    """Record that every memory file modified before `started_ns` was compared with the index and is in
+    step with it (call after a full comparison that wrote what it found)."""
+    from memfiles.store.fileio import atomic_write
+
+    with contextlib.suppress(OSError):  # derived: without it, a search compares more files, nothing worse
+        sidecar.mkdir(parents=True, exist_ok=True)
+        atomic_write(sidecar / CHECKED_FILE, json.dumps({"files_read_from_ns": started_ns}) + "\n")
+
+
+def _checked(sidecar: Path | None) -> int | None:
+    if sidecar is None:
+        return None
+    try:
+        value = json.loads((sidecar / CHECKED_FILE).read_text(encoding="utf-8"))["files_read_from_ns"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def behind(project: Project, catalog: Catalog, sidecar: Path | None) -> Behind:
-    """How the files saved since the catalog's save differ from what it holds (all files when there is
-    no saved catalog to date it). A file that does not parse is left to the unreadable-file warning."""
+    """How the memory files modified since the last full comparison differ from what the index holds
+    (every file, when none is recorded). A file that does not parse is left to the unreadable-file
+    warning."""
     from memfiles.index.catalog import index_doc
 
-    saved_at = None
-    if sidecar is not None:
-        try:
-            saved_at = (sidecar / "catalog.json").stat().st_mtime_ns
-        except OSError:
-            saved_at = None
+    saved_at = _checked(sidecar)
     on_disk: dict[str, Path] = {}
     newer: set[str] = set()
     for path in project.markdown_files():

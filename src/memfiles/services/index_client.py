@@ -180,11 +180,9 @@ class LocalIndex:
                 raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
             searcher = session.searcher()
             late = behind(self.project, session.catalog, searcher.sidecar)
+            late.hide_gone(searcher)
             self.warnings = unreadable_warnings(session.catalog.broken) + _said(late.warning())
-            more = len(late.gone)  # as many more asked for as may be dropped, so that k still come back
-            return [
-                late.drop_gone(hit_objects(searcher.search(query, k + more, filters, mode)))[:k] for query, k in queries
-            ]
+            return [hit_objects(searcher.search(query, k, filters, mode)) for query, k in queries]
 
     @_handed_over
     def search_many(self, items: list[dict[str, Any]]) -> list[Hits]:
@@ -195,11 +193,9 @@ class LocalIndex:
                 raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
             searcher = session.searcher()
             late = behind(self.project, session.catalog, searcher.sidecar)
+            late.hide_gone(searcher)
             self.warnings = unreadable_warnings(session.catalog.broken) + _said(late.warning())
-            more = len(late.gone)
-            asked = [{**item, "k": int(item.get("k", 10)) + more} for item in items]
-            answers = search_many(searcher, asked)
-            return [late.drop_gone(hits)[: int(item.get("k", 10))] for item, hits in zip(items, answers, strict=True)]
+            return search_many(searcher, items)
 
     @_handed_over
     def similar(self, texts: list[str], filters: Filters, k: int = 5) -> list[Neighbours]:

@@ -215,8 +215,10 @@ class IndexKeeper:
     def reconcile(self) -> None:
         """The whole tree against the catalog, by hash only; logs any drift it had to fix."""
         from memfiles.index.sync import apply_plan, make_plan
+        from memfiles.services.behind import mark_checked, reading_starts
         from memfiles.services.index_session import entry_docs
 
+        started = reading_starts()
         found = entry_docs(self.project)  # outside the lock: parsing needs no index
         with self.mutex:
             known = {i for i, d in self.catalog.docs.items() if d.path not in found.broken}
@@ -229,6 +231,7 @@ class IndexKeeper:
                 log.warning("reconcile %s", self.state.last_drift)
                 apply_plan(self.session.store, embedder_for(self.session, plan), plan, self.catalog, save=False)
                 self.lexical_dirty.set()
+        mark_checked(self.session.store.sidecar, started)  # for searches once no watcher runs
 
     def snapshot(self) -> Any:
         """The catalog as it stands, copied with the generation it mirrors (taken together, under the mutex)."""
