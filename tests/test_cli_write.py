@@ -376,7 +376,7 @@ class TestImport:
         (root / "ops.json").write_text(text)
         result = run("import", str(root / "ops.json"))
         assert result.exit_code == 2 and f"ops.json{where}" in result.stderr and "Traceback" not in result.output
-        assert ("given twice" in result.stderr) != ("nested more than" in result.stderr)
+        assert ("given twice" in result.stderr) != ("nested too deep" in result.stderr)
         assert snapshot(root) == before
 
     def test_a_wrong_type_is_named_in_jsons_words(self, run: Run, root: Path) -> None:

@@ -109,7 +109,7 @@ class TestClaudeCode:
             ('{"hooks": {"Stop": {"command": "x"}}}', '"hooks.Stop" must be a list'),
             ('{"hooks": {"Stop": ["x"]}}', '"hooks.Stop" group 1 must be an object'),
             ('{"hooks": {}, "hooks": {"Stop": []}}', ':1: not valid JSON: key "hooks" given twice'),
-            ("[" * 3000 + "]" * 3000, "nested more than"),
+            ("[" * 3000 + "]" * 3000, "nested too deep"),
             ("\udcff{}", "not UTF-8 text"),
         ],
     )

@@ -182,7 +182,7 @@ class TestJsonErrors:
             ('["ids"]\n', 1, "expected"),
             ('{"query": "ids", "query": "other"}\n', 1, 'key "query" given twice'),
             ('{"query": "ids", "kind": "decision"}\n', 1, "a query line takes id, query and k, not kind"),
-            ('{"query": "ids"}\n' + "[" * 3000 + "]" * 3000 + "\n", 2, "nested more than"),
+            ('{"query": "ids"}\n' + "[" * 3000 + "]" * 3000 + "\n", 2, "nested too deep"),
         ],
     )
     def test_a_bad_batch_line_is_one_json_error_naming_its_line(

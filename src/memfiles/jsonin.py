@@ -3,8 +3,10 @@ log, an agent's settings file) is read strictly, so that nothing in it is droppe
 
 `json.loads` keeps the last of two equal keys in one object (`{"op": "add", "op": "prune"}` would prune)
 and overflows the stack on input nested a few thousand deep. `loads` here refuses both with a
-`json.JSONDecodeError` (line and column of the repeated key, or of the start), which every caller
-already turns into its own error naming the file and line. Stdlib only.
+`json.JSONDecodeError` (line and column of the repeated key, or of where the nesting got too deep),
+which every caller already turns into its own error naming the file and line. The C decoder reads
+everything (a hook checks each object's keys); only input it finds at fault is read again, slowly, to
+place the fault. Stdlib only.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from __future__ import annotations
 import json
 import json.decoder
 import json.scanner
-import re
 from typing import Any
 
-# Deeper than any input memfiles reads has a reason to be; well under the interpreter's recursion limit.
+# Where the slow decoder stops, placing the fault, when the C decoder ran out of stack: deeper than any
+# input memfiles reads has a reason to be, and well under the interpreter's recursion limit.
 MAX_DEPTH = 200
 
 
@@ -60,18 +62,57 @@ class _StrictDecoder(json.JSONDecoder):
         self.depth += 1
         if self.depth > MAX_DEPTH:
             self.depth = 0
-            raise json.JSONDecodeError(f"nested more than {MAX_DEPTH} levels deep", text, max(start - 1, 0))
+            raise json.JSONDecodeError("nested too deep to read", text, max(start - 1, 0))
 
 
 def _second(text: str, start: int, end: int, key: str) -> int:
-    """Where the key's second appearance in the object text[start:end] is (the object's start if unsure)."""
-    found = [m.start() for m in re.finditer(re.escape(json.dumps(key)) + r"\s*:", text[start:end])]
-    return start + found[1] if len(found) > 1 else max(start - 1, 0)
+    """Where `key` appears the second time as a key of the object text[start:end] itself (not of an object
+    inside it), compared as decoded (`"\\u00e9"` is `"é"`); the object's start if it cannot be told."""
+    depth, seen, at = 0, 0, start
+    while at < end:
+        char = text[at]
+        if char == '"':
+            close = at + 1
+            while close < end and text[close] != '"':
+                close += 2 if text[close] == "\\" else 1
+            after = close + 1
+            while after < end and text[after] in " \t\r\n":
+                after += 1
+            if depth == 0 and after < end and text[after] == ":":
+                try:
+                    same = json.loads(text[at : close + 1]) == key
+                except ValueError:
+                    same = False
+                seen += same
+                if seen == 2:
+                    return at
+            at = close + 1
+            continue
+        depth += char in "{["
+        depth -= char in "}]"
+        at += 1
+    return max(start - 1, 0)
+
+
+class _Refused(Exception):
+    """The fast decoder found what the strict one must place: a key given twice."""
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise _Refused
+    return found
 
 
 def loads(text: str) -> Any:
-    """`json.loads`, refusing a key given twice in one object and nesting deeper than MAX_DEPTH."""
-    return _StrictDecoder().decode(text)
+    """`json.loads`, refusing a key given twice in one object and input nested too deep to read. The C
+    decoder reads; only input it finds at fault is read again by the pure-Python one, which places the
+    fault (line and column) and stops at MAX_DEPTH levels."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique)
+    except (_Refused, RecursionError):
+        return _StrictDecoder().decode(text)
 
 
 def json_type(value: Any) -> str:

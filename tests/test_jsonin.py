@@ -1,0 +1,44 @@
+"""memfiles/jsonin.py: JSON input read strictly, placed where it is at fault, as fast as json.loads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memfiles import jsonin
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": NaN, "b": -Infinity, "c": 1e999, "d": 123456789012345678901234567890}',
+        '"\\ud83d\\ude00"',
+        " [1, 2] ",
+        '{"x": {"a": 1}, "a": 2}',
+        "[" * 500 + "]" * 500,
+    ],
+)
+def test_what_json_reads_it_reads_the_same(text: str) -> None:
+    assert repr(jsonin.loads(text)) == repr(json.loads(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "words"),
+    [
+        ('{"hooks": {},\n "x": {"hooks": 1},\n\n\n "hooks": 2}', 5, 2, 'key "hooks" given twice'),  # not line 2
+        ('{"\\u00e9": 1, "é": 2}', 1, 15, 'key "é" given twice'),  # the same key, spelled two ways
+        ('{"a": [1, {"b": 2, "b": 3}]}', 1, 20, 'key "b" given twice'),
+        ("\ufeff{}", 1, 1, "Unexpected UTF-8 BOM"),
+        ("[" * 3000 + "]" * 3000, 1, 201, "nested too deep"),
+    ],
+)
+def test_a_fault_is_placed_where_it_is(text: str, line: int, column: int, words: str) -> None:
+    with pytest.raises(json.JSONDecodeError) as caught:
+        jsonin.loads(text)
+    assert (caught.value.lineno, caught.value.colno) == (line, column) and words in caught.value.msg
+
+
+def test_types_are_named_in_jsons_words() -> None:
+    said = [jsonin.json_type(v) for v in (None, True, 5, 2.5, "x", [1], {"a": 1})]
+    assert said == ["null", "a boolean (true)", "a number (5)", "a number (2.5)", "text", "a list", "an object"]
