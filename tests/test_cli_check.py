@@ -228,9 +228,17 @@ class TestRefs:
         _write(root, "README.md", "# Read me\n")
         _write(root, "docs/guide.md", "# Guide\n")
         at = "@@"
-        _write(root, "src/n.py", f"# {at}doc:/etc/passwd\n# {at}doc:../README.md\n# {at}doc:guide\n")
+        _write(root, "shared/api.md", "# API\n\n## Auth\n")
+        (root / "docs" / "api.md").symlink_to(root / "shared" / "api.md")  # a doc kept elsewhere is a doc
+        text = f"# {at}doc:/etc/passwd\n# {at}doc:../README.md\n# {at}doc:guide\n# {at}doc:api#auth\n"
+        _write(root, "src/n.py", text)
         found = json.loads(run("refs", str(root / "src"), "--json").stdout)["findings"]
-        assert [(f["line"], f["code"]) for f in found] == [(1, "ref-dangling"), (2, "ref-dangling"), (3, "ref-ok")]
+        assert [(f["line"], f["code"]) for f in found] == [
+            (1, "ref-dangling"),
+            (2, "ref-dangling"),
+            (3, "ref-ok"),
+            (4, "ref-ok"),
+        ]
 
     def test_refs_dangling_reports_missing_retired_and_doc_anchors(self, run: Run, root: Path) -> None:
         """@@ids, @@doc and @@skill references resolve or are reported as path:line: code; exit 1 if any dangle."""

@@ -127,6 +127,14 @@ class TestClaudeCode:
         error = json.loads(run("hooks", "install", "--json").stdout)["error"]
         assert error["code"] == "parse" and error["path"] == ".claude/settings.json"
 
+    def test_a_settings_file_that_is_a_loop_of_links_is_no_traceback(self, run: Run, root: Path) -> None:
+        """settings.json -> loop.json -> settings.json: the write through links gave a RuntimeError traceback."""
+        (root / ".claude").mkdir()
+        (root / ".claude" / "settings.json").symlink_to("loop.json")
+        (root / ".claude" / "loop.json").symlink_to("settings.json")
+        result = run("hooks", "install")
+        assert "Traceback" not in result.output and result.exit_code in (0, 2), result.output
+
     def test_dry_run_prints_the_diff_and_writes_nothing(self, run: Run, root: Path) -> None:
         """--dry-run shows what would change and creates no file."""
         result = run("hooks", "install", "--scope", "local", "--dry-run", "--command", "memfiles")

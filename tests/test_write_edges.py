@@ -396,4 +396,12 @@ def test_a_linked_memory_file_is_named_by_its_place_and_written_through(run: Run
     assert [entry["path"] for entry in listed] == ["memory/linked.md"]
     assert run("set", "K-1", "--title", "Linked fact, kept elsewhere").exit_code == 0
     assert link.is_symlink() and "### K-001: Linked fact, kept elsewhere" in shared.read_text()
+    added = run("add", "-k", "fact", "-t", "Another", "-a", "a", "--body", "b", "--file", "memory/linked.md")
+    assert added.exit_code == 0, added.output  # the batch resolved the link first: "not a memory file"
+    assert link.is_symlink() and "### K-002: Another" in shared.read_text()
     assert run("check").exit_code == 0
+
+    (root / "loop.md").symlink_to(root / "memory" / "loop.md")
+    (root / "memory" / "loop.md").symlink_to(root / "loop.md")
+    looped = run("check")
+    assert "Traceback" not in looped.output and looped.exit_code in (0, 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from lsprotocol import types
@@ -26,7 +27,7 @@ def uri_of(path: Path) -> str:
 
 def path_of(uri: str) -> Path | None:
     path = to_fs_path(uri)
-    return Path(path).resolve() if path else None
+    return Path(os.path.abspath(path)) if path else None  # a linked file by its own place, as Project.rel names it
 
 
 def utf16(line: str, column: int) -> int:

@@ -70,11 +70,12 @@ def _anchors(path: Path) -> set[str]:
 
 def _resolve_target(base: Path, name: str, candidates: list[str]) -> Path | None:
     """The file a doc or skill reference names, under `base` only: `@@doc:/etc/passwd` and
-    `@@doc:../../x` name nothing (an absolute name replaced the base, and `..` climbed out of it)."""
-    inside = base.resolve()
+    `@@doc:../../x` name nothing (an absolute name replaced the base, and `..` climbed out of it). Told
+    by the names, not by where links lead: a doc that is a link to a shared file is still a doc."""
+    inside = Path(os.path.normpath(base))
     for candidate in candidates:
-        path = base / candidate.format(name=name)
-        if path.is_file() and path.resolve().is_relative_to(inside):
+        path = Path(os.path.normpath(base / candidate.format(name=name)))
+        if path.is_relative_to(inside) and path.is_file():
             return path
     return None
 

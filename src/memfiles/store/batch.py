@@ -264,7 +264,7 @@ class Batch:
         if rel is None:
             assert kind is not None
             rel = f"memory/{kind.file}"
-        path = (self.project.root / rel).resolve()
+        path = self.project.root / rel  # named by its place: a linked file is the link (Project.rel)
         rel = self.project.rel(path)
         if rel == f"memory/{PERSONA_FILE}":
             raise OpError(

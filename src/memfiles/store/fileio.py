@@ -72,9 +72,15 @@ def atomic_write(path: Path, text: str) -> None:
     the link would have made it a copy, and the file it shared would no longer see the edits)."""
     shown = path
     if path.is_symlink():
-        path = path.resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        # as far as it resolves: a loop of links gives up where it loops (the file there is replaced, as
+        # before), and the folder a dangling link points into is not made here
+        path = Path(os.path.realpath(path))
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(shown)) from error
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)

@@ -39,7 +39,7 @@ def _place(work: Workspace, op: Op, project: Project) -> tuple[str, int | None]:
     assert match is not None  # parse_op checked the shape
     path, line = match.group("path"), match.group("line")
     for base in (project.root, Path.cwd()):
-        rel = project.rel((base / path).resolve())
+        rel = project.rel(base / path)
         if rel in work.drafts:
             return rel, int(line) if line else None
     raise OpError(op.position, f"at: {path} is not a memory file of the project (give it as check prints it)", "at")
