@@ -312,3 +312,21 @@ def test_a_list_items_indented_text_is_text_not_code(root: Path, run: Run) -> No
     text = (root / "memory" / "facts.md").read_text()
     assert "    see <https://example.org/runbook> for it" in text
     assert run("check").exit_code == 0 and run("fmt", "--check").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a code block inside a list item: four columns in from the item's text (8 spaces after "1. ")
+        "Steps:\n\n1. Run the server, then probe it:\n\n        curl http://localhost:8080/health\n\n2. Done.",
+        # an indented block right after a closed fence: no blank line is needed for it to be code
+        "Run:\n```\nmake up\n```\n    curl http://localhost:8080/health\nThen wait.",
+    ],
+)
+def test_code_after_a_list_item_or_a_fence_is_kept_as_code(root: Path, run: Run, body: str) -> None:
+    """Both were taken for text by the first form of the shared rule: the URL got angle brackets inside
+    the code, and fmt then found files written by the earlier version not canonical."""
+    assert run("add", "-k", "fact", "-t", "Probe", "-a", "ops", "--body", body).exit_code == 0
+    text = (root / "memory" / "facts.md").read_text()
+    assert "    curl http://localhost:8080/health\n" in text and "<http" not in text
+    assert run("check").exit_code == 0 and run("fmt", "--check").exit_code == 0

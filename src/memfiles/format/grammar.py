@@ -155,29 +155,39 @@ def outside_fences(lines: Iterable[str], start: int = 1) -> Iterator[tuple[int, 
 
 def code_lines(lines: list[str], start: int = 0) -> frozenset[int]:
     """The numbers (from `start`) of the lines of code blocks: fenced ones, fences included, and indented
-    ones (four spaces or a tab, after a blank line or another such line, and not the text of a list item
-    whose line at the margin stands above). A tab there is part of the code (a Makefile recipe). The one
-    rule for what is code: the lint engine keeps its tabs, the write path's clean-up keeps its lines."""
+    ones (CommonMark): four columns in from where the text stands (the margin, or a list item's text),
+    after a blank line, a closed fence or a heading, or after another such line. A tab there is part of
+    the code (a Makefile recipe). The one rule for what is code: the lint engine keeps its tabs, the
+    write path's clean-up keeps its lines as written."""
     fence = Fence()
     found: set[int] = set()
-    previous_blank, in_code, in_item = True, False, False
+    opens, in_code = True, False  # `opens`: an indented line here may start a code block
+    item: int | None = None  # the column a list item's text starts at, while its lines go on
     for offset, line in enumerate(lines):
         if fence.feed(line, offset + 1):
             found.add(start + offset)
-            previous_blank, in_code = False, False
+            opens, in_code = fence.marker is None, False  # after a closed fence, code may start at once
             continue
-        blank = not line.strip()
-        if not blank and not line.startswith((" ", "\t")):  # a line at the margin: is it a list item?
-            in_item = bool(_LIST_ITEM_RE.match(line))
-        indented = line.startswith(("    ", "\t")) and not blank
-        in_code = indented and (previous_blank or in_code) and not in_item
+        if not line.strip():
+            opens = True
+            continue
+        expanded = line.expandtabs(4)
+        indent = len(expanded) - len(expanded.lstrip(" "))
+        marker = _LIST_ITEM_RE.match(expanded) if indent < 4 or (item is not None and indent < item + 4) else None
+        if item is not None and indent < item and marker is None and opens:
+            item = None  # a line back at the margin after a blank line ends the list item
+        base = item if item is not None else 0
+        in_code = indent >= base + 4 and (opens or in_code) and marker is None
         if in_code:
             found.add(start + offset)
-        previous_blank = blank if not in_code else False
+        elif marker is not None:
+            item = len(marker.group(0))
+        opens = in_code or bool(_HEADING_RE.match(expanded))  # a heading is a block of one line
     return frozenset(found)
 
 
-_LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,9}[.)])[ \t]")
+_LIST_ITEM_RE = re.compile(r"( *)(?:[-*+]|\d{1,9}[.)])( {1,4}|$)")
+_HEADING_RE = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 
 
 # --- headings ---------------------------------------------------------------------------------------
