@@ -77,7 +77,7 @@ def _parse_ranges(text: str) -> set[int]:
 def parse_marks(text: str, path: str | Path) -> Marks:
     """The marks in `text`; repeated prefixes (a union merge) take the highest. ParseError on a bad line."""
     marks = Marks()
-    handed: dict[str, set[int]] = {}  # per prefix, the numbers some line says were handed out
+    claims: dict[str, list[tuple[int, set[int]]]] = {}  # per prefix, each line's mark and never list
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
@@ -96,12 +96,16 @@ def parse_marks(text: str, path: str | Path) -> Marks:
         marks.high[prefix] = max(high, marks.high.get(prefix, 0))
         marks.lines.setdefault(prefix, number)
         marks.never.setdefault(prefix, set()).update(never)
-        handed.setdefault(prefix, set()).update(set(range(1, high + 1)) - never)
+        claims.setdefault(prefix, []).append((high, never))
     for prefix, never in marks.never.items():
         # A number one line says was handed out was: after a union merge, `D 2` (branch A gave out D-002)
         # beside `D 11 never 2-9` (branch B skipped 2-9) leaves 3-9 never used, and a lost D-002 reported.
+        # A line hands out 1 to its mark but its own never list (told by comparison: a mark of 9 digits
+        # must not cost a set of that many numbers).
         never.intersection_update(marks.numbers(prefix))
-        never.difference_update(handed.get(prefix, set()))
+        never.difference_update(
+            {n for n in never if any(n <= high and n not in own for high, own in claims.get(prefix, []))}
+        )
     return marks
 
 
