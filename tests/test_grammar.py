@@ -315,8 +315,10 @@ class TestLineEndings:
         path.write_text(path.read_text() + "\nA bell \x07 by hand.\n")
         line = path.read_text().split("\n").index("A bell \x07 by hand.") + 1
         assert f"memory/decisions.md:{line}: control-character U+0007" in run("check").stdout
-        path.write_text(path.read_text().replace("A bell \x07 by hand.", "An override \u2066 by hand."))
-        assert f"memory/decisions.md:{line}: control-character U+2066 (a bidirectional" in run("check").stdout
+        path.write_text(path.read_text().replace("A bell \x07 by hand.", "An override \u202e by hand."))
+        assert f"memory/decisions.md:{line}: control-character U+202E (a bidirectional" in run("check").stdout
+        path.write_text(path.read_text().replace("An override \u202e by hand.", "Met \u2068\u05d3\u05d5\u05d3\u2069."))
+        assert run("check").exit_code == 0  # an isolated right-to-left name, as copy-paste gives it
         fixed = normalize_automated({"op": "add", "title": "a \x1b[1mbold\x1b[0m", "body": coloured}, Schema())
         assert fixed["title"] == "a bold" and fixed["body"] == "A log line\nsaid ERROR here"
 

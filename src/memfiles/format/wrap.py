@@ -85,9 +85,11 @@ def normalize_body(text: str, width: int = 100) -> str:
     return "\n".join(out)
 
 
-# Bidirectional embeddings, overrides and isolates: invisible, they reorder how the text around them
-# displays, so a title or body can show one thing and say another ("Trojan Source", CVE-2021-42574).
-_BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+# Bidirectional embeddings and overrides: invisible, they reorder how the text around them displays, so
+# a title or body can show one thing and say another ("Trojan Source", CVE-2021-42574). The isolates
+# (U+2066-2069) are left alone: they are how Unicode has right-to-left names embedded in other text, and
+# what chat and system copy-paste put around one.
+_BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e"
 
 
 def _is_control(char: str) -> bool:
