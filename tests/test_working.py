@@ -168,6 +168,9 @@ class TestBadInput:
         said = json.loads(started("working", "set", "--stage", "x", "--json").stdout)
         assert said["updated"] == [] and said["warnings"] == ["nothing changed: run fix-ci already holds these values"]
         todo = started("working", "todo", "add", "Write the test").stdout.strip()
+        started("working", "set", "--add-evidence", "D-1")
+        again = started("working", "set", "--add-evidence", "d-001")  # stored as D-001: the same ref
+        assert "nothing changed" in again.stderr and "saved" not in again.stdout
         assert snapshot(root) != before and started("working", "todo", "done", todo).exit_code == 0
         done = snapshot(root)
         twice = started("working", "todo", "done", todo)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memfiles.errors import MemfilesError, OpError
-from memfiles.format.ids import same_id
+from memfiles.format.ids import evidence_id, same_id
 from memfiles.format.wrap import clip
 from memfiles.services.working_text import (
     LISTS,
@@ -303,6 +303,10 @@ class Working:
         if add_evidence:
             new = list_field("evidence_refs", add_evidence)
             values["evidence_refs"] = list(dict.fromkeys([*values.get("evidence_refs", []), *new]))
+        if "evidence_refs" in values:  # as the write stores them (E-1 is E-001), so that the same ones compare equal
+            schema = self.project.settings.schema
+            spelled = (evidence_id(item, schema.prefixes, schema.id_width) or item for item in values["evidence_refs"])
+            values["evidence_refs"] = list(dict.fromkeys(spelled))
         if values == state.values:  # set --stage x twice
             self._nothing(f"nothing changed: run {state.run} already holds these values")
             return state
