@@ -244,6 +244,18 @@ class TestBackfillAndWritePath:
         result = memsearch("on-call rota", "--json")
         assert "T-001" not in ids_of(result) and "behind" not in result.stderr
 
+    def test_fmt_tells_the_index_what_it_rewrote(self, filled: Path, run: Run, memsearch) -> None:
+        """fmt wrote files and told the index nothing: `### D-1:` respelled D-001 left the index behind
+        (a warning at every search with no watcher) until a backfill. It updates the index as a write does."""
+        run("backfill")
+        path = filled / "memory" / "decisions.md"
+        hand = "### D-7: Nightly builds run on the spare runner\n\n- date: 2026-12-01\n- area: ci\n- status: proposed\n\nB.\n"
+        path.write_text(path.read_text().replace("## Manual", hand + "\n## Manual"))
+        assert run("fmt").exit_code == 0 and "### D-007:" in path.read_text()
+        result = memsearch("spare runner", "--json")
+        assert ids_of(result)[0] == "D-007" and "behind" not in result.stderr
+        assert run("backfill", "--check").exit_code == 0
+
     def test_hidden_entries_take_no_place_among_the_k(self, run: Run, root: Path, memsearch) -> None:
         """60 entries of a file deleted by hand filled each ranking's 50 places: the search returned none of
         the 20 that still stand. The rankings go as much deeper as there are hidden entries."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json
+from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, warn
 from memfiles.cli.reads import read_with_warnings
 from memfiles.format.validate import finding_order
 from memfiles.services.audit import audit_project, layer_findings
@@ -60,8 +60,9 @@ def fmt(app: App, check_only: bool, no_lint: bool, as_json: bool) -> None:
     without its padding (`### D-2:`), which becomes D-002 (with the refs and successors naming it) when
     no other entry or pruned record has D-002.
 
-    A file keeps its line ending (the first line's, CRLF or LF) throughout, Manual included. Files that
-    cannot be read are named (exit 2) and left alone. With --json: {"changed": [paths], "unchanged": n,
+    A file keeps its line ending (the first line's, CRLF or LF) throughout, Manual included. The index
+    is told of the files rewritten, as after any write. Files that cannot be read are named (exit 2) and
+    left alone. With --json: {"changed": [paths], "unchanged": n,
     "findings": [...]}.
 
     \b
@@ -70,6 +71,14 @@ def fmt(app: App, check_only: bool, no_lint: bool, as_json: bool) -> None:
     """
     with errors_to_exit():
         result = format_project(app.project, write=not check_only, lint=not no_lint)
+    if result.changed and not check_only:
+        # a write like any other: moved lines and respelled ids reach the index as add's changes do
+        from memfiles.cli.writes import notify_index
+        from memfiles.store.batch import BatchResult
+
+        said = notify_index(app.project, BatchResult(paths=list(result.changed)))
+        if said:
+            warn(said)
     if as_json:
         print_json(
             {
