@@ -249,7 +249,10 @@ class TestBackfillAndWritePath:
         (a warning at every search with no watcher) until a backfill. It updates the index as a write does."""
         run("backfill")
         path = filled / "memory" / "decisions.md"
-        hand = "### D-7: Nightly builds run on the spare runner\n\n- date: 2026-12-01\n- area: ci\n- status: proposed\n\nB.\n"
+        hand = (
+            "### D-7: Nightly builds run on the spare runner\n\n"
+            "- date: 2026-12-01\n- area: ci\n- status: proposed\n\nB.\n"
+        )
         path.write_text(path.read_text().replace("## Manual", hand + "\n## Manual"))
         assert run("fmt").exit_code == 0 and "### D-007:" in path.read_text()
         result = memsearch("spare runner", "--json")
