@@ -507,6 +507,20 @@ class TestFiling:
         assert notes.count("_Last distilled:") == 1 and "from 6 experience records._" in notes
         assert "Signoff rate is 17%, under 50%" in notes and "Hold violations after placement (4)" in notes
 
+    def test_words_written_under_notes_by_hand_are_kept(self, run: Run, root: Path) -> None:
+        """A line a person added under ## Notes was deleted by the next distil, which replaced the whole
+        section; only the distiller's own lines are replaced now."""
+        write_log(root, "synthesis", base_records()[:4])
+        run("distil", "--domain", "synthesis", "--min-records", "4")
+        path = root / "memory" / "synthesis" / "knowledge.md"
+        text = path.read_text()
+        mine = "Runs before October used the old PDK: read their counts with care."
+        path.write_text(text.replace("_Last distilled:", mine + "\n\n_Last distilled:"))
+        write_log(root, "synthesis", base_records())
+        run("distil", "--domain", "synthesis")
+        notes = next(s for s in knowledge(root).sections if s.name == "Notes").intro
+        assert mine in notes and notes.count("_Last distilled:") == 1 and "from 5 experience records._" in notes
+
     def test_manual_section_is_untouched(self, run: Run, root: Path) -> None:
         """The user's Manual survives distillation byte for byte."""
         write_log(root, "synthesis", base_records()[:4])

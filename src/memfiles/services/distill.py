@@ -178,9 +178,19 @@ def ordered(knowns: list[Known]) -> list[Known]:
     return sorted(knowns, key=lambda k: (k.id is None, rank.get(k.section, len(rank)) if k.id is None else 0))
 
 
-def _notes(summary: dict[str, Any], records: list[Record], today: str) -> str:
-    """The Notes section: the low-signoff flag when it applies, and one _Last distilled_ line, replaced."""
-    lines = []
+_GENERATED_NOTE = re.compile(r"^(?:_Last distilled: |Signoff rate is \d+%, under 50%: )")
+
+
+def _notes(summary: dict[str, Any], records: list[Record], today: str, before: str | None = None) -> str:
+    """The Notes section: what a person wrote there (`before`'s paragraphs that the distiller did not
+    write, kept as they are), then the low-signoff flag when it applies and one _Last distilled_ line,
+    both replaced."""
+    kept = [
+        part
+        for part in re.split(r"\n[ \t]*\n", before or "")
+        if part.strip() and not _GENERATED_NOTE.match(part.strip())
+    ]
+    lines = [part.strip("\n") for part in kept]
     if summary["signoff_rate"] < 0.5:
         counts: dict[str, list[Any]] = {}
         for record in records:
@@ -289,7 +299,7 @@ def _distil_read(
     if similarity.mode == "lexical" and similarity.reason and use_model:
         report.warnings.append(f"symptoms matched by word overlap: the model could not be loaded ({similarity.reason})")
     ops = _ops(knowns, domain, rel)
-    intro = _notes(summary, records, today())
+    intro = _notes(summary, records, today(), notes)
     if ops or notes is None or _words(notes) != _words(intro):
         ops.append({"op": "section", "file": rel, "section": NOTES, "intro": intro})
     new = [k for k in ordered(knowns) if k.id is None]
