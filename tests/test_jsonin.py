@@ -31,6 +31,7 @@ def test_what_json_reads_it_reads_the_same(text: str) -> None:
         ('{"a": [1, {"b": 2, "b": 3}]}', 1, 20, 'key "b" given twice'),
         ("\ufeff{}", 1, 1, "Unexpected UTF-8 BOM"),
         ("[" * 3000 + "]" * 3000, 1, 201, "nested too deep"),
+        ('{"title": "ok \\ud800 no"}', 1, 15, "half of a surrogate pair"),  # no file or tokenizer takes it
     ],
 )
 def test_a_fault_is_placed_where_it_is(text: str, line: int, column: int, words: str) -> None:
@@ -42,3 +43,21 @@ def test_a_fault_is_placed_where_it_is(text: str, line: int, column: int, words:
 def test_types_are_named_in_jsons_words() -> None:
     said = [jsonin.json_type(v) for v in (None, True, 5, 2.5, "x", [1], {"a": 1})]
     assert said == ["null", "a boolean (true)", "a number (5)", "a number (2.5)", "text", "a list", "an object"]
+
+
+def test_an_argument_that_is_not_utf8_is_refused_before_any_command(tmp_path) -> None:
+    """`memfiles add -t $'caf\\xe9'` crashed hashing its ops, and `memsearch` in the tokenizer, each with a
+    traceback: the shell hands bytes, which Python keeps as lone surrogates. Both refuse it, exit 2."""
+    import subprocess
+    import sys
+
+    (tmp_path / "memory").mkdir()
+    for entry, args in (
+        ("memfiles.cli.entry", [b"add", b"-k", b"decision", b"-t", b"caf\xe9", b"-a", b"x", b"--body", b"b"]),
+        ("memfiles.cli.quick_search", [b"yaml caf\xe9", b"--json"]),
+    ):
+        code = f"import sys; from {entry} import main; main()"
+        done = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, capture_output=True)
+        assert done.returncode == 2 and b"is not UTF-8 text (byte 0xe9)" in done.stderr, done.stderr
+        assert b"Traceback" not in done.stderr and not (tmp_path / "memory" / "decisions.md").exists()
+    assert json.loads(done.stdout)["error"]["code"] == "usage"

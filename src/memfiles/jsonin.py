@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import json.decoder
 import json.scanner
+import re
 from typing import Any
 
 # Where the slow decoder stops, placing the fault, when the C decoder ran out of stack: deeper than any
@@ -105,10 +106,40 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
+# A \uD800-\uDFFF escape that is not half of a pair: JSON's grammar lets it through, but it is no text,
+# and no file, hash or tokenizer takes it (a write crashed on it).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _escaped(text: str, at: int) -> bool:
+    """Whether the backslash at `at` starts an escape (it is not itself escaped)."""
+    before = at
+    while before > 0 and text[before - 1] == "\\":
+        before -= 1
+    return (at - before) % 2 == 0
+
+
+def _refuse_lone_surrogates(text: str) -> None:
+    if _SURROGATE_ESCAPE.search(text) is None:
+        return
+    paired = -1  # where the low half of the last pair stood
+    for found in _SURROGATE_ESCAPE.finditer(text):
+        at = found.start()
+        if at == paired or not _escaped(text, at):
+            continue
+        value = int(text[at + 2 : at + 6], 16)
+        low = _SURROGATE_ESCAPE.match(text, at + 6)
+        if value <= 0xDBFF and low is not None and int(text[at + 8 : at + 12], 16) >= 0xDC00:
+            paired = at + 6
+            continue
+        raise json.JSONDecodeError(f"{text[at : at + 6]} is half of a surrogate pair, not text", text, at)
+
+
 def loads(text: str) -> Any:
     """`json.loads`, refusing a key given twice in one object and input nested too deep to read. The C
     decoder reads; only input it finds at fault is read again by the pure-Python one, which places the
     fault (line and column) and stops at MAX_DEPTH levels."""
+    _refuse_lone_surrogates(text)
     try:
         return json.loads(text, object_pairs_hook=_unique)
     except (_Refused, RecursionError):

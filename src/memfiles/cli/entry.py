@@ -32,6 +32,10 @@ def subcommand(argv: list[str]) -> str | None:
 
 def main() -> None:
     command = subcommand(sys.argv[1:])
+    if command != "hook":  # a hook reads its event from stdin and never fails its agent
+        from memfiles.cli.argv import refuse_undecodable
+
+        refuse_undecodable(sys.argv[1:], "memfiles")
     if command == "hook" and "_MEMFILES_COMPLETE" not in os.environ and not {"-h", "--help"} & set(sys.argv[1:]):
         from memfiles.cli.hook_entry import main as hook
 

@@ -171,6 +171,9 @@ def here(argv: list[str]) -> bool:
 
 
 def main() -> None:
+    from memfiles.cli.argv import refuse_undecodable
+
+    refuse_undecodable(sys.argv[1:], "memsearch")
     try:
         answered = quick(sys.argv[1:]) or here(sys.argv[1:])
     except BrokenPipeError:  # `memsearch ... | head -1`: the reader left; exit 1 as the full command does

@@ -1,0 +1,36 @@
+"""The command line as text: an argument that is not UTF-8 is refused before any command reads it.
+
+A shell hands over bytes; Python turns the ones that are not UTF-8 into lone surrogates (`caf\\xe9`
+becomes `caf\\udce9`), which no file, hash or tokenizer can take: a write crashed hashing its ops and a
+search crashed in the tokenizer, each with a traceback. Refused here, for `memfiles` and `memsearch`
+alike: exit 2, naming the argument and the byte (and the error object on stdout under --json or
+--batch). Stdlib only, so the thin clients stay thin.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+_JSON_FLAGS = ("--json", "--batch")
+
+
+def refuse_undecodable(argv: list[str], prog: str) -> None:
+    """Exit 2 when an argument holds bytes that are not UTF-8; return otherwise."""
+    for position, arg in enumerate(argv, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as error:
+            bad = arg[error.start]
+            byte = f"byte 0x{ord(bad) - 0xDC00:02x}" if 0xDC80 <= ord(bad) <= 0xDCFF else f"U+{ord(bad):04X}"
+            try:  # the bytes as given, the bad ones escaped: caf\xe9
+                shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            except UnicodeEncodeError:
+                shown = arg.encode("utf-8", "backslashreplace").decode("utf-8")
+            message = f"argument {position} ({shown}) is not UTF-8 text ({byte}): give it in UTF-8"
+            if any(flag == given or given.startswith(flag + "=") for given in argv for flag in _JSON_FLAGS):
+                from memfiles.contract import error_object  # only on this path: the thin clients stay thin
+
+                sys.stdout.write(json.dumps(error_object("usage", message), ensure_ascii=False) + "\n")
+            sys.stderr.write(f"{prog}: {message}\n")
+            raise SystemExit(2) from None
