@@ -24,7 +24,7 @@ from tests.conftest import DATA, REPO, Run, watching
 
 HOOKS = DATA / "hooks"
 SESSION = "4b1f2a9e-7c3d-4e21-9a58-0f6e2d8c1b77"
-RUN = "session-4b1f2a9e-7c3"
+RUN = "session-4b1f2a9e-7c3d-4e21-9a58-0f6e2d8c1b77"
 
 
 def recorded(name: str, **changes: Any) -> str:
@@ -586,3 +586,15 @@ class TestAnsweredByTheWatcher:
         request = {"op": "hook", "event": "UserPromptSubmit", "input": "{}", "root": "/", "env": {}}
         answer = exchange(str(warm / ".memsearch" / "watch.sock"), request, 60)
         assert isinstance(answer, dict) and answer["ok"] is False and "serves" in answer["error"]
+
+
+def test_two_sessions_never_share_a_run() -> None:
+    """`agentrun-2026-A` and `agentrun-2026-B` both became session-agentrun-202: one run, and the first
+    session to end ended the other's. A UUID is kept whole; a long or odd id gets a digest of the whole."""
+    from memfiles.services.hook_working import session_run
+
+    assert session_run("agentrun-2026-A") != session_run("agentrun-2026-B")
+    assert session_run(SESSION) == f"session-{SESSION}"
+    long_a, long_b = "x" * 60 + "a", "x" * 60 + "b"
+    assert session_run(long_a) != session_run(long_b) and len(session_run(long_a)) <= 64
+    assert session_run("a/b c") != session_run("a/bc")

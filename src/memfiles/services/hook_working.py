@@ -3,7 +3,7 @@
 A session maps to a run, found in this order:
 1. the run the session's state already names (the same session, a later call);
 2. `$MEMFILES_RUN`, when the agent was started with one (the user chose the run);
-3. `session-<first 12 characters of the session id>`, when that file exists (a resumed session);
+3. `session-<session id>` (`session_run`), when that file exists (a resumed session);
 4. on `resume` and `compact` only, the one active run, if there is exactly one (a session that lost
    its state: continuity matters more than a guess's risk, and one active run is no guess);
 5. else, when there is something to record (a failure, a compaction), the hooks start
@@ -16,6 +16,7 @@ The writes go through working.Working (the one write path); the watcher notices 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -32,9 +33,15 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def session_run(session: str) -> str:
-    """The run a session's hooks start: `session-` and the id's first 12 safe characters."""
-    safe = _UNSAFE.sub("", session)[:12] or "anonymous"
-    return f"session-{safe}"
+    """The run a session's hooks start: `session-` and the session id, whole when it is made of safe
+    characters and at most 48 long (a UUID is); else its first 12 safe characters and a digest of the
+    whole id, so that two sessions never share a run (`agentrun-2026-A` and `-B` shared one, and the
+    first to end ended the other's)."""
+    safe = _UNSAFE.sub("", session)
+    if safe and safe == session and len(safe) <= 48 and safe[0].isalnum():
+        return f"session-{safe}"
+    digest = hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"session-{safe[:12] or 'anonymous'}-{digest}"
 
 
 def find_run(
