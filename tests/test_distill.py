@@ -521,6 +521,20 @@ class TestFiling:
         notes = next(s for s in knowledge(root).sections if s.name == "Notes").intro
         assert mine in notes and notes.count("_Last distilled:") == 1 and "from 5 experience records._" in notes
 
+    def test_a_section_renamed_in_another_case_is_still_that_section(self, run: Run, root: Path) -> None:
+        """`## Known failure patterns` (renamed by hand) hid its entries from the distiller: a known symptom
+        became a second entry under a second `## Known Failure Patterns` heading."""
+        write_log(root, "synthesis", base_records()[:4])
+        run("distil", "--domain", "synthesis", "--min-records", "4")
+        path = root / "memory" / "synthesis" / "knowledge.md"
+        path.write_text(path.read_text().replace("## Known Failure Patterns", "## Known failure patterns"))
+        before = [e.id for e in knowledge(root).entries]
+        write_log(root, "synthesis", base_records())
+        assert run("distil", "--domain", "synthesis").exit_code == 0
+        text = path.read_text()
+        assert "## Known Failure Patterns" not in text and text.count("## Known failure patterns") == 1
+        assert [e.id for e in knowledge(root).entries] == before  # r5 confirmed its entry; nothing new
+
     def test_manual_section_is_untouched(self, run: Run, root: Path) -> None:
         """The user's Manual survives distillation byte for byte."""
         write_log(root, "synthesis", base_records()[:4])

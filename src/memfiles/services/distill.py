@@ -77,13 +77,22 @@ class DomainReport:
         }
 
 
-def _read_knowledge(project: Project, rel: str) -> tuple[list[Known], str | None]:
+def _read_knowledge(project: Project, rel: str) -> tuple[list[Known], str | None, dict[str, str]]:
+    """The file's entries as the distiller matches them, its Notes, and how the file spells each of the
+    distiller's sections: a section renamed by hand in another case (`## Known failure patterns`) is
+    still that section, its entries matched and new ones filed there, not under a second heading."""
     path = project.root / rel
     if not path.exists():
-        return [], None
+        return [], None, {}
     memory = parse(read_memory_text(path, rel), rel, project.settings.schema)
-    notes = next((s.intro for s in memory.sections if s.name == NOTES), None)
-    return [known_from(e, memory.section_of(e.id)) for e in memory.entries], notes
+    ours = {name.casefold(): name for name in (*SECTIONS, NOTES)}
+    spelled = {ours[s.name.casefold()]: s.name for s in memory.sections if s.name and s.name.casefold() in ours}
+
+    def canonical(name: str | None) -> str | None:
+        return ours.get(name.casefold(), name) if name else name
+
+    notes = next((s.intro for s in memory.sections if canonical(s.name) == NOTES), None)
+    return [known_from(e, canonical(memory.section_of(e.id))) for e in memory.entries], notes, spelled
 
 
 def _pruned_knowns(project: Project, rel: str) -> list[tuple[str, str, Known]]:
@@ -132,7 +141,7 @@ def _llm_findings(filer: Filer, findings: list[Any], records: list[Record]) -> N
             filer.decide(record, kind, finding.title, action, known, score, f"drafter: {why}")
 
 
-def _ops(knowns: list[Known], domain: str, rel: str) -> list[dict[str, Any]]:
+def _ops(knowns: list[Known], domain: str, rel: str, spelled: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Updates of changed entries, then adds section by section (ids then follow the file's order)."""
     ops: list[dict[str, Any]] = []
     for known in ordered(knowns):
@@ -157,7 +166,7 @@ def _ops(knowns: list[Known], domain: str, rel: str) -> list[dict[str, Any]]:
                     "area": domain,
                     "body": body,
                     "file": rel,
-                    "section": known.section,
+                    "section": (spelled or {}).get(known.section, known.section),
                     **fields,
                 }
             )
@@ -259,7 +268,7 @@ def _distil_read(
     written (unless `dry_run`)."""
     settings = project.settings
     summary = report.summary
-    knowns, notes = _read_knowledge(project, rel)
+    knowns, notes, spelled = _read_knowledge(project, rel)
     records = sorted(experiences.records, key=lambda r: (r.timestamp, r.line))
     pruned = _pruned_knowns(project, rel)
 
@@ -298,10 +307,10 @@ def _distil_read(
     report.matching = similarity.mode
     if similarity.mode == "lexical" and similarity.reason and use_model:
         report.warnings.append(f"symptoms matched by word overlap: the model could not be loaded ({similarity.reason})")
-    ops = _ops(knowns, domain, rel)
+    ops = _ops(knowns, domain, rel, spelled)
     intro = _notes(summary, records, today(), notes)
     if ops or notes is None or _words(notes) != _words(intro):
-        ops.append({"op": "section", "file": rel, "section": NOTES, "intro": intro})
+        ops.append({"op": "section", "file": rel, "section": spelled.get(NOTES, NOTES), "intro": intro})
     new = [k for k in ordered(knowns) if k.id is None]
     report.dry_run = dry_run
     automated_only(ops, rel, {k.id for k in knowns if k.id})
