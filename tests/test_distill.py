@@ -284,6 +284,22 @@ class TestFiling:
             " ".join(fanout.body.split())
         )
 
+    def test_the_first_fix_to_reach_signoff_becomes_the_entrys_fix(self, run: Run, root: Path) -> None:
+        """An entry made from a failed run with no fix read its own words `No fix was recorded.` as its fix,
+        so the first fix that worked was filed as contradicting them. It becomes the entry's fix."""
+        issue = ["LVS fails on the missing VDDIO label in the pad ring"]
+        write_log(root, "synthesis", [record("f1", 1, issue, [], signoff=False)])
+        run("distil", "--domain", "synthesis", "--min-records", "1")
+        fix = ["Add the missing VDDIO label to the pad ring"]
+        write_log(root, "synthesis", [record("f1", 1, issue, [], signoff=False), record("f2", 2, issue, fix)])
+        said = distil(run, "synthesis", "--min-records", "1")
+        assert said["contradictions"] == []
+        found = knowledge(root).entries[0]
+        body = " ".join(found.body.split())  # as wrapped in the file
+        assert found.evidence == ("f2",) and found.contradicted is None and found.failed == ("f1",)
+        assert "Fix: Add the missing VDDIO label to the pad ring." in body
+        assert "No fix was recorded" not in body and "Seen in 1 run where this fix worked" in body
+
     def test_contradictions_are_appended_never_overwritten(self, run: Run, root: Path) -> None:
         """Two different fixes that worked: both kept, in order; the same replacing fix again adds its run."""
         records = base_records()

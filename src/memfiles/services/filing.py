@@ -20,7 +20,7 @@ from typing import Any
 from memfiles.format.wrap import clip
 from memfiles.services.experiences import Record, issue_fix_pairs, notes_for, tool_flags
 from memfiles.services.flags import Flag
-from memfiles.services.knowledge import FAILURES, FLAGS, QUIRKS, Known, sentence
+from memfiles.services.knowledge import FAILURES, FLAGS, NO_FIX, QUIRKS, Known, sentence
 from memfiles.services.matching import NEAR, SAME, Similarity, shares_beyond
 
 # Characters of a symptom a new entry's bold lead keeps (the title is clipped to the title limit).
@@ -166,7 +166,7 @@ class Filer:
             body = f"**{sentence(clip(issue, LEAD_LIMIT))}.**"  # a pasted log line is not a lead
             if cause:
                 body += f" {sentence(clip(cause, 300))}."
-            body += f" Fix: {sentence(fix)}." if fix else " No fix was recorded."
+            body += f" Fix: {sentence(fix)}." if fix else f" {NO_FIX}"
             new = self._new(FAILURES, sentence(issue), body, record, symptoms=[issue], fix=sentence(fix))
             outcome = "signed off" if record.signoff else "did not reach signoff"
             self.decide(record, "symptom", issue, "new", new, score, f"{why}; the run {outcome}")
@@ -176,6 +176,18 @@ class Filer:
             return
         if issue not in known.symptoms:
             known.symptoms.append(issue)
+        if record.signoff and fix and not known.fix and known.adopt_fix(fix):
+            known.note("evidence", record.key, record.when)
+            self.decide(
+                record,
+                "symptom",
+                issue,
+                "confirmed",
+                known,
+                score,
+                f"{why}; the first fix to reach signoff: now its fix",
+            )
+            return
         agree, fix_score = max(self.sim.same_fix(fix, f) for f in [known.fix, *known.run_fixes])
         if not record.signoff:
             known.note("failed", record.key, record.when)

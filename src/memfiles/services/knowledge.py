@@ -24,6 +24,7 @@ NOTES = "Notes"
 SECTIONS = (FAILURES, FLAGS, QUIRKS)
 
 _LEAD = re.compile(r"^\*\*(.+?)\*\*")
+NO_FIX = "No fix was recorded."  # what a new failure pattern's body says in place of "Fix: ..."
 _FIX = re.compile(r"\bFix: (.*?)\.(?= [A-Z]|$)")
 # The distiller's own closing sentence, exactly as trailer() writes it (and as the first distiller did);
 # a body that ends with one is rewritten from the lists, any other body is left as written.
@@ -119,6 +120,16 @@ class Known:
         self.last_seen = max(self.last_seen, when)
         self.changed = True
 
+    def adopt_fix(self, fix: str) -> bool:
+        """Take `fix` as the entry's fix when it has none and its body is the distiller's own (`No fix was
+        recorded.` becomes `Fix: ...`); False when it cannot (a body written by hand is left alone)."""
+        if self.fix or not self.generated or f" {NO_FIX}" not in f" {one_line(self.body)}":
+            return False
+        self.fix = sentence(fix)
+        self.body = self.body.replace(NO_FIX, f"Fix: {self.fix}.", 1)
+        self.changed = True
+        return True
+
     def contradict(self, key: str, when: str, fix: str, same_as: Contradiction | None) -> None:
         """Record a different fix that worked: appended as a new item, or one more run of the same fix."""
         self.last_seen = max(self.last_seen, when)
@@ -179,6 +190,8 @@ def known_from(entry: Entry, section: str | None) -> Known:
     else:
         rest = flat[lead.end() :] if lead else flat
         fix = _TRAILER.sub("", rest).strip()
+        if fix == NO_FIX or fix.endswith(" " + NO_FIX):
+            fix = ""  # the distiller's words for no fix are not a fix (a first fix was "contradicting" them)
     title_flags = find_flags(entry.title) or find_flags(lead.group(1) if lead else "") or find_flags(flat)
     contradictions = parse_contradictions(entry.contradicted)
     return Known(
