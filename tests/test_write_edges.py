@@ -381,9 +381,10 @@ def test_an_editors_lock_link_is_no_memory_file(run: Run, root: Path) -> None:
     assert run("fmt", "--check").exit_code == 0
 
 
-def test_a_linked_memory_file_is_named_by_its_place_and_written_through(run: Run, root: Path, tmp_path: Path) -> None:
-    """memory/linked.md, a link to a file kept elsewhere: list named it by the target's absolute path, and a
-    write replaced the link with a copy, so the shared file no longer saw the edits."""
+def test_a_linked_memory_file_is_named_by_its_place_and_never_written_out(run: Run, root: Path, tmp_path: Path) -> None:
+    """memory/linked.md, a link to a file kept elsewhere: list named it by the target's absolute path. It
+    is memory/linked.md now; it is read, but a write to it is refused naming the link and where it leads
+    (memfiles writes only inside the project's memory folders), and the link stays a link."""
     shared = tmp_path / "elsewhere" / "linked.md"
     shared.parent.mkdir()
     shared.write_text(
@@ -394,12 +395,13 @@ def test_a_linked_memory_file_is_named_by_its_place_and_written_through(run: Run
     link.symlink_to(shared)
     listed = json.loads(run("list", "--json").stdout)["entries"]
     assert [entry["path"] for entry in listed] == ["memory/linked.md"]
-    assert run("set", "K-1", "--title", "Linked fact, kept elsewhere").exit_code == 0
-    assert link.is_symlink() and "### K-001: Linked fact, kept elsewhere" in shared.read_text()
+    before = shared.read_text()
+    refused = run("set", "K-1", "--title", "Linked fact, kept elsewhere")
+    assert refused.exit_code == 2 and "memory/linked.md is a link to" in refused.stderr, refused.output
     added = run("add", "-k", "fact", "-t", "Another", "-a", "a", "--body", "b", "--file", "memory/linked.md")
-    assert added.exit_code == 0, added.output  # the batch resolved the link first: "not a memory file"
-    assert link.is_symlink() and "### K-002: Another" in shared.read_text()
-    assert run("check").exit_code == 0
+    assert added.exit_code == 2
+    assert "memory/linked.md is a link to" in added.stderr and "outside the project's memory folders" in added.stderr
+    assert link.is_symlink() and shared.read_text() == before
 
     (root / "loop.md").symlink_to(root / "memory" / "loop.md")
     (root / "memory" / "loop.md").symlink_to(root / "loop.md")

@@ -198,6 +198,11 @@ class Batch:
             draft = self.work.drafts[rel]
             text = render(draft.freeze(), self.schema)
             if text != draft.old_text:
+                out = self.project.leads_out(self.project.root / rel)
+                if out is not None:  # read through the link, but never written out through it
+                    raise OpError(
+                        None, f"{rel} is a link to {out}, outside the project's memory folders; nothing was written"
+                    )
                 try:  # the safety net: never write a file that would not read back
                     written = parse(text, rel, self.schema)
                 except ParseError as error:
@@ -264,6 +269,7 @@ class Batch:
         if rel is None:
             assert kind is not None
             rel = f"memory/{kind.file}"
+        given = rel
         path = self.project.root / rel  # named by its place: a linked file is the link (Project.rel)
         rel = self.project.rel(path)
         if rel == f"memory/{PERSONA_FILE}":
@@ -271,9 +277,13 @@ class Batch:
                 op.position, f"file: {rel} is the agents' persona (behaviour settings), not a memory file", "file"
             )
         if rel.startswith(("/", "..")) or not self.project.is_memory_path(path):
+            shown = given if rel.startswith(("/", "..")) else rel  # outside the root: as it was given
             raise OpError(
-                op.position, f"file: {rel!r} is not a Markdown file inside a memory/ folder of the project", "file"
+                op.position, f"file: {shown!r} is not a Markdown file inside a memory/ folder of the project", "file"
             )
+        out = self.project.leads_out(path)
+        if out is not None:
+            raise OpError(op.position, f"file: {rel} is a link to {out}, outside the project's memory folders", "file")
         if (
             kind is not None
             and kind.name == WORKING_KIND

@@ -135,6 +135,16 @@ class Project:
             and rel != f"{MEMORY_DIR}/{PERSONA_FILE}"
         )
 
+    def leads_out(self, path: Path) -> str | None:
+        """Where `path` really is, when a link (the file, or a folder on its way) takes it out of the
+        project's memory folders; None when it stays in them (or is no link). memfiles reads such a
+        file but writes only inside its memory folders: a write never goes out through a link."""
+        placed = Path(os.path.abspath(path))
+        real = Path(os.path.realpath(path))
+        if real == placed or self.is_memory_path(real):
+            return None
+        return self.rel(real)
+
     def markdown_files(self) -> list[Path]:
         files: list[Path] = []
         for folder in self.memory_dirs():
