@@ -259,6 +259,21 @@ class TestBackfillAndWritePath:
         assert ids_of(result)[0] == "D-007" and "behind" not in result.stderr
         assert run("backfill", "--check").exit_code == 0
 
+    def test_recall_and_mcp_searches_say_the_index_is_behind_too(self, filled: Path, run: Run) -> None:
+        """The shared search of recall and the MCP server (filtered_search) dropped the index's own
+        warnings: an MCP `search` with no watcher answered a hand-deleted entry's old place in silence."""
+        from memfiles.config import load_settings
+        from memfiles.services.recall import filtered_search
+
+        run("backfill")
+        path = filled / "memory" / "todos.md"
+        text = path.read_text()
+        path.write_text(text[: text.index("### T-001")].rstrip() + "\n")
+        warnings: list[str] = []
+        hits, _ = filtered_search(load_settings(filled), [("on-call rota", {}, 5)], warnings=warnings)
+        assert "T-001" not in [hit["entry"]["id"] for hit in hits[0]]
+        assert any("the index is behind the files: memory/todos.md" in said for said in warnings), warnings
+
     def test_hidden_entries_take_no_place_among_the_k(self, run: Run, root: Path, memsearch) -> None:
         """60 entries of a file deleted by hand filled each ranking's 50 places: the search returned none of
         the 20 that still stand. The rankings go as much deeper as there are hidden entries."""

@@ -119,7 +119,10 @@ def filtered_search(
     if index_exists(settings):
         client = connect(settings)
         try:
-            return client.search_many(payload), client.where
+            answers = client.search_many(payload)
+            if warnings is not None:  # what the index said of itself: files it could not read, or that it
+                warnings.extend(client.warnings)  # is behind the files (services/behind.py)
+            return answers, client.where
         except IndexUnavailable as error:
             from memfiles.index.embedder import ModelUnavailable
 
