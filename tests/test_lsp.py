@@ -481,3 +481,29 @@ async def test_completion_is_semantic_when_a_watcher_runs(
         assert labels[-1] == "F-001", labels
     finally:
         watcher.stop()
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "memfiles.cli", "lsp"]))
+async def neovim(lsp_client: LanguageClient, project: Path):
+    """A client that offers UTF-8 positions first, as Neovim 0.10 does."""
+    result = await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=client_capabilities("neovim"), root_uri=project.as_uri())
+    )
+    lsp_client.encoding = result.capabilities.position_encoding  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio
+async def test_positions_are_utf16_whatever_the_client_offers_first(neovim: LanguageClient, project: Path) -> None:
+    """pygls took Neovim's first offer (utf-8) and said so, while every column memfiles computes is UTF-16:
+    after 设计说明 on a line, a diagnostic fell under the CJK text and hover inside @@D-099 showed another
+    entry. The server announces UTF-16, and its columns are UTF-16."""
+    assert neovim.encoding == types.PositionEncodingKind.Utf16  # type: ignore[attr-defined]
+    line = f"# 设计说明 {AT}D-099 and {AT}D-001"
+    uri = _open(neovim, project / "src" / "cjk.py", line + "\n")
+    found = await _diagnostics(neovim, uri, "ref-dangling")
+    dangling = next(d for d in found if d.code == "ref-dangling")
+    start = line.index(AT + "D-099")  # every character here is one UTF-16 unit
+    assert (dangling.range.start.character, dangling.range.end.character) == (start, start + 7)
+    assert "D-001" in await _hover(neovim, uri, 0, line.index(AT + "D-001") + 3)

@@ -45,9 +45,16 @@ class _Unanswerable:
 class AnsweringProtocol(LanguageServerProtocol):
     """pygls' protocol, except that a request whose params cannot be read (`hover` with `params: {}`, a
     negative position) is answered with its JSON-RPC error (-32602) instead of dropped: the client waited
-    for an answer until its own timeout."""
+    for an answer until its own timeout; and positions are always UTF-16 (below)."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
+        if data.get("method") == "initialize" and isinstance(data.get("params"), dict):
+            # pygls takes the client's first encoding (Neovim offers utf-8 first) and says so, but every
+            # column memfiles sends or reads is counted in UTF-16 (convert.py), the encoding each client
+            # must support: without the offer, UTF-16 it is, and a line with 设计 before @@D-1 points right.
+            general = (data["params"].get("capabilities") or {}).get("general")
+            if isinstance(general, dict):
+                general.pop("positionEncodings", None)
         try:
             return super().structure_message(data)
         except JsonRpcException as error:
