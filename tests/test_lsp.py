@@ -507,3 +507,37 @@ async def test_positions_are_utf16_whatever_the_client_offers_first(neovim: Lang
     start = line.index(AT + "D-099")  # every character here is one UTF-16 unit
     assert (dangling.range.start.character, dangling.range.end.character) == (start, start + 7)
     assert "D-001" in await _hover(neovim, uri, 0, line.index(AT + "D-001") + 3)
+
+
+@pytest.mark.asyncio
+async def test_references_find_every_spelling_of_the_id(neovim: LanguageClient, project: Path) -> None:
+    """Hover, definition and `memfiles refs` read `@@D-1` and `@@D-0001` as D-001; Find References saw
+    only the exact `@@D-001`."""
+    line = f"# {AT}D-001 and {AT}D-1 and {AT}D-0001"
+    uri = _open(neovim, project / "src" / "spellings.py", line + "\n")  # open only: nothing on disk
+    found = await neovim.text_document_references_async(
+        types.ReferenceParams(
+            text_document=types.TextDocumentIdentifier(uri),
+            position=types.Position(0, line.index(AT + "D-1 ") + 3),
+            context=types.ReferenceContext(include_declaration=False),
+        )
+    )
+    here = sorted(loc.range.start.character for loc in found or [] if loc.uri == uri)
+    assert here == [line.index(AT + "D-001"), line.index(AT + "D-1 "), line.index(AT + "D-0001")]
+
+
+@pytest.mark.asyncio
+async def test_a_word_shaped_like_an_id_of_no_kind_is_no_reference(neovim: LanguageClient, project: Path) -> None:
+    """In a memory file, hovering `UTF-8` or `SHA-256` said "no entry UTF-8": only the project's prefixes
+    make a bare id."""
+    path = project / "memory" / "decisions.md"
+    text = path.read_text() + "\nFiles are UTF-8; hashes are SHA-256, see D-001.\n"
+    uri = _open(neovim, path, text)
+    row = len(text.split("\n")) - 2
+    line = text.split("\n")[row]
+    for word in ("UTF-8", "SHA-256"):
+        said = await neovim.text_document_hover_async(
+            types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(row, line.index(word) + 1))
+        )
+        assert said is None, said
+    assert "D-001" in await _hover(neovim, uri, row, line.index("D-001") + 2)

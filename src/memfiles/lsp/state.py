@@ -130,8 +130,9 @@ class MemfilesServer(LanguageServer):
                 return match.group(0), match, match.start(), match.end()
         index = self.index
         if index is not None and path is not None and index.is_memory_file(path):
-            for match in ID_RE.finditer(line):
-                if match.start() <= column <= match.end():
+            prefixes = set(index.project.settings.schema.prefixes)
+            for match in ID_RE.finditer(line):  # a bare id of a kind the project has: not UTF-8 or SHA-256
+                if match.start() <= column <= match.end() and match.group(1) in prefixes:
                     return match.group(0), None, match.start(), match.end()
         return "", None, 0, 0
 

@@ -347,12 +347,17 @@ class WorkspaceIndex:
         overlay = overlay or {}
         sites: list[RefSite] = []
         assert self._refs is not None
+        key = id_key(entry_id)
+
+        def names(site: RefSite) -> bool:  # `@@D-1` and `@@D-0001` name D-001, as hover and `refs` read them
+            return site.token.startswith("@@") and key is not None and id_key(site.token[2:]) == key
+
         for path, (_when, found) in self._refs.items():
             if path in overlay:
                 continue
-            sites.extend(site for site in found if site.token == f"@@{entry_id}")
+            sites.extend(site for site in found if names(site))
         for path, text in overlay.items():
-            sites.extend(site for site in scan_text(path, text) if site.token == f"@@{entry_id}")
+            sites.extend(site for site in scan_text(path, text) if names(site))
         for loaded in self.loaded_files():  # memory files cite ids bare too: refs, successor, "(F-014)"
             text = overlay.get(loaded.path, loaded.text)
             sites.extend(_bare_sites(loaded.path, text, entry_id))
