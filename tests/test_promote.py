@@ -89,6 +89,9 @@ class TestPromote:
         assert (said["added"], said["updated"], said["replayed"]) == (["I-001"], [first], True)
         assert "already done: nothing changed" in run(*args).stdout
         assert [e["id"] for e in json.loads(run("list", "--kind", "insight", "--json").stdout)["entries"]] == ["I-001"]
+        other = run("promote", first, "--to", "insight", "--reason", "Another reason", "--json")
+        said = json.loads(other.stdout)  # a second insight from the same episode: allowed, but said
+        assert said["added"] == ["I-002"] and any("promoted to I-001 already" in w for w in said["warnings"])
 
     @pytest.mark.parametrize(
         ("args", "message"),

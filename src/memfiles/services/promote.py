@@ -143,6 +143,14 @@ def promote(
     )
     warnings += [warning] if warning else []
     new_id = result.added[0]
+    before = set.intersection(*(set(source.entry.promoted) for source in sources)) - {new_id}
+    same_kind = sorted(i for i in before if (kind := schema.kind_of(i)) is not None and kind.name == to)
+    if same_kind and not result.replayed:  # another reason, another title: a second entry of one finding
+        warnings.append(
+            f"{', '.join(source_ids)} {'were' if len(source_ids) > 1 else 'was'} promoted to"
+            f" {', '.join(same_kind)} already; {new_id} is another {to} from the same episodes"
+            f" (edit {same_kind[0]} with memfiles set, or prune {new_id}, if it says the same)"
+        )
     updates = []
     for position, source in enumerate(_sources(project, source_ids), start=1):
         promoted = list(dict.fromkeys([*source.entry.promoted, new_id]))
