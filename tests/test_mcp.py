@@ -87,6 +87,13 @@ def test_tools_add_search_errors_recall_and_resources(root: Path) -> None:
         escape = {"kind": "lesson", "title": "t", "area": "a", "body": "b", "file": "../outside.md"}
         assert "inside a memory/ folder" in error_text(await client.call_tool("add", escape))
         assert "no entry D-404" in error_text(await client.call_tool("show", {"id": "D-404"}))
+        # an argument the tool does not take was dropped in silence (`kinds`: an unfiltered search)
+        said = error_text(await client.call_tool("search", {"query": "chroma", "kinds": "decision"}))
+        assert "kinds: not an argument of search" in said and "kind" in said
+        dangling = {"kind": "lesson", "title": "Cites a later one", "area": "a", "body": "b", "refs": ["D-77"]}
+        assert "allow" in error_text(await client.call_tool("add", dangling))
+        kept = data(await client.call_tool("add", {**dangling, "allow_dangling": True}))
+        assert kept["added"] and any("D-077" in warning for warning in kept["warnings"])
         assert "turn" in error_text(await client.call_tool("recall", {"query": "x", "trigger": "later"}))
 
         recalled = data(await client.call_tool("recall", {"query": "two writers hang", "trigger": "replan"}))

@@ -80,6 +80,7 @@ class Tools:
         warnings: list[str] | None = None,
         guard: Any = None,
         problems: list[Any] | None = None,
+        allow_dangling: bool = False,
     ) -> dict[str, Any]:
         """The write, and the write object as the CLI's --json gives it (services/write.write_json): the
         batch's own warnings, a renumber's references left to check, and `renumbered`."""
@@ -87,7 +88,13 @@ class Tools:
 
         project = self.project
         result, warning = write_ops(
-            project, ops, request_id=request_id, notify=self._notify, guard=guard, problems=problems
+            project,
+            ops,
+            request_id=request_id,
+            notify=self._notify,
+            guard=guard,
+            problems=problems,
+            allow_dangling=allow_dangling,
         )
         extra = [*(warnings or []), *([warning] if warning else [])]
         return write_json(project, result, write_warnings(project, result, extra))
@@ -121,7 +128,7 @@ class Tools:
 
         return show_json(self.project, _entry_id(entry_id, self.settings.schema.id_width))
 
-    def add(self, fields: dict[str, Any], unique: bool) -> dict[str, Any]:
+    def add(self, fields: dict[str, Any], unique: bool, allow_dangling: bool = False) -> dict[str, Any]:
         from memfiles.services.unique import check_adds
         from memfiles.store.ops import parse_op
 
@@ -129,15 +136,17 @@ class Tools:
         parsed = parse_op(op, 1, self.settings.schema, self.settings.wrap)
         checked = {"op": "add", "title": parsed.get("title"), "body": parsed.get("body")}
         warnings, guard = check_adds(self.project, [checked], unique)  # refuses (a tool error) with unique
-        return self._write([parsed], warnings=warnings, guard=guard)
+        return self._write([parsed], warnings=warnings, guard=guard, allow_dangling=allow_dangling)
 
-    def import_ops(self, ops: list[dict[str, Any]], request_id: str | None) -> dict[str, Any]:
+    def import_ops(
+        self, ops: list[dict[str, Any]], request_id: str | None, allow_dangling: bool = False
+    ) -> dict[str, Any]:
         from memfiles.store.ops import check_ops
 
         # as `memfiles import` does: every op's problems, with the batch's own checks (missing ids,
         # successors) of the well-formed ones, in one error; then nothing is written
         parsed, problems = check_ops({"ops": ops}, self.settings.schema, self.settings.wrap)
-        return self._write(parsed, request_id, problems=problems)
+        return self._write(parsed, request_id, problems=problems, allow_dangling=allow_dangling)
 
 
 class Unconfigured:
@@ -153,9 +162,18 @@ class Unconfigured:
 
 class _Server(MCPServer):
     """The SDK's server, with arguments that fail the tool's schema said as the CLI says a bad option:
-    `k: must be at most 100 (got 500)` rather than pydantic's report and its link."""
+    `k: must be at most 100 (got 500)` rather than pydantic's report and its link; and an argument the
+    tool does not take refused, as the CLI refuses an unknown option."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        schema = self._tool_input_schema(name) or {}
+        known = schema.get("properties")
+        unknown = sorted(set(arguments or {}) - set(known)) if isinstance(known, dict) else []
+        if unknown:  # the SDK drops them in silence: `kinds` for `kind` searched everything
+            raise ToolError(
+                f"Error executing tool {name}: {', '.join(unknown)}: not an argument of {name}"
+                f" (its arguments: {', '.join(known)})"
+            )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
@@ -229,13 +247,15 @@ def build(settings: Settings | None, tools: Any = None) -> MCPServer:
         section: str | None = None,
         date: str | None = None,
         unique: bool = False,
+        allow_dangling: bool = False,
     ) -> dict[str, Any]:
         """Add an entry through the one write path; returns the write object (added ids, the entry).
 
         A near-duplicate of an existing entry is a warning (with unique=true: refused). kind is decision,
         friction, todo, lesson, fact, procedure, episode or insight; title one line of at most 120
         characters; the body stands alone. evidence: entry ids, files, commit:SHA, run:ID. date:
-        YYYY-MM-DD, default today (an older note imported with its own date).
+        YYYY-MM-DD, default today (an older note imported with its own date). refs must name entries that
+        exist; allow_dangling=true keeps one that does not, with a warning.
         """
         fields = {
             "kind": kind,
@@ -250,16 +270,19 @@ def build(settings: Settings | None, tools: Any = None) -> MCPServer:
             "section": section,
             "date": date,
         }
-        return _guard(lambda: tools.add(fields, unique))
+        return _guard(lambda: tools.add(fields, unique, allow_dangling))
 
     @server.tool(name="import")
-    def import_ops(ops: list[dict[str, Any]], request_id: str | None = None) -> dict[str, Any]:
+    def import_ops(
+        ops: list[dict[str, Any]], request_id: str | None = None, allow_dangling: bool = False
+    ) -> dict[str, Any]:
         """Apply a batch of ops all or nothing ({"op": "add"|"update"|"retire"|"prune"|"section", ...}).
 
         With request_id, a batch already applied changes nothing and returns the first result again
         (replayed: true). An error names the op's position and field; then nothing is written.
+        allow_dangling=true keeps refs to ids that do not exist, with a warning.
         """
-        return _guard(lambda: tools.import_ops(ops, request_id))
+        return _guard(lambda: tools.import_ops(ops, request_id, allow_dangling))
 
     @server.tool()
     def working_get(run: str | None = None) -> dict[str, Any]:
