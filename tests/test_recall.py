@@ -78,6 +78,29 @@ class TestSignature:
         assert error_signature("./sim: line 4: 1234 Segmentation fault (core dumped)") is not None
         assert error_signature("make: *** [all] Killed") is not None
 
+    @pytest.mark.parametrize(
+        ("one", "two"),
+        [
+            (
+                "OperationalError: connection to 10.0.0.12:5432 refused",
+                "OperationalError: connection to 10.1.9.7:6543 refused",
+            ),
+            ("error: timed out after 30.5s", "error: timed out after 12.25s"),
+            (
+                "fatal: unable to access https://github.com/org/a.git/: 403",
+                "fatal: unable to access https://github.com/org/b.git/: 403",
+            ),
+            ("Error: cannot open C:\\Users\\ann\\build.log", "Error: cannot open D:\\ci\\work\\build.log"),
+        ],
+    )
+    def test_runs_failing_the_same_way_meet_whatever_address_time_or_place(self, one: str, two: str) -> None:
+        """A dotted number (an address, a duration) split into `N.0.12:N` and `N.5s`, a URL into `httprepo.git`,
+        and a Windows path was kept whole: three runs of one failure gave three signatures."""
+        assert error_signature(one) == error_signature(two) is not None
+
+    def test_npm_errors_have_a_signature(self) -> None:
+        assert error_signature("npm ERR! code E404") == "npm ERR! code E404"
+
 
 class TestWithoutIndex:
     def test_layers_come_in_the_seeds_order_for_every_trigger(self, run: Run) -> None:

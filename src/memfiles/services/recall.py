@@ -47,12 +47,14 @@ _EXTRA = 5  # asked beyond k so that retired entries can be dropped without comi
 _TYPED_ERROR = re.compile(r"\b[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning)\b")
 _ERROR_WORD = re.compile(
     r"\b(error|fatal|failed|failure|panic|traceback|denied|refused|not found|timed out|segmentation fault"
-    r"|core dumped|aborted|killed|out of memory)\b",
+    r"|core dumped|aborted|killed|out of memory)\b|\bERR!",  # npm's `npm ERR! code E404`
     re.I,
 )
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{12,64}\b")
-_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+([\w.-]+)")
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
+_URL = re.compile(r"\b[a-zA-Z][\w+.-]*://([^/\s:]+)\S*")  # a URL is its host: the rest changes per run
+_PATH = re.compile(r"(?<![\w])(?:[A-Za-z]:)?(?:[\w.~-]*[/\\])+([\w.-]+)")  # POSIX or Windows: its last part
+# A number, dotted ones whole (10.0.0.12, 30.5, 1.2.3), with a unit of up to 3 letters kept (30.5s: Ns).
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?=[a-zA-Z%]{0,3}(?!\w))")
 _STAMP = re.compile(r"^\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+Z?\]?\s*")
 
 
@@ -73,6 +75,7 @@ def error_signature(text: str) -> str | None:
     if match and typed:
         line = line[match.start() :]
     line = _HEX.sub("<hex>", line)
+    line = _URL.sub(lambda m: m.group(1), line)
     line = _PATH.sub(lambda m: m.group(1), line)
     line = _NUMBER.sub("N", line)
     return " ".join(line.split())[:200] or None
