@@ -95,3 +95,17 @@ def test_distil_all_without_domains_says_so(run: Run) -> None:
     result = run("distil", "--all")
     assert result.exit_code == 0 and result.stdout == "" and "no domains yet" in result.stderr
     assert json.loads(run("distil", "--all", "--json").stdout) == {"domains": []}
+
+
+def test_fixes_beyond_the_issues_are_said(run: Run, root: Path) -> None:
+    """A fix pairs with the issue at its position: a second fix for one issue was dropped in silence."""
+    rel = write_log(
+        root,
+        b'{"timestamp": "2026-01-01T00:00:00Z", "signoff_achieved": true, "run_id": "r1",'
+        b' "issues_encountered": ["Density too high near the macros"],'
+        b' "fixes_applied": ["Add a 5 um halo around the macros", "Lower target density to 0.6"]}\n',
+    )
+    result = run("distil", "--domain", "synth", "--dry-run", "--min-records", "1")
+    assert result.exit_code == 0, result.output
+    assert f"{rel}:1: 2 fixes for 1 issue: a fix pairs with the issue at its position" in result.stderr
+    assert "'Lower target density to 0.6' fixes no issue" in result.stderr

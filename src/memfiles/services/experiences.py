@@ -193,12 +193,20 @@ def parse_record(value: Any, line: int, warnings: list[str] | None = None) -> Re
             f"run_id {key!r} holds {unfit}: an entry's evidence or contradiction list cannot cite it; give the"
             " run another id"
         )
+    issues = _strings(value.get("issues_encountered"), "issues_encountered")
+    fixes = _strings(value.get("fixes_applied"), "fixes_applied")
+    if issues and len(fixes) > len(issues):  # fixes pair with issues by position: the rest has none
+        extra = "; ".join(repr(fix) for fix in fixes[len(issues) :])
+        dropped.append(
+            f"{len(fixes)} fixes for {len(issues)} issue{'s' * (len(issues) > 1)}: a fix pairs with the issue at"
+            f" its position, so {extra} fixes no issue (read for its flags only)"
+        )
     return Record(
         line,
         timestamp,
         signoff,
-        _strings(value.get("issues_encountered"), "issues_encountered"),
-        _strings(value.get("fixes_applied"), "fixes_applied"),
+        issues,
+        fixes,
         {k: float(v) for k, v in metrics.items()},
         strip_injected(notes).strip(),
         context,
