@@ -412,6 +412,11 @@ class TestFiling:
         assert not any("noretime" in t or t.startswith("`-setup") for t in titles)
         r6 = [d for d in result["decisions"] if d["run"] == "r6"]
         assert [d["action"] for d in r6] == ["ignored"]
+        # a run that avoided the flag did not use it: "Do not ..." gave the flag entry its evidence
+        avoided = record("r8", 11, ["Routing congestion near the macros"], ["Do not cap fanout with --max-fanout 16"])
+        write_log(root, "synthesis", [*records, avoided])
+        distil(run)
+        assert "r8" not in entry(root, "`--max-fanout 16` in signed-off runs").evidence
 
     def test_a_note_stays_with_the_issue_it_speaks_of(self, run: Run, root: Path) -> None:
         """One record, two issues: each entry's body holds only its own issue's note."""

@@ -21,7 +21,7 @@ from memfiles import jsonin
 from memfiles.errors import MemfilesError
 from memfiles.format.wrap import control_character
 from memfiles.jsonin import json_type
-from memfiles.services.flags import Flag, find_flags, general
+from memfiles.services.flags import Flag, general, used_flags
 from memfiles.services.hook_text import strip_injected
 from memfiles.services.knowledge import RUN_SEPARATORS
 
@@ -91,7 +91,7 @@ def issue_fix_pairs(record: Record) -> list[tuple[str, str]]:
 
 def tool_flags(record: Record) -> list[Flag]:
     """The flags a run used, as its fixes and notes name them (services/flags.py says what counts)."""
-    return general([flag for text in (*record.fixes, record.notes) for flag in find_flags(text)])
+    return general([flag for text in (*record.fixes, record.notes) for flag in used_flags(text)])
 
 
 def _content(text: str) -> set[str]:

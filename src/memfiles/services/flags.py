@@ -123,6 +123,24 @@ def _owner(tokens: list[str], position: int, quoted: bool) -> tuple[str | None, 
     return None, position
 
 
+# A word that turns what follows it down: "Do not pass --skip-io" uses no flag (matching.py reads the same).
+NEGATION = re.compile(r"\b(?:not|no|never|cannot|without|none|\w+n't)\b", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.;!?])\s+")
+
+
+def used_flags(text: str) -> list[Flag]:
+    """The flags `text` says were used: those of find_flags, less any a negation before it in its sentence
+    turns down ("Do not cap fanout with --max-fanout 16" used none)."""
+    used = []
+    for part in _SENTENCE_END.split(text):
+        negation = NEGATION.search(part)
+        for flag in find_flags(part):
+            where = part.find(flag.text)
+            if negation is None or (where >= 0 and where < negation.start()):
+                used.append(flag)
+    return general(used)
+
+
 def find_flags(text: str) -> list[Flag]:
     """Every flag used in `text`: backtick-quoted commands first, then options written in prose."""
     found = [flag for fragment in _BACKTICK.findall(text) for flag in _scan(fragment, quoted=True)]

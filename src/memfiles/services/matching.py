@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from memfiles.config import Settings
-from memfiles.services.flags import find_flags
+from memfiles.services.flags import NEGATION, find_flags
 
 SAME, NEAR = "same", "near"
 # (cosine, Jaccard of stemmed words). On STS-B pairs scored 3+, Jaccard 0.6 has the precision of cosine
@@ -38,7 +38,7 @@ NEGATION_OVERLAP = 0.7
 # things, however alike their sentences (a sentence encoder puts "on the USB PHY" and "on the DDR PHY"
 # at 0.84).
 _MARKER = re.compile(r"\b(?:[A-Z]{2,}[0-9]*|[A-Za-z]+[0-9][A-Za-z0-9]*|\w+_\w+)\b")
-_NEGATION = re.compile(r"\b(?:not|no|never|cannot|without|none|\w+n't)\b", re.IGNORECASE)
+_NEGATION = NEGATION
 # The words of a fix as other_values reads them: options (-x, --max-fanout), numbers (16, 0.7, 5%), words.
 _TOKEN = re.compile(r"--?[A-Za-z][\w-]*|\d+(?:\.\d+)?%?|[A-Za-z]+|=")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?%?")
