@@ -541,3 +541,23 @@ async def test_a_word_shaped_like_an_id_of_no_kind_is_no_reference(neovim: Langu
         )
         assert said is None, said
     assert "D-001" in await _hover(neovim, uri, row, line.index("D-001") + 2)
+
+
+@pytest.mark.asyncio
+async def test_a_file_of_another_project_is_not_judged_by_this_one(
+    neovim: LanguageClient, project: Path, tmp_path: Path
+) -> None:
+    """The server answers for its own project: a file in a second workspace folder (or in none) had its
+    references checked against this project's entries (`no entry D-004` where that project has one)."""
+    elsewhere = tmp_path / "other-project" / "src"
+    elsewhere.mkdir(parents=True)
+    line = f"# {AT}D-999 and {AT}D-001"
+    uri = _open(neovim, elsewhere / "b.py", line + "\n")
+    deadline = asyncio.get_running_loop().time() + 30
+    while uri not in neovim.diagnostics and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+    assert not neovim.diagnostics.get(uri)
+    said = await neovim.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(0, line.index("D-001")))
+    )
+    assert said is None

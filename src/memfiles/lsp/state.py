@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -118,10 +119,18 @@ class MemfilesServer(LanguageServer):
             source = ""
         return source.split("\n"), convert.path_of(uri)
 
+    def serves(self, path: Path | None) -> bool:
+        """Whether `path` is a file of the project this server answers for: a reference in another project
+        (a second workspace folder) or in no project names that one's entries, or none, not these."""
+        index = self.index
+        if index is None or path is None:
+            return False
+        return Path(os.path.abspath(path)).is_relative_to(index.project.root)
+
     def ref_at(self, uri: str, position: types.Position) -> tuple[str, re.Match[str] | None, int, int]:
         """The reference (or, in a memory file, bare id) under the cursor: (token, REF_RE match, start, end)."""
         lines, path = self.text_of(uri)
-        if position.line >= len(lines):
+        if position.line >= len(lines) or not self.serves(path):
             return "", None, 0, 0
         line = lines[position.line]
         column = convert.from_utf16(line, position.character)
@@ -152,6 +161,8 @@ class MemfilesServer(LanguageServer):
         if index is None:
             return []
         lines, path = self.text_of(uri)
+        if not self.serves(path):
+            return []  # another project's file (a second workspace folder), or none's: not this one's to judge
         found = []
         for number, line in enumerate(lines):
             for match in iter_refs(line):
