@@ -122,3 +122,23 @@ async def test_a_burst_of_edits_is_diagnosed_once_it_pauses(client: LanguageClie
         await asyncio.sleep(0.05)
     await asyncio.sleep(0.5)
     assert 1 <= published.count(uri) <= 6, published.count(uri)  # per edit, it was 31
+
+
+def test_an_id_two_entries_carry_is_ambiguous_in_the_editor_too(tmp_path: Path) -> None:
+    """After a merge left two `### D-003`, `memfiles refs` said ref-ambiguous (error) while the editor's
+    index resolved the first one in silence: hover showed it and no diagnostic appeared."""
+    from memfiles.config import load_settings
+    from memfiles.lsp import convert
+    from memfiles.services.workspace import WorkspaceIndex
+    from memfiles.store.project import Project
+
+    (tmp_path / "memory").mkdir()
+    block = "### D-003: {}\n\n- date: 2026-12-01\n- area: a\n- status: proposed\n\nB.\n\n"
+    (tmp_path / "memory" / "decisions.md").write_text("# Decisions\n\n" + block.format("Ours") + block.format("Theirs"))
+    index = WorkspaceIndex.open(Project(load_settings(tmp_path)))
+    resolution = index.resolve_id("D-003")
+    assert resolution.state == "ambiguous" and "carried by 2 entries" in resolution.message
+    line = "see @@" + "D-003"
+    diagnostic = convert.ref_diagnostic(line, 0, 4, len(line), "@@" + "D-003", resolution)
+    assert diagnostic is not None and diagnostic.code == "ref-ambiguous"
+    assert "Ours" not in convert.hover_markdown(index, resolution, "@@" + "D-003")

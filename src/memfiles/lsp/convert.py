@@ -59,7 +59,10 @@ def whole_line(lines: list[str], line: int) -> types.Range:
 
 
 def hover_markdown(index: WorkspaceIndex, resolution: Resolution, token: str) -> str:
-    """What a hover shows: the entry's title, kind, status, date, area and body; its fate if retired or pruned."""
+    """What a hover shows: the entry's title, kind, status, date, area and body; its fate if retired or pruned;
+    for an id two entries carry, that, and no body (which one is meant, nobody can say)."""
+    if resolution.state == "ambiguous":
+        return f"**{token}**: {resolution.message}"
     if resolution.located is not None:
         located = resolution.located
         entry = located.entry

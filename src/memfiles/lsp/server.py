@@ -92,15 +92,19 @@ def build_server(root: Path | None = None) -> MemfilesServer:
         )
 
     @server.feature(types.TEXT_DOCUMENT_DEFINITION)
-    def definition(ls: MemfilesServer, params: types.DefinitionParams) -> types.Location | None:
+    def definition(ls: MemfilesServer, params: types.DefinitionParams) -> types.Location | list[types.Location] | None:
         resolution, _token, _s, _e = ls.resolve_at(params.text_document.uri, params.position)
         if resolution is None:
             return None
-        if resolution.located is not None:
-            located = resolution.located
-            line = located.entry.line - 1
+
+        def heading(located: Any) -> types.Location:
             lines = located.file.text.split("\n")
-            return types.Location(convert.uri_of(located.file.path), convert.whole_line(lines, line))
+            return types.Location(convert.uri_of(located.file.path), convert.whole_line(lines, located.entry.line - 1))
+
+        if resolution.state == "ambiguous" and ls.index is not None:  # every entry that carries the id
+            return [heading(located) for located in ls.index.twice.get(resolution.located.entry.id, [])]
+        if resolution.located is not None:
+            return heading(resolution.located)
         if resolution.target is not None:
             line = resolution.anchor_line or 0
             return types.Location(

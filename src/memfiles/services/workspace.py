@@ -86,7 +86,8 @@ def words(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Resolution:
-    """What a reference resolves to: state ok, retired, pruned, unreadable or dangling, and a one-line message."""
+    """What a reference resolves to: state ok, retired, pruned, unreadable, ambiguous or dangling, and a
+    one-line message."""
 
     state: str
     message: str
@@ -122,6 +123,7 @@ class WorkspaceIndex:
     project: Project
     files: dict[Path, _FileState] = field(default_factory=dict)
     by_id: dict[str, Located] = field(default_factory=dict)
+    twice: dict[str, list[Located]] = field(default_factory=dict)  # ids two entries carry
     pruned: dict[str, dict[str, Any]] = field(default_factory=dict)
     unreadable: dict[str, str] = field(default_factory=dict)  # id -> the file that holds it and does not parse
     postings: dict[str, set[str]] = field(default_factory=dict)
@@ -191,12 +193,15 @@ class WorkspaceIndex:
 
     def _rebuild(self) -> None:
         self.by_id = {}
+        self.twice = {}
         self.postings = {}
         self.unreadable = self.project.ids_in_broken([s.error for s in self.files.values() if s.error is not None])
         for state in sorted(self.files.values(), key=lambda s: s.loaded.rel if s.loaded else ""):
             if state.loaded is None:
                 continue
             for located in self.project.entries([state.loaded]):
+                if located.entry.id in self.by_id:  # two entries carry it: which one a reference means, none can say
+                    self.twice.setdefault(located.entry.id, [self.by_id[located.entry.id]]).append(located)
                 self.by_id.setdefault(located.entry.id, located)
         # live before retired, newest first, then by id: computed once here, not per completion
         ordered = sorted(
@@ -275,6 +280,12 @@ class WorkspaceIndex:
         return resolution
 
     def _resolve_known(self, entry_id: str) -> Resolution:
+        carriers = self.twice.get(entry_id)
+        if carriers:  # as `memfiles refs` says it (ref-ambiguous): hover and definition would pick one in silence
+            where = ", ".join(located.where for located in carriers)
+            message = f"{entry_id} is carried by {len(carriers)} entries ({where}): give one another id"
+            message += " with memfiles renumber"
+            return Resolution("ambiguous", message, carriers[0])
         located = self.by_id.get(entry_id)
         if located is None:
             if entry_id in self.pruned:
