@@ -331,3 +331,18 @@ def test_code_after_a_list_item_or_a_fence_is_kept_as_code(root: Path, run: Run,
     text = (root / "memory" / "facts.md").read_text()
     assert "    curl http://localhost:8080/health\n" in text and "<http" not in text
     assert run("check").exit_code == 0 and run("fmt", "--check").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "  1. sub\n\n    * star http://x.io/a",  # four columns in, left of the item's text: code
+        "- a\n\n~~~\n~~~\n\n    * star http://x.io/a",  # a fence at the margin ended the item
+    ],
+)
+def test_a_marker_left_of_the_items_text_after_a_blank_line_is_code(root: Path, run: Run, body: str) -> None:
+    """The review's cases: both render as code (CommonMark); a rule that read them as list items rewrote
+    `*` and the URL inside code, so fmt changed files an earlier version had written as canonical."""
+    assert run("add", "-k", "fact", "-t", "Markers", "-a", "ops", "--body", body).exit_code == 0
+    assert "    * star http://x.io/a\n" in (root / "memory" / "facts.md").read_text()
+    assert run("check").exit_code == 0 and run("fmt", "--check").exit_code == 0

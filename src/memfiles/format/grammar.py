@@ -164,19 +164,23 @@ def code_lines(lines: list[str], start: int = 0) -> frozenset[int]:
     opens, in_code = True, False  # `opens`: an indented line here may start a code block
     item: int | None = None  # the column a list item's text starts at, while its lines go on
     for offset, line in enumerate(lines):
+        expanded = line.expandtabs(4)
+        indent = len(expanded) - len(expanded.lstrip(" "))
+        was_open = fence.marker is not None
         if fence.feed(line, offset + 1):
             found.add(start + offset)
+            if not was_open and item is not None and indent < item and opens:
+                item = None  # a fence left of the item's text after a blank line: the item ended
             opens, in_code = fence.marker is None, False  # after a closed fence, code may start at once
             continue
         if not line.strip():
             opens = True
             continue
-        expanded = line.expandtabs(4)
-        indent = len(expanded) - len(expanded.lstrip(" "))
-        marker = _LIST_ITEM_RE.match(expanded) if indent < 4 or (item is not None and indent < item + 4) else None
-        if item is not None and indent < item and marker is None and opens:
-            item = None  # a line back at the margin after a blank line ends the list item
+        if item is not None and indent < item and (opens or (indent < 4 and _LIST_ITEM_RE.match(expanded))):
+            item = None  # left of the item's text after a blank line (or a new item further left): it ended
         base = item if item is not None else 0
+        # a list marker stands 0-3 columns in from where the text stands; four or more in, it is code
+        marker = _LIST_ITEM_RE.match(expanded) if base <= indent < base + 4 else None
         in_code = indent >= base + 4 and (opens or in_code) and marker is None
         if in_code:
             found.add(start + offset)
