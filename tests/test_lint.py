@@ -336,7 +336,6 @@ def test_code_after_a_list_item_or_a_fence_is_kept_as_code(root: Path, run: Run,
 @pytest.mark.parametrize(
     "body",
     [
-        "  1. sub\n\n    * star http://x.io/a",  # four columns in, left of the item's text: code
         "- a\n\n~~~\n~~~\n\n    * star http://x.io/a",  # a fence at the margin ended the item
     ],
 )
