@@ -300,6 +300,17 @@ class TestFiling:
         assert "Fix: Add the missing VDDIO label to the pad ring." in body
         assert "No fix was recorded" not in body and "Seen in 1 run where this fix worked" in body
 
+    def test_the_first_fix_is_adopted_within_one_distil_too(self, run: Run, root: Path) -> None:
+        """The failed run and the fixed one in one log: the entry the first made was new (no counting
+        sentence yet), so the fix was filed as a contradiction of 'No fix was recorded.' (review)."""
+        issue = ["LVS fails on the missing VDDIO label in the pad ring of the north io bank"]
+        fix = ["Add the missing VDDIO label to the pad ring"]
+        write_log(root, "synthesis", [record("f1", 1, issue, [], signoff=False), record("f2", 2, issue, fix)])
+        said = distil(run, "synthesis", "--min-records", "1")
+        found = knowledge(root).entries[0]
+        assert said["contradictions"] == [] and found.evidence == ("f2",) and found.contradicted is None
+        assert "Fix: Add the missing VDDIO label to the pad ring." in " ".join(found.body.split())
+
     def test_contradictions_are_appended_never_overwritten(self, run: Run, root: Path) -> None:
         """Two different fixes that worked: both kept, in order; the same replacing fix again adds its run."""
         records = base_records()

@@ -274,6 +274,19 @@ class TestBackfillAndWritePath:
         assert "T-001" not in [hit["entry"]["id"] for hit in hits[0]]
         assert any("the index is behind the files: memory/todos.md" in said for said in warnings), warnings
 
+    def test_a_file_moved_with_its_old_time_is_not_taken_for_gone(self, filled: Path, run: Run, memsearch) -> None:
+        """`mv` (and rsync -a, tar) keeps a file's modification time: a memory file moved to a package
+        after the last backfill looked unchanged, so its entries were taken for gone and hidden (review)."""
+        run("backfill")
+        source = filled / "memory" / "todos.md"
+        stamp = source.stat()
+        (filled / "pkg" / "memory").mkdir(parents=True)
+        target = filled / "pkg" / "memory" / "todos.md"
+        source.rename(target)
+        os.utime(target, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+        result = memsearch("on-call rota", "--json")
+        assert ids_of(result)[0] == "T-001", result.stderr
+
     def test_hidden_entries_take_no_place_among_the_k(self, run: Run, root: Path, memsearch) -> None:
         """60 entries of a file deleted by hand filled each ranking's 50 places: the search returned none of
         the 20 that still stand. The rankings go as much deeper as there are hidden entries."""

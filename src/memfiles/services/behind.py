@@ -95,6 +95,9 @@ def behind(project: Project, catalog: Catalog, sidecar: Path | None) -> Behind:
     if project.settings.index_url:  # a Chroma server's index holds every clone's writes, not this one's files
         return Behind()
     saved_at = _checked(sidecar)
+    indexed: dict[str, list[str]] = {}
+    for doc in catalog.docs.values():
+        indexed.setdefault(doc.path, []).append(doc.id)
     on_disk: dict[str, Path] = {}
     newer: set[str] = set()
     for path in project.markdown_files():
@@ -104,11 +107,10 @@ def behind(project: Project, catalog: Catalog, sidecar: Path | None) -> Behind:
         except OSError:
             continue
         on_disk[rel] = path
-        if saved_at is None or stamp >= saved_at:
+        # a path the index does not know is read whatever its time: `mv` and `rsync -a` keep a moved
+        # file's old time, and its entries would be taken for gone
+        if saved_at is None or stamp >= saved_at or rel not in indexed:
             newer.add(rel)
-    indexed: dict[str, list[str]] = {}
-    for doc in catalog.docs.values():
-        indexed.setdefault(doc.path, []).append(doc.id)
     look = newer | (set(indexed) - set(on_disk))
     if not look:
         return Behind()

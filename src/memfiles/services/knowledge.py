@@ -25,6 +25,7 @@ SECTIONS = (FAILURES, FLAGS, QUIRKS)
 
 _LEAD = re.compile(r"^\*\*(.+?)\*\*")
 NO_FIX = "No fix was recorded."  # what a new failure pattern's body says in place of "Fix: ..."
+_NO_FIX_RE = re.compile(r"\s+".join(map(re.escape, NO_FIX.split())))
 _FIX = re.compile(r"\bFix: (.*?)\.(?= [A-Z]|$)")
 # The distiller's own closing sentence, exactly as trailer() writes it (and as the first distiller did);
 # a body that ends with one is rewritten from the lists, any other body is left as written.
@@ -123,11 +124,12 @@ class Known:
     def adopt_fix(self, fix: str) -> bool:
         """Take `fix` as the entry's fix when it has none and its body is the distiller's own (`No fix was
         recorded.` becomes `Fix: ...`); False when it cannot (a body written by hand is left alone)."""
-        if self.fix or not self.generated or f" {NO_FIX}" not in f" {one_line(self.body)}":
+        if self.fix or not (self.generated or self.id is None):  # a new entry's body is the distiller's own
             return False
-        self.fix = sentence(fix)
-        self.body = self.body.replace(NO_FIX, f"Fix: {self.fix}.", 1)
-        self.changed = True
+        body, replaced = _NO_FIX_RE.subn(f"Fix: {sentence(fix)}.", self.body, count=1)  # wrapped anywhere
+        if not replaced:
+            return False
+        self.fix, self.body, self.changed = sentence(fix), body, True
         return True
 
     def contradict(self, key: str, when: str, fix: str, same_as: Contradiction | None) -> None:

@@ -144,7 +144,8 @@ def promote(
     warnings += [warning] if warning else []
     new_id = result.added[0]
     before = set.intersection(*(set(source.entry.promoted) for source in sources)) - {new_id}
-    same_kind = sorted(i for i in before if (kind := schema.kind_of(i)) is not None and kind.name == to)
+    standing = {located.entry.id for located in project.entries()}  # a pruned entry is no earlier promotion
+    same_kind = sorted(i for i in before & standing if (kind := schema.kind_of(i)) is not None and kind.name == to)
     if same_kind and not result.replayed:  # another reason, another title: a second entry of one finding
         warnings.append(
             f"{', '.join(source_ids)} {'were' if len(source_ids) > 1 else 'was'} promoted to"

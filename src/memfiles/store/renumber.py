@@ -147,7 +147,11 @@ def check_refs(
                     warnings.append(f"{entry_id} {message} (kept: --allow-dangling)")
                 else:
                     problems.append(
-                        OpError(op.position, f"{message}: check the id, or pass --allow-dangling to keep it", "refs")
+                        OpError(
+                            op.position,
+                            f"{message}: check the id, or pass --allow-dangling (allow_dangling over MCP) to keep it",
+                            "refs",
+                        )
                     )
             elif len(rels) > 1:
                 warnings.append(f"{entry_id} refers to {ref}, which is ambiguous ({', '.join(work.where(ref))})")
