@@ -61,3 +61,16 @@ def test_an_argument_that_is_not_utf8_is_refused_before_any_command(tmp_path) ->
         assert done.returncode == 2 and b"is not UTF-8 text (byte 0xe9)" in done.stderr, done.stderr
         assert b"Traceback" not in done.stderr and not (tmp_path / "memory" / "decisions.md").exists()
     assert json.loads(done.stdout)["error"]["code"] == "usage"
+
+
+def test_a_path_that_is_not_utf8_is_still_a_path(tmp_path) -> None:
+    """`--root $'/tmp/caf\\xe9'` worked before the check and must still: Linux names files in bytes."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.fsencode(tmp_path) + b"/caf\xe9"
+    os.makedirs(root + b"/memory")
+    code = "import sys; from memfiles.cli.entry import main; main()"
+    done = subprocess.run([sys.executable, "-c", code, b"--root", root, b"list", b"--json"], capture_output=True)
+    assert done.returncode == 0 and b"not UTF-8" not in done.stderr, done.stderr

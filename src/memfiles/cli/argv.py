@@ -9,18 +9,25 @@ alike: exit 2, naming the argument and the byte (and the error object on stdout 
 
 from __future__ import annotations
 
-import json
+import os
 import sys
 
 _JSON_FLAGS = ("--json", "--batch")
+# options whose value is only ever opened as a path (not --file or --at: an op stores those as text)
+_PATH_OPTIONS = [["--root"], ["--body-file"], ["--batch"]]
+_PATH_PREFIXES = ("--root=", "--body-file=", "--batch=")
 
 
 def refuse_undecodable(argv: list[str], prog: str) -> None:
     """Exit 2 when an argument holds bytes that are not UTF-8; return otherwise."""
     for position, arg in enumerate(argv, start=1):
+        if argv[position - 2 : position - 1] in _PATH_OPTIONS or arg.startswith(_PATH_PREFIXES):
+            continue  # a path: Linux names files in bytes, and a folder called caf\xe9 is a folder
         try:
             arg.encode("utf-8")
         except UnicodeEncodeError as error:
+            if os.path.lexists(arg):
+                continue  # a file operand (refs, import): the same
             bad = arg[error.start]
             byte = f"byte 0x{ord(bad) - 0xDC00:02x}" if 0xDC80 <= ord(bad) <= 0xDCFF else f"U+{ord(bad):04X}"
             try:  # the bytes as given, the bad ones escaped: caf\xe9
@@ -29,7 +36,9 @@ def refuse_undecodable(argv: list[str], prog: str) -> None:
                 shown = arg.encode("utf-8", "backslashreplace").decode("utf-8")
             message = f"argument {position} ({shown}) is not UTF-8 text ({byte}): give it in UTF-8"
             if any(flag == given or given.startswith(flag + "=") for given in argv for flag in _JSON_FLAGS):
-                from memfiles.contract import error_object  # only on this path: the thin clients stay thin
+                import json  # only on this path: the thin clients stay thin
+
+                from memfiles.contract import error_object
 
                 sys.stdout.write(json.dumps(error_object("usage", message), ensure_ascii=False) + "\n")
             sys.stderr.write(f"{prog}: {message}\n")
