@@ -561,3 +561,27 @@ async def test_a_file_of_another_project_is_not_judged_by_this_one(
         types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(0, line.index("D-001")))
     )
     assert said is None
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "memfiles.cli", "lsp"]))
+async def linked(lsp_client: LanguageClient, project: Path, tmp_path_factory: pytest.TempPathFactory):
+    """A client that opened the project through a link to it (macOS's /tmp is /private/tmp)."""
+    link = tmp_path_factory.mktemp("link") / "project"
+    link.symlink_to(project)
+    await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=client_capabilities("neovim"), root_uri=link.as_uri())
+    )
+    lsp_client.link = link  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio
+async def test_a_project_opened_through_a_link_is_served(linked: LanguageClient) -> None:
+    """The check for files outside the project compared the link's path with the resolved root: a
+    workspace opened through a link got no hover and no diagnostics (review)."""
+    link = linked.link  # type: ignore[attr-defined]
+    line = f"# {AT}D-999 and {AT}D-001"
+    uri = _open(linked, link / "src" / "via-link.py", line + "\n")
+    assert any(d.code == "ref-dangling" for d in await _diagnostics(linked, uri, "ref-dangling"))
+    assert "D-001" in await _hover(linked, uri, 0, line.index(AT + "D-001") + 3)

@@ -125,7 +125,13 @@ class MemfilesServer(LanguageServer):
         index = self.index
         if index is None or path is None:
             return False
-        return Path(os.path.abspath(path)).is_relative_to(index.project.root)
+        root = index.project.root
+        if Path(os.path.abspath(path)).is_relative_to(root):
+            return True
+        try:  # the workspace opened through a link (/tmp is /private/tmp on macOS): as Project.rel reads it
+            return path.resolve().is_relative_to(root)
+        except OSError:
+            return False
 
     def ref_at(self, uri: str, position: types.Position) -> tuple[str, re.Match[str] | None, int, int]:
         """The reference (or, in a memory file, bare id) under the cursor: (token, REF_RE match, start, end)."""
