@@ -552,6 +552,16 @@ class TestFiling:
         run("distil", "--domain", "synthesis")
         notes = next(s for s in knowledge(root).sections if s.name == "Notes").intro
         assert mine in notes and notes.count("_Last distilled:") == 1 and "from 5 experience records._" in notes
+        # typed right under and right above the distiller's line, with no blank line between (review)
+        under, above = "Ask Dana before trusting r4.", "Counts exclude the October reruns."
+        text = path.read_text()
+        last = next(line for line in text.split("\n") if line.startswith("_Last distilled:"))
+        path.write_text(text.replace(last, f"{above}\n{last}\n{under}"))
+        write_log(root, "synthesis", [*base_records(), record("r6", 6, *FANOUT)])
+        run("distil", "--domain", "synthesis")
+        notes = next(s for s in knowledge(root).sections if s.name == "Notes").intro
+        assert under in notes and above in notes and mine in notes
+        assert notes.count("_Last distilled:") == 1 and "from 6 experience records._" in notes
 
     def test_a_section_renamed_in_another_case_is_still_that_section(self, run: Run, root: Path) -> None:
         """`## Known failure patterns` (renamed by hand) hid its entries from the distiller: a known symptom

@@ -187,19 +187,36 @@ def ordered(knowns: list[Known]) -> list[Known]:
     return sorted(knowns, key=lambda k: (k.id is None, rank.get(k.section, len(rank)) if k.id is None else 0))
 
 
-_GENERATED_NOTE = re.compile(r"^(?:_Last distilled: |Signoff rate is \d+%, under 50%: )")
+_LAST_LINE = re.compile(r"^_Last distilled: \d{4}-\d{2}-\d{2} from \d+ experience records?\._$")
+_LOW_SIGNOFF = re.compile(r"^Signoff rate is \d+%, under 50%: ")
+
+
+def _kept_notes(before: str | None) -> list[str]:
+    """The lines of the Notes a person wrote: all but the distiller's own, which are the _Last distilled_
+    line and the low-signoff paragraph (from its first line to the next blank line or the _Last_ line),
+    told line by line, so that a line typed right under or above them, with no blank line, stays."""
+    kept: list[str] = []
+    in_low = False
+    for line in (before or "").split("\n"):
+        stripped = line.strip()
+        if _LAST_LINE.match(stripped):
+            in_low = False
+            continue
+        if _LOW_SIGNOFF.match(stripped):
+            in_low = True
+        if in_low:
+            if stripped:
+                continue
+            in_low = False
+        kept.append(line)
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip("\n")
+    return [text] if text.strip() else []
 
 
 def _notes(summary: dict[str, Any], records: list[Record], today: str, before: str | None = None) -> str:
-    """The Notes section: what a person wrote there (`before`'s paragraphs that the distiller did not
-    write, kept as they are), then the low-signoff flag when it applies and one _Last distilled_ line,
-    both replaced."""
-    kept = [
-        part
-        for part in re.split(r"\n[ \t]*\n", before or "")
-        if part.strip() and not _GENERATED_NOTE.match(part.strip())
-    ]
-    lines = [part.strip("\n") for part in kept]
+    """The Notes section: what a person wrote there (kept as it is), then the low-signoff flag when it
+    applies and one _Last distilled_ line, both replaced."""
+    lines = _kept_notes(before)
     if summary["signoff_rate"] < 0.5:
         counts: dict[str, list[Any]] = {}
         for record in records:
