@@ -109,3 +109,22 @@ def test_fixes_beyond_the_issues_are_said(run: Run, root: Path) -> None:
     assert result.exit_code == 0, result.output
     assert f"{rel}:1: 2 fixes for 1 issue: a fix pairs with the issue at its position" in result.stderr
     assert "'Lower target density to 0.6' fixes no issue" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "used"),
+    [
+        ("Do not cap fanout with --max-fanout 16", []),
+        ("Never pass --skip-io", []),
+        ("Pass --no-retime and --max-fanout 16", ["--no-retime", "--max-fanout 16"]),  # `no` inside a flag
+        ("Run synth with -noflatten, not the default", ["synth -noflatten"]),
+        ("The default did not close timing, so we used --max-fanout 16", ["--max-fanout 16"]),  # another clause
+        ("No hold fix needed: ran `abc -D 1250`", ["abc -D 1250"]),
+    ],
+)
+def test_a_negation_turns_down_only_a_flag_of_its_own_clause(text: str, used: list[str]) -> None:
+    """The first rule dropped any flag of a sentence holding `not`/`no` anywhere before it, or inside a
+    flag (`--no-retime`): runs that used a flag lost their evidence (review)."""
+    from memfiles.services.flags import used_flags
+
+    assert [flag.text for flag in used_flags(text)] == used

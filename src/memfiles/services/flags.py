@@ -128,15 +128,27 @@ NEGATION = re.compile(r"\b(?:not|no|never|cannot|without|none|\w+n't)\b", re.IGN
 _SENTENCE_END = re.compile(r"(?<=[.;!?])\s+")
 
 
+_CLAUSE = re.compile(r"[,;:]|\b(?:so|but|then|because|after|once)\b", re.IGNORECASE)
+_FLAG_TOKEN = re.compile(r"`[^`]*`|(?<![\w-])--?\w[\w.=/-]*")
+
+
+def _where(part: str, flag: Flag) -> int:
+    """Where `flag` stands in `part` (its text, else the first of its options found), 0 when unsure."""
+    found = [part.find(text) for text in (flag.text, *(option.split()[0] for option in flag.options))]
+    return min((at for at in found if at >= 0), default=0)
+
+
 def used_flags(text: str) -> list[Flag]:
-    """The flags `text` says were used: those of find_flags, less any a negation before it in its sentence
-    turns down ("Do not cap fanout with --max-fanout 16" used none)."""
+    """The flags `text` says were used: those of find_flags, less any that a negation turns down in its
+    own clause ("Do not cap fanout with --max-fanout 16" used none; "the default did not close, so we
+    used --max-fanout 16" and "pass --no-retime and --max-fanout 16" used theirs)."""
     used = []
     for part in _SENTENCE_END.split(text):
-        negation = NEGATION.search(part)
+        masked = _FLAG_TOKEN.sub(lambda m: " " * len(m.group(0)), part)  # `--no-retime` holds no negation
         for flag in find_flags(part):
-            where = part.find(flag.text)
-            if negation is None or (where >= 0 and where < negation.start()):
+            where = _where(part, flag)
+            clause = max((m.end() for m in _CLAUSE.finditer(masked, 0, where)), default=0)
+            if NEGATION.search(masked, clause, where) is None:
                 used.append(flag)
     return general(used)
 
