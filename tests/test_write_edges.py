@@ -402,6 +402,10 @@ def test_a_linked_memory_file_is_named_by_its_place_and_never_written_out(run: R
     assert added.exit_code == 2
     assert "memory/linked.md is a link to" in added.stderr and "outside the project's memory folders" in added.stderr
     assert link.is_symlink() and shared.read_text() == before
+    formatted = run("fmt", "--json")  # fmt rewrote the file out there (its generated index): no more (review)
+    found = json.loads(formatted.stdout)["findings"]
+    assert formatted.exit_code == 2 and [(f["code"], f["path"]) for f in found] == [("link-out", "memory/linked.md")]
+    assert link.is_symlink() and shared.read_text() == before
 
     (root / "loop.md").symlink_to(root / "memory" / "loop.md")
     (root / "memory" / "loop.md").symlink_to(root / "loop.md")

@@ -31,6 +31,7 @@ FINDING_CODES: dict[str, str] = {
     # check and fmt (format/validate.py, services/check.py)
     "parse-error": "error",
     "not-utf8": "error",
+    "link-out": "error",  # fmt: a memory file that is a link out of the memory folders is not written
     "unknown-prefix": "error",
     "id-format": "error",
     "duplicate-id": "error",

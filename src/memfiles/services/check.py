@@ -271,6 +271,11 @@ def format_project(project: Project, write: bool, lint: bool = True) -> FmtResul
             if text == loaded.text:
                 result.unchanged += 1
                 continue
+            out = project.leads_out(loaded.path)
+            if out is not None:  # read through the link, never written out through it (Project.leads_out)
+                message = f"{loaded.rel} is a link to {out}, outside the project's memory folders; not rewritten"
+                result.errors.append(finding("link-out", loaded.rel, None, message))
+                continue
             result.changed.append(loaded.rel)
             if write:
                 write_if_changed(loaded.path, text)
