@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from memfiles.cli.argv import json_requested
 from memfiles.config import Settings, load_settings
 from memfiles.contract import error_for, error_object
 from memfiles.errors import MemfilesError, ReadError
@@ -101,11 +102,6 @@ def errors_to_exit(as_json: bool | None = None, one_line: bool = False) -> Itera
         raise
 
 
-def _json_requested(args: list[str], names: tuple[str, ...] = ("--json",)) -> bool:
-    options = args[: args.index("--")] if "--" in args else args
-    return any(arg == name or arg.startswith(name + "=") for arg in options for name in names)
-
-
 class JsonErrorsCommand(click.Command):
     """A lone command (memsearch) that, given --json, prints the error object for a usage error raised
     while its options are parsed (`-k 0`, an unknown option), before its body runs."""
@@ -114,8 +110,8 @@ class JsonErrorsCommand(click.Command):
     json_lines_options: tuple[str, ...] = ()  # ... and those after which it answers in JSON lines
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        wanted = _json_requested(list(args), self.json_options + self.json_lines_options)
-        one_line = _json_requested(list(args), self.json_lines_options)
+        wanted = json_requested(list(args), self.json_options + self.json_lines_options)
+        one_line = json_requested(list(args), self.json_lines_options)
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as error:

@@ -4,7 +4,9 @@ A shell hands over bytes; Python turns the ones that are not UTF-8 into lone sur
 becomes `caf\\udce9`), which no file, hash or tokenizer can take: a write crashed hashing its ops and a
 search crashed in the tokenizer, each with a traceback. Refused here, for `memfiles` and `memsearch`
 alike: exit 2, naming the argument and the byte (and the error object on stdout under --json or
---batch). Stdlib only, so the thin clients stay thin.
+--batch). A path that is only opened is taken as it is (the value of --root, --body-file or --batch,
+or an argument naming a file that exists): Linux names files in bytes. Stdlib only (json imported only
+to print a refusal), so the thin clients stay thin.
 """
 
 from __future__ import annotations
@@ -12,16 +14,21 @@ from __future__ import annotations
 import os
 import sys
 
-_JSON_FLAGS = ("--json", "--batch")
 # options whose value is only ever opened as a path (not --file or --at: an op stores those as text)
-_PATH_OPTIONS = [["--root"], ["--body-file"], ["--batch"]]
-_PATH_PREFIXES = ("--root=", "--body-file=", "--batch=")
+_PATH_OPTIONS = ("--root", "--body-file", "--batch")
+
+
+def json_requested(args: list[str], names: tuple[str, ...] = ("--json",)) -> bool:
+    """Whether one of the options `names` (`--json`, or `--json=...`) is given before a `--`."""
+    options = args[: args.index("--")] if "--" in args else args
+    return any(arg == name or arg.startswith(name + "=") for arg in options for name in names)
 
 
 def refuse_undecodable(argv: list[str], prog: str) -> None:
     """Exit 2 when an argument holds bytes that are not UTF-8; return otherwise."""
     for position, arg in enumerate(argv, start=1):
-        if argv[position - 2 : position - 1] in _PATH_OPTIONS or arg.startswith(_PATH_PREFIXES):
+        previous = argv[position - 2] if position > 1 else ""
+        if previous in _PATH_OPTIONS or arg.startswith(tuple(f"{name}=" for name in _PATH_OPTIONS)):
             continue  # a path: Linux names files in bytes, and a folder called caf\xe9 is a folder
         try:
             arg.encode("utf-8")
@@ -35,7 +42,7 @@ def refuse_undecodable(argv: list[str], prog: str) -> None:
             except UnicodeEncodeError:
                 shown = arg.encode("utf-8", "backslashreplace").decode("utf-8")
             message = f"argument {position} ({shown}) is not UTF-8 text ({byte}): give it in UTF-8"
-            if any(flag == given or given.startswith(flag + "=") for given in argv for flag in _JSON_FLAGS):
+            if json_requested(argv, ("--json", "--batch")):
                 import json  # only on this path: the thin clients stay thin
 
                 from memfiles.contract import error_object
