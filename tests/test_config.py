@@ -34,6 +34,7 @@ BAD_SETTINGS = [
     ("watch_idle_exit = -5", "watch_idle_exit", "from 0 up to 604800"),
     ('watch_idle_exit = "2h"', "watch_idle_exit", 'got "2h"'),
     ('watch_torch = "no"', "watch_torch", "true or false (unquoted in a file; a variable also takes 1/0"),
+    ('bulk_precision = "fp16"', "bulk_precision", 'must be "auto" or "float32" or "bfloat16", got "fp16"'),
     ('index_url = "not a url"', "index_url", "http:// or https:// URL (or host:port)"),
     ('index_url = "ftp://host"', "index_url", 'got "ftp://host"'),
     ('index_url = "http://host:99999"', "index_url", "got"),
@@ -94,6 +95,7 @@ GOOD_SETTINGS = [
     ("watch_idle_exit = 0", "watch_idle_exit", 0.0),
     ("watch_idle_exit = 600", "watch_idle_exit", 600.0),
     ("watch_torch = false", "watch_torch", False),
+    ('bulk_precision = "float32"', "bulk_precision", "float32"),
     ('index_url = "localhost:8000"', "index_url", "localhost:8000"),
     ('index_url = "https://chroma.example:443/base"', "index_url", "https://chroma.example:443/base"),
     ('llm_url = "http://127.0.0.1:8080/v1"', "llm_url", "http://127.0.0.1:8080/v1"),
@@ -249,6 +251,7 @@ BAD_ENV = [
     ("MEMFILES_WATCH_IDLE_EXIT", "2h", 'from 0 up to 604800, got "2h"'),
     ("MEMFILES_WATCH_IDLE_EXIT", "604801", 'got "604801"'),
     ("MEMFILES_WATCH_TORCH", "maybe", "true or false (unquoted in a file; a variable also takes 1/0, on/off, yes/no)"),
+    ("MEMFILES_BULK_PRECISION", "half", 'must be "auto" or "float32" or "bfloat16", got "half"'),
 ]
 
 

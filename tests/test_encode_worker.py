@@ -56,6 +56,43 @@ def test_same_vectors_as_the_in_process_encoder_request_after_request() -> None:
         child.close()
 
 
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def test_a_bfloat16_child_says_so_and_stays_within_a_cosine_of_float32() -> None:
+    """bfloat16 forced (emulated where the CPU lacks it, so this runs anywhere): the reply says so, the
+    vectors are unit length, not float32's bit for bit, and within a cosine of 0.9999 of them."""
+    name, bundled = resolve_model(None)
+    assert bundled is not None
+    texts = [t for t in TEXTS if t]  # an empty text's vector is zero
+    expected = TorchBertEmbedder(name, bundled).encode(texts, batch_size=16)
+    child = EncoderProcess(name, bundled, 384, "bfloat16")
+    try:
+        assert child.precision is None
+        vectors = child.encode(texts, batch_size=16)
+        assert child.precision == "bfloat16"
+    finally:
+        child.close()
+    assert np.abs(vectors - expected).max() > 1e-5  # computed otherwise, not float32 again
+    assert _cosines(vectors, expected).min() > 0.9999
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_auto_precision_is_bfloat16_only_where_the_cpu_multiplies_it() -> None:
+    from memfiles.index.bert_torch import native_bfloat16
+
+    name, bundled = resolve_model(None)
+    assert bundled is not None
+    for precision, expected in (("auto", "bfloat16" if native_bfloat16() else "float32"), ("float32", "float32")):
+        child = EncoderProcess(name, bundled, 384, precision)
+        try:
+            child.encode(["coverage aggregation"])
+            assert child.precision == expected, precision
+        finally:
+            child.close()
+
+
 def test_a_broken_model_is_said_in_the_in_process_words(tmp_path: Path) -> None:
     """Weights truncated after the parent looked: ModelUnavailable, with the recovery the in-process
     encoder gives, on every request; no traceback."""
@@ -89,8 +126,9 @@ def test_a_child_that_died_is_an_index_error_not_a_hang() -> None:
     [
         ("[1, 2]", "said"),
         ("not json at all", "said"),
-        ('{"rows": 5, "dimension": 384}', "5 x 384 vectors for 1 texts"),
-        ('{"rows": 1, "dimension": 3}', "1 x 3 vectors for 1 texts"),
+        ('{"rows": 5, "dimension": 384, "precision": "float32"}', "5 x 384 vectors for 1 texts"),
+        ('{"rows": 1, "dimension": 3, "precision": "float32"}', "1 x 3 vectors for 1 texts"),
+        ('{"rows": 1, "dimension": 384}', "said"),
     ],
 )
 def test_a_child_that_answers_nonsense_is_stopped_and_named(
@@ -168,6 +206,37 @@ def test_first_backfill_and_rebuild_encode_in_a_child(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_a_backfill_stores_vectors_in_the_bulk_precision_set(tmp_path: Path, precision: str) -> None:
+    """`bulk_precision` (here by its variable) reaches the child: float32 stores the in-process float32
+    vectors to 1e-6; bfloat16 others, within a cosine of 0.9999."""
+    from memfiles.config import load_settings
+    from memfiles.index.chroma import open_store
+    from memfiles.index.embedder import collection_name
+
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "ops.json").write_text(add_ops(70))
+    env = {**os.environ, "MEMFILES_SEARCH_WATCH": "0", "MEMFILES_BULK_PRECISION": precision}
+    for command in (["import", str(tmp_path / "ops.json")], ["backfill"]):
+        done = subprocess.run(
+            [str(BIN / "memfiles"), "--root", str(tmp_path), *command], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+    name, bundled = resolve_model(None)
+    assert bundled is not None
+    with open_store(load_settings(tmp_path), collection_name(name, 384)) as store:
+        got = store.collection.get(include=["embeddings", "documents"])
+    stored = np.asarray(got["embeddings"], dtype=np.float32)
+    expected = TorchBertEmbedder(name, bundled).encode(list(got["documents"]), batch_size=16)
+    assert len(stored) == 70
+    if precision == "float32":
+        assert np.abs(stored - expected).max() < 1e-6
+    else:
+        assert np.abs(stored - expected).max() > 1e-5
+        assert _cosines(stored, expected).min() > 0.9999
+
+
+@pytest.mark.slow
 def test_backfill_with_a_broken_model_exits_2_and_writes_no_index(tmp_path: Path) -> None:
     broken = tmp_path / "model"
     shutil.copytree(resolve_model(None)[1], broken)  # type: ignore[arg-type]
@@ -204,7 +273,7 @@ worker.main()
 def test_what_the_child_prints_goes_to_stderr_not_into_the_replies() -> None:
     name, path = resolve_model(None)
     done = subprocess.run(
-        [sys.executable, "-c", NOISY, name, str(path)],
+        [sys.executable, "-c", NOISY, name, str(path), "float32"],
         input=json.dumps({"texts": ["one text"], "batch_size": 16}).encode() + b"\n",
         capture_output=True,
         timeout=120,
@@ -212,7 +281,8 @@ def test_what_the_child_prints_goes_to_stderr_not_into_the_replies() -> None:
     assert done.returncode == 0, done.stderr
     assert b"a library talking" in done.stderr and b"a library talking" not in done.stdout
     first, second, vectors = done.stdout.split(b"\n", 2)
-    assert json.loads(first) == {"done": 1} and json.loads(second) == {"rows": 1, "dimension": 384}
+    assert json.loads(first) == {"done": 1}
+    assert json.loads(second) == {"rows": 1, "dimension": 384, "precision": "float32"}
     assert len(vectors) == 384 * 4
 
 

@@ -6,8 +6,9 @@ the store; the parent then hands it the texts. On 2 cores that hides the shorter
 
 The wire, over the child's stdin and stdout, one request at a time:
 - request: one line of JSON, {"texts": [...], "batch_size": 16}
-- replies: lines {"done": n} as batches finish; then {"rows": r, "dimension": d} followed by r x d
-  little-endian float32 values; or {"error": "...", "model": true|false} instead.
+- replies: lines {"done": n} as batches finish; then {"rows": r, "dimension": d, "precision": p}
+  followed by r x d little-endian float32 values (p: the precision they were computed in, "float32" or
+  "bfloat16"); or {"error": "...", "model": true|false} instead.
 The child stops at the end of its input.
 """
 
@@ -40,11 +41,13 @@ class EncoderFailed(IndexUnavailable):
 class EncoderProcess:
     """The torch BERT recipe (index/bert_torch.py) run by a child process; an Embedder."""
 
-    def __init__(self, name: str, path: Path, dimension: int) -> None:
+    def __init__(self, name: str, path: Path, dimension: int, precision: str = "float32") -> None:
         self.name = name
         self.path = path
         self._dimension = dimension
         self._sent = 0
+        # What the child computed the last vectors in ("float32" or "bfloat16"); None before any.
+        self.precision: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the child; closed by close())
         # The child imports this memfiles, wherever it came from (an install, or a checkout put on
@@ -53,7 +56,7 @@ class EncoderProcess:
         package_root = str(Path(__file__).resolve().parents[2])
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-P", "-c", _BOOT, package_root, name, str(path)],
+                [sys.executable, "-P", "-c", _BOOT, package_root, name, str(path), precision],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._stderr,
@@ -115,6 +118,7 @@ class EncoderProcess:
                     failed = str(reply["error"])
                     break
                 rows, dimension = int(reply["rows"]), int(reply["dimension"])
+                precision = str(reply["precision"])
             except (ValueError, TypeError, KeyError):
                 raise self._ended(f"said {line[:80]!r}") from None
             if rows != self._sent or dimension != self._dimension:
@@ -122,6 +126,7 @@ class EncoderProcess:
             data = process.stdout.read(rows * dimension * 4)
             if len(data) != rows * dimension * 4:
                 raise self._ended()
+            self.precision = precision
             return np.frombuffer(data, dtype="<f4").reshape(rows, dimension).copy()
         from memfiles.index.embedder import ModelUnavailable
 
@@ -157,7 +162,7 @@ class EncoderProcess:
             self.close()
 
 
-def _serve(name: str, path: Path, requests: IO[bytes], replies: IO[bytes]) -> None:
+def _serve(name: str, path: Path, precision: str, requests: IO[bytes], replies: IO[bytes]) -> None:
     from memfiles.index.bert_torch import TorchBertEmbedder
     from memfiles.index.embedder import ModelUnavailable
 
@@ -165,10 +170,11 @@ def _serve(name: str, path: Path, requests: IO[bytes], replies: IO[bytes]) -> No
         replies.write((json.dumps(message) + "\n").encode("utf-8"))
         replies.flush()
 
-    embedder = TorchBertEmbedder(name, path)
+    embedder = TorchBertEmbedder(name, path, precision)
     try:  # load now, while the parent is still busy: that is the point of the child
         embedder.model  # noqa: B018
         embedder.tokenizer  # noqa: B018
+        embedder.bfloat16  # noqa: B018 (asks the CPU once, before the first request)
         failed: Exception | None = None
     except (ModelUnavailable, OSError, ValueError) as error:
         failed = error
@@ -184,20 +190,21 @@ def _serve(name: str, path: Path, requests: IO[bytes], replies: IO[bytes]) -> No
         except (ModelUnavailable, OSError, ValueError) as error:
             say({"error": str(error), "model": isinstance(error, ModelUnavailable)})
             continue
-        say({"rows": int(vectors.shape[0]), "dimension": int(vectors.shape[1])})
+        computed = "bfloat16" if embedder.bfloat16 else "float32"
+        say({"rows": int(vectors.shape[0]), "dimension": int(vectors.shape[1]), "precision": computed})
         replies.write(vectors.astype("<f4").tobytes())
         replies.flush()
 
 
 def main() -> None:
-    name, path = sys.argv[1], Path(sys.argv[2])
+    name, path, precision = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
     # The replies get stdout's pipe to themselves: whatever a library prints goes to stderr instead.
     sys.stdout.flush()
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     try:
-        _serve(name, path, sys.stdin.buffer, replies)
+        _serve(name, path, precision, sys.stdin.buffer, replies)
     except (KeyboardInterrupt, BrokenPipeError):  # the parent was interrupted or went away
         sys.exit(1)
 

@@ -223,7 +223,7 @@ def early_encoder(project: Project, rebuild: bool) -> EncoderProcess | None:
     if len(entry_docs(project).docs) <= LIGHT_LIMIT:
         return None
     try:
-        return EncoderProcess(name, path, dimension)
+        return EncoderProcess(name, path, dimension, settings.bulk_precision)
     except OSError:  # no process to be had (limits, no interpreter path): encode in this one
         return None
 
