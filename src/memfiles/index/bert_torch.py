@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 
 
 PRECISIONS = ("auto", "float32", "bfloat16")
+# Texts per forward pass of a bulk encode in bfloat16 (float32's is index/sync.py's EMBED_BATCH, 16): on
+# 1,000 CACM entries, medians of 3 alternating runs, 3.23 / 2.58 / 2.85 s at 16 / 32 / 64 against float32's
+# 5.03 s at 16 and 5.28 s at 32 (2026-12-02, AMX, idle; /tmp scratch timing, table in docs/benchmarks.md).
+BFLOAT16_BATCH = 32
 
 
 def native_bfloat16() -> bool:

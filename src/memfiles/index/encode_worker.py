@@ -5,7 +5,8 @@ child imports torch and loads the model while the parent imports chromadb and re
 the store; the parent then hands it the texts. On 2 cores that hides the shorter of the two imports.
 
 The wire, over the child's stdin and stdout, one request at a time:
-- request: one line of JSON, {"texts": [...], "batch_size": 16}
+- request: one line of JSON, {"texts": [...], "batch_size": 16}; a batch_size of null leaves it to
+  the child: index/sync.py's EMBED_BATCH in float32, bert_torch.BFLOAT16_BATCH in bfloat16
 - replies: lines {"done": n} as batches finish; then {"rows": r, "dimension": d, "precision": p}
   followed by r x d little-endian float32 values (p: the precision they were computed in, "float32" or
   "bfloat16"); or {"error": "...", "model": true|false} instead.
@@ -84,8 +85,9 @@ class EncoderProcess:
         self.submit(texts, batch_size)
         return self.collect(progress)
 
-    def submit(self, texts: list[str], batch_size: int = 16) -> None:
-        """Hand the child `texts` to encode; `collect` waits for the vectors (meanwhile, this process is free)."""
+    def submit(self, texts: list[str], batch_size: int | None = None) -> None:
+        """Hand the child `texts` to encode, in batches of `batch_size` (None: the child's choice for its
+        precision); `collect` waits for the vectors (meanwhile, this process is free)."""
         process = self._process
         if process is None or process.stdin is None:
             raise EncoderFailed("the encoder process was closed")
@@ -163,8 +165,9 @@ class EncoderProcess:
 
 
 def _serve(name: str, path: Path, precision: str, requests: IO[bytes], replies: IO[bytes]) -> None:
-    from memfiles.index.bert_torch import TorchBertEmbedder
+    from memfiles.index.bert_torch import BFLOAT16_BATCH, TorchBertEmbedder
     from memfiles.index.embedder import ModelUnavailable
+    from memfiles.index.sync import EMBED_BATCH
 
     def say(message: dict[str, Any]) -> None:
         replies.write((json.dumps(message) + "\n").encode("utf-8"))
@@ -184,9 +187,8 @@ def _serve(name: str, path: Path, precision: str, requests: IO[bytes], replies: 
             say({"error": str(failed), "model": isinstance(failed, ModelUnavailable)})
             continue
         try:
-            vectors = embedder.encode(
-                request["texts"], batch_size=int(request["batch_size"]), progress=lambda n: say({"done": n})
-            )
+            batch = request["batch_size"] or (BFLOAT16_BATCH if embedder.bfloat16 else EMBED_BATCH)
+            vectors = embedder.encode(request["texts"], batch_size=int(batch), progress=lambda n: say({"done": n}))
         except (ModelUnavailable, OSError, ValueError) as error:
             say({"error": str(error), "model": isinstance(error, ModelUnavailable)})
             continue

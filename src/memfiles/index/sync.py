@@ -167,7 +167,7 @@ def encode_texts(embedder: Embedder, texts: list[str], meanwhile: Callable[[], o
     update = bar.update if bar is not None else None
     try:
         if isinstance(embedder, EncoderProcess):
-            embedder.submit(texts, batch_size=EMBED_BATCH)
+            embedder.submit(texts)  # in batches of the child's choice for its precision
             try:
                 if meanwhile is not None:
                     meanwhile()
