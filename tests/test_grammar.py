@@ -451,3 +451,59 @@ def test_a_metadata_key_in_another_case_is_named_at_its_line() -> None:
         parse(text)
     assert caught.value.line == 7
     assert caught.value.message == "D-001: metadata keys are lower case: write '- status:' for '- Status:'"
+
+
+class TestConflictMarkers:
+    """A file mid-merge (git's <<<<<<< ======= >>>>>>> left in it) is never read as entries: parse names the
+    first marker's line, every write refuses and changes nothing, check reports it; a body cannot carry
+    one. Inside a fence a marker is an example; `=======` alone is a heading's underline."""
+
+    SIDES = "<<<<<<< HEAD\nWe chose Postgres.\n=======\nWe chose MySQL.\n>>>>>>> bob\n"
+
+    def test_a_marker_anywhere_outside_fences_is_a_parse_error_at_its_line(self) -> None:
+        text = f"# Decisions\n\n{ENTRY}{self.SIDES}"
+        with pytest.raises(ParseError) as caught:
+            parse(text, "memory/decisions.md")
+        assert caught.value.line == 9 and "git conflict marker" in caught.value.message
+        canonical = _file("Body.")
+        index_end = canonical.index("<!-- memfiles:index:end -->")
+        in_index = canonical[:index_end] + "<<<<<<< HEAD\n=======\n>>>>>>> bob\n" + canonical[index_end:]
+        in_manual = canonical + "\n>>>>>>> bob\n"
+        diff3 = canonical.replace("Body.", "Body.\n||||||| base")
+        for broken in (in_index, in_manual, diff3):
+            with pytest.raises(ParseError, match="git conflict marker"):
+                parse(broken)
+
+    def test_a_marker_in_a_fence_and_a_setext_underline_are_text(self) -> None:
+        fenced = _file("How a conflict looks:\n\n```text\n" + self.SIDES + "```")
+        assert "<<<<<<< HEAD" in parse(fenced).entries[0].body
+        underline = _file("Results\n=======\n\nFine.")
+        assert "=======" in parse(underline).entries[0].body
+        assert body_problem("Results\n=======\n\nFine.") is None
+
+    def test_a_body_with_a_marker_is_refused(self) -> None:
+        problem = body_problem("Keep this.\n<<<<<<< HEAD\nor this")
+        assert problem is not None and "body line 2 is a git conflict marker (<<<<<<<)" in problem
+
+    def test_writes_refuse_a_file_mid_merge_and_check_names_the_line(self, run: Run, root: Path) -> None:
+        run("add", "-k", "D", "-t", "Use Postgres", "-a", "db", "--body", "We chose Postgres.")
+        path = root / "memory" / "decisions.md"
+        text = path.read_text()
+        path.write_text(text.replace("We chose Postgres.\n", self.SIDES))
+        line = path.read_text().splitlines().index("<<<<<<< HEAD") + 1
+        before = snapshot(root)
+        check = run("check", "--no-lint")
+        assert check.exit_code == 1
+        assert f"memory/decisions.md:{line}: parse-error a git conflict marker" in check.stdout
+        for command in (
+            ["add", "-k", "D", "-t", "Another", "-a", "db", "--body", "x"],
+            ["set", "D-001", "--status", "accepted"],
+            ["fmt"],
+        ):
+            result = run(*command)
+            assert result.exit_code == 2, (command, result.output)
+            assert f"memory/decisions.md:{line}:" in result.stderr and "a git conflict marker" in result.stderr, command
+            assert "Traceback" not in result.output
+        assert snapshot(root) == before
+        refused = run("add", "-k", "D", "-t", "Body with one", "-a", "db", "--body", "a\n>>>>>>> bob")
+        assert refused.exit_code == 2 and "git conflict marker" in refused.stderr

@@ -40,6 +40,13 @@ closes at a line of up to 3 spaces, the same character at least as many times, a
 after. Inside a fence nothing is structure. A tab-indented line is indented code, never a fence. An id
 inside a fence or a code span is an example, not a mention: audit does not follow it.
 
+**Conflict markers.** A line at the margin of seven `<`, `>` or `|` then whitespace or its end is
+git's mark of an unfinished merge (`<<<<<<< HEAD`, `>>>>>>> branch`, diff3's `||||||| base`). Outside a
+fence it is a ParseError wherever it stands (the generated index and the Manual included): a file
+mid-merge is never read, written or indexed, and a body may not hold one. The middle marker
+`=======` alone is also a heading's underline in Markdown, so only ids.txt (no Markdown) reads it
+as a marker; in a memory file a conflict always has its opening and closing lines too.
+
 **Line endings.** A line ends at LF; CRs before it are part of the line ending, not of the line. A
 file's newline is its first line's (CRLF or LF) and canonical form writes that newline throughout,
 the Manual included, so a checkout with core.autocrlf stays as git wrote it. A file mixing the two,
@@ -72,6 +79,23 @@ _FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 # A CommonMark code span: a run of backticks (not escaped), then text, then a run of the same length; it
 # may span lines, never a blank one (a paragraph ends there, and with it any span).
 _CODE_SPAN_RE = re.compile(r"(?<![`\\])(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.DOTALL)
+
+
+CONFLICT_RE = re.compile(r"^(<{7}|>{7}|\|{7})(?:\s|$)")
+CONFLICT_MIDDLE_RE = re.compile(r"^={7}\s*$")  # read as a marker only where no Markdown is (ids.txt)
+CONFLICT_FIX = (
+    "a git conflict marker: the file is in the middle of a merge. Keep the lines you want, delete the"
+    " <<<<<<<, ======= and >>>>>>> lines, then run memfiles check (inside the generated index either side"
+    " will do: the next write rewrites it)"
+)
+
+
+def conflict_marker(lines: Iterable[str], start: int = 1) -> int | None:
+    """The number of the first line outside fences that is a git conflict marker (see the module's note)."""
+    for number, line in outside_fences(lines, start):
+        if CONFLICT_RE.match(line):
+            return number
+    return None
 
 
 # --- lines and line endings -----------------------------------------------------------------------

@@ -12,7 +12,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memfiles.errors import ParseError
-from memfiles.format.grammar import BOM, META_RE, Fence, is_manual_name, newline_of, section_name, split_lines
+from memfiles.format.grammar import (
+    BOM,
+    CONFLICT_FIX,
+    META_RE,
+    Fence,
+    conflict_marker,
+    is_manual_name,
+    newline_of,
+    section_name,
+    split_lines,
+)
 from memfiles.format.ids import Schema
 from memfiles.format.model import LIST_KEYS, META_KEYS, REQUIRED_KEYS, Entry, MemoryFile, Section
 from memfiles.format.toc import INDEX_END, INDEX_START_PREFIX
@@ -63,6 +73,9 @@ def parse(text: str, path: str | Path | None = None, schema: Schema | None = Non
     bom = first is not None and lines[first].startswith(BOM)
     if bom:
         lines[first] = lines[first][len(BOM) :]
+    marker = conflict_marker(lines)
+    if marker is not None:  # a file mid-merge: nothing of it is read as entries, so nothing is written over it
+        raise ParseError(path, marker, CONFLICT_FIX)
     title: str | None = None
     preamble: list[str] = []
     sections: list[_SectionDraft] = [_SectionDraft(None, 0)]

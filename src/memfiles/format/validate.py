@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from memfiles.contract import FINDING_CODES, Finding, entry_ref
 from memfiles.format.grammar import (
     BOM,
+    CONFLICT_RE,
     FULL_ID_RE,
     Fence,
     heading_at_margin,
@@ -74,6 +75,8 @@ def body_problem(body: str, schema: Schema | None = None) -> str | None:
             return f"body line {number} is an entry heading with metadata under it: reword it"
         if line.strip().startswith(INDEX_START_PREFIX) or line.strip() == INDEX_END:
             return f"body line {number} is a generated-index marker"
+        if CONFLICT_RE.match(line):
+            return f"body line {number} is a git conflict marker ({line.split()[0]}): resolve the merge it came from"
     if fence.marker is not None:
         return f"body line {fence.opened_at} opens a code fence {fence.marker} that is never closed"
     return None

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memfiles.errors import ParseError
-from memfiles.format.grammar import PREFIX_PATTERN
+from memfiles.format.grammar import CONFLICT_MIDDLE_RE, CONFLICT_RE, PREFIX_PATTERN
 from memfiles.format.ids import split_id
 from memfiles.store.fileio import read_state, read_text
 
@@ -33,7 +33,6 @@ HEADER = (
     "# `never` lists numbers at or below the mark that no entry ever had (check does not report them).\n"
 )
 _LINE_RE = re.compile(rf"^({PREFIX_PATTERN}) +(\d{{1,9}})(?: +never +([\d,-]+))?\s*$")
-_CONFLICT_RE = re.compile(r"^(<{7}|={7}|>{7}|\|{7})(\s|$)")
 
 
 @dataclass
@@ -82,7 +81,7 @@ def parse_marks(text: str, path: str | Path) -> Marks:
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        if _CONFLICT_RE.match(line):
+        if CONFLICT_RE.match(line) or CONFLICT_MIDDLE_RE.match(line):
             marks.conflicts.append(number)
             continue
         match = _LINE_RE.match(stripped)
