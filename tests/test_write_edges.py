@@ -411,3 +411,37 @@ def test_a_linked_memory_file_is_named_by_its_place_and_never_written_out(run: R
     (root / "memory" / "loop.md").symlink_to(root / "loop.md")
     looped = run("check")
     assert "Traceback" not in looped.output and looped.exit_code in (0, 1)
+
+
+ABANDONING_ADD = """
+import atexit, sys
+atexit.register(lambda: print("finalised", file=sys.stderr))
+sys.argv = ["memfiles", "--root", sys.argv[1], "add", "-k", "T", "-t", "Racing the index", "-a", "t", "--body", "x"]
+from memfiles.cli.entry import main
+main()
+"""
+
+
+@pytest.mark.slow
+def test_a_write_that_gives_up_on_the_index_leaves_without_finalising(tmp_path: Path) -> None:
+    """index_timeout shorter than opening the store: the write is done and warns, and the process leaves
+    by os._exit while the update's thread is still in chromadb (no atexit handler runs): finalising the
+    interpreter under that thread crashed it now and then (SIGSEGV, SIGABRT) after a successful write."""
+    (tmp_path / "memory").mkdir()
+    env = {**os.environ, "MEMFILES_SEARCH_WATCH": "0"}
+    memfiles = str(Path(sys.executable).parent / "memfiles")
+    for command in (["add", "-k", "T", "-t", "First", "-a", "t", "--body", "x"], ["backfill"]):
+        done = subprocess.run([memfiles, "--root", str(tmp_path), *command], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    done = subprocess.run(
+        [sys.executable, "-c", ABANDONING_ADD, str(tmp_path)],
+        env={**env, "MEMFILES_INDEX_TIMEOUT": "0.001"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "T-002"
+    assert "the index did not answer within 0.001 s" in done.stderr
+    assert "finalised" not in done.stderr
+    assert "### T-002: Racing the index" in (tmp_path / "memory" / "todos.md").read_text()

@@ -8,6 +8,7 @@ start-up must not pay for importing every other command (the distiller, the inde
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -31,6 +32,30 @@ def subcommand(argv: list[str]) -> str | None:
 
 
 def main() -> None:
+    try:
+        _dispatch()
+    except SystemExit as done:
+        _leave(done.code)
+        raise
+    _leave(0)
+
+
+def _leave(code: object) -> None:
+    """Exit at once, skipping the interpreter's finalisation, when a write's index update was given up on
+    and still runs (services/index_client.abandoned): the command's output is flushed and its code kept."""
+    client = sys.modules.get("memfiles.services.index_client")
+    if client is None or not client.abandoned():
+        return
+    if isinstance(code, str):  # sys.exit("message"): printed to stderr, exit 1, as Python does
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said
+            stream.flush()
+    os._exit(code if isinstance(code, int) else 0)
+
+
+def _dispatch() -> None:
     command = subcommand(sys.argv[1:])
     if command != "hook":  # a hook reads its event from stdin and never fails its agent
         from memfiles.cli.argv import refuse_undecodable

@@ -443,6 +443,18 @@ def forget_waits() -> None:
     _found_busy.clear()
 
 
+# The notify threads this process started; one still running when the command is done is left behind.
+_notifiers: list[Any] = []
+
+
+def abandoned() -> bool:
+    """True while a write's index update, given up on after index_timeout, still runs in its thread (in
+    chromadb or torch's C code, say). The command's process must then leave with os._exit: finalising
+    the interpreter under such a thread crashed it (SIGSEGV, or SIGABRT "exception not rethrown") after
+    the write had succeeded, turning exit 0 into a failure a caller would retry."""
+    return any(thread.is_alive() for thread in _notifiers)
+
+
 def notify(project: Project, result: BatchResult) -> str | None:
     """Tell the index about a write, within index_timeout seconds; a warning when it could not.
 
@@ -487,6 +499,7 @@ def notify(project: Project, result: BatchResult) -> str | None:
             outcome.append(f"index not updated ({type(error).__name__}: {error}): run memfiles backfill later")
 
     worker = threading.Thread(target=work, name="memfiles-index-notify", daemon=True)
+    _notifiers.append(worker)
     worker.start()
     worker.join(wait)
     if worker.is_alive() and writing.is_set():
