@@ -186,6 +186,53 @@ class TestMerge:
         result = run("check")
         assert result.exit_code == 1 and "missing-id D-002" in result.stdout
 
+    def test_a_revert_or_a_stash_does_not_hand_a_number_out_again(self, run: Run, root: Path) -> None:
+        """git revert of the commit that added T-002 lowers the versioned ids.txt to `T 1`; the clone's own
+        marks (.memfiles/handed.txt, ignored by git) keep the next add at T-003, and ids.txt records 2 as
+        never handed out here, so check is clean. Without them a second T-002 came, and code citing the
+        first one's id led to the other entry. A stash does the same; with the clone's marks gone, ids.txt
+        decides as before."""
+
+        def git(*args: str) -> None:
+            subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+        git("init", "-q", "-b", "main")
+        git("config", "user.email", "a@b")
+        git("config", "user.name", "A")
+        assert add(run, "T", "Write docs") == "T-001"
+        git("add", "-A")
+        git("commit", "-qm", "one")
+        assert add(run, "T", "Drop Python 3.9") == "T-002"
+        git("commit", "-qam", "two")
+        git("revert", "--no-edit", "HEAD")
+        assert (root / "memory" / "ids.txt").read_text().endswith("T 1\n")
+        assert add(run, "T", "Add an arm runner") == "T-003"
+        assert (root / "memory" / "ids.txt").read_text().endswith("T 3 never 2\n")
+        assert run("check", "--no-lint").exit_code == 0
+        git("commit", "-qam", "three")
+        assert add(run, "T", "Stashed") == "T-004"
+        git("stash", "-q")
+        assert add(run, "T", "After the stash") == "T-005"
+        git("checkout", "--", "memory")
+        git("clean", "-fdq", "memory")
+        handed = root / ".memfiles" / "handed.txt"
+        assert handed.read_text().endswith("T 5\n")
+        ignored = subprocess.run(["git", "check-ignore", "-q", str(handed)], cwd=root)
+        assert ignored.returncode == 0  # the clone's marks never reach the repository
+        handed.unlink()
+        assert add(run, "T", "Marks gone") == "T-004"  # ids.txt alone, as before: the stash holds T-004
+
+    def test_the_clones_marks_only_ever_raise_and_unreadable_is_absent(self, tmp_path: Path) -> None:
+        from memfiles.store.marks import CloneMarks
+
+        marks = CloneMarks(tmp_path / ".memfiles")
+        assert marks.read() == {}
+        marks.raise_to({"D": 4, "T": 2})
+        marks.raise_to({"D": 3, "F": 1})
+        assert marks.read() == {"D": 4, "T": 2, "F": 1}
+        marks.path.write_bytes(b"\xff\xfe not text")
+        assert marks.read() == {}
+
     def test_a_broken_marks_file_or_ledger_is_named_from_the_root(self, run: Run, root: Path) -> None:
         """A write refused over a broken ids.txt or pruned.jsonl named it by its absolute path."""
         add(run, "D", "Base")
@@ -249,6 +296,7 @@ class TestMerge:
         git("add", "-A")
         git("commit", "-qm", "other")
         git("checkout", "-q", "main")
+        (repo / ".memfiles" / "handed.txt").unlink()  # the other branch was another engineer's clone
         memfiles("add", "-k", "D", "-t", "Ours", "-a", "x", "--body", "b")
         git("add", "-A")
         git("commit", "-qm", "ours")

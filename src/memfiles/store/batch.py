@@ -20,7 +20,7 @@ from memfiles.store.fileio import empty_or_missing, remove_debris
 from memfiles.store.journal import Journal
 from memfiles.store.ledger import Ledger
 from memfiles.store.lock import FileLock
-from memfiles.store.marks import MarksFile, advance, render_marks, used_numbers
+from memfiles.store.marks import CloneMarks, MarksFile, advance, render_marks, used_numbers
 from memfiles.store.ops import Op, ops_digest, today
 from memfiles.store.places import Draft, Workspace
 from memfiles.store.project import PERSONA_FILE, WORKING_FOLDER, WORKING_KIND, WORKING_SECTIONS, Project
@@ -142,7 +142,9 @@ class Batch:
         self.pruned_before = self.ledger.read()
         self.pruned_now: list[dict[str, Any]] = []  # this batch's prunes count as pruned for its later ops
         self.marks = self.marks_file.read()
-        issued = [format_id(prefix, high) for prefix, high in (self.marks.high.items() if self.marks else ())]
+        clone = CloneMarks(self.settings.state_dir)  # ids.txt lowered by a revert or a stash: not below these
+        highs = [*(self.marks.high.items() if self.marks else ()), *clone.read().items()]
+        issued = [format_id(prefix, high) for prefix, high in highs]
         allocator = IdAllocator(
             [*self.work.places, *(record["id"] for record in self.pruned_before), *issued], self.schema.id_width
         )
@@ -189,11 +191,19 @@ class Batch:
         result.paths = sorted(writes)
         if writes or request_id:
             self.journal.commit(writes, {"result": result.stored(), "digest": digest}, request_id)
+        if result.added or result.renumbered:  # after the files: a kill before them hands out nothing, skips nothing
+            try:
+                clone.raise_to(self.handed)
+            except OSError as error:
+                result.warnings.append(
+                    f"could not record the ids handed out in {self.project.rel(clone.path)}: {error}"
+                )
         return result
 
     def _writes(self, new_pruned: list[dict[str, Any]]) -> dict[str, tuple[str | None, str]]:
         """{rel: (old text, new text)} of every file the batch changes: memory files, ledger, id marks."""
         writes: dict[str, tuple[str | None, str]] = {}
+        self.handed: dict[str, int] = {}  # the marks after this batch (below: once there is something to write)
         for rel in sorted(self.work.touched):
             draft = self.work.drafts[rel]
             text = render(draft.freeze(), self.schema)
@@ -220,6 +230,7 @@ class Batch:
         # The marks go in the same journaled batch as the files, so a crash cannot leave them out of step.
         in_use = [*self.work.places, *(r["id"] for r in self.pruned_before), *(r["id"] for r in new_pruned)]
         marks = advance(self.marks, used_numbers(in_use))
+        self.handed = dict(marks.high)
         old_marks = self.marks_file.text()
         text = render_marks(marks)
         if marks.high and text != old_marks:

@@ -9,7 +9,14 @@ Merges: `memory/.gitattributes` says `ids.txt merge=union`, so git keeps both br
 conflict; the reader takes each prefix's highest mark (and the `never` numbers no line says were handed
 out), and the next write
 rewrites the file with one line per prefix. Without the attribute, a conflicted file still reads: the
-conflict markers are skipped and reported by `check`. Stdlib only.
+conflict markers are skipped and reported by `check`.
+
+ids.txt is versioned, so whatever lowers the files lowers it too: `git revert` of a commit that added
+an entry, `git stash`, a switch to a branch without it. Each clone therefore also keeps its own
+highest marks, out of git, in `.memfiles/handed.txt` (`CloneMarks`): a write hands out numbers above
+both, and the numbers it so skips are recorded in ids.txt as never handed out there. Two clones can
+still hand out one number each on their own: `check` finds that after the merge (`duplicate-id`), and
+`renumber` settles it. Stdlib only.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from pathlib import Path
 from memfiles.errors import ParseError
 from memfiles.format.grammar import CONFLICT_MIDDLE_RE, CONFLICT_RE, PREFIX_PATTERN
 from memfiles.format.ids import split_id
-from memfiles.store.fileio import read_state, read_text
+from memfiles.store.fileio import atomic_write, ensure_private_dir, read_state, read_text
 
 MARKS_FILE = "ids.txt"
 ATTRIBUTES_FILE = ".gitattributes"
@@ -178,3 +185,36 @@ class MarksFile:
         prefix = (old or "") + ("\n" if old and not old.endswith("\n") else "")
         comment = "# memfiles: a merge keeps both sides' id marks; memfiles takes the highest\n"
         return old, f"{prefix}{comment}{ATTRIBUTES_LINE}\n"
+
+
+CLONE_FILE = "handed.txt"
+CLONE_HEADER = (
+    "# Written by memfiles: the highest id number this clone handed out per prefix. It stays out of git,\n"
+    "# so a revert, a stash or a branch switch that lowers memory/ids.txt cannot hand a number out again.\n"
+)
+
+
+class CloneMarks:
+    """This clone's own highest marks, in the state folder (git ignores it). Unreadable is as absent: it
+    only ever raises the next number, and ids.txt stays the record that check reads."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.path = state_dir / CLONE_FILE
+
+    def read(self) -> dict[str, int]:
+        try:
+            text = read_state(self.path)
+            return {} if text is None else dict(parse_marks(text, self.path).high)
+        except (ParseError, OSError, UnicodeDecodeError):
+            return {}
+
+    def raise_to(self, high: dict[str, int]) -> None:
+        """Raise the marks to `high` (never lower one); an error to write is the caller's to report."""
+        old = self.read()
+        new = {prefix: max(number, old.get(prefix, 0)) for prefix, number in high.items()}
+        merged = {**old, **new}
+        if merged == old:
+            return
+        ensure_private_dir(self.state_dir)
+        atomic_write(self.path, CLONE_HEADER + "".join(f"{p} {n}\n" for p, n in sorted(merged.items())))
