@@ -205,6 +205,30 @@ class TestAudit:
         text = run("audit").stdout
         assert "memory/frictions.md:8: retired-ref F-001 refers to retired D-003; its successor is D-002" in text
 
+    def test_the_entry_that_took_over_may_cite_the_one_it_replaced(self, run: Run, root: Path) -> None:
+        """D-002 refers to D-001 (in refs and in its body), and D-001 is then retired with D-002 as its
+        successor, through D-003 for the second chain: neither audit nor refs --dangling asks D-002 or D-003
+        to point at themselves. Another entry citing D-001 is still reported, and so is its line."""
+        at = "@@"
+        run("add", "-k", "D", "-t", "Use REST", "-a", "api", "--body", "REST.")
+        run("add", "-k", "D", "-t", "Use gRPC", "-a", "api", "--body", f"Replaces {at}D-001.", "--ref", "D-001")
+        run("add", "-k", "D", "-t", "Use gRPC v2", "-a", "api", "--body", f"After {at}D-001 and {at}D-002.")
+        run("add", "-k", "F", "-t", "Still on REST", "-a", "api", "--body", f"Cites {at}D-001.")
+        assert run("retire", "D-001", "--successor", "D-002", "--reason", "gRPC now").exit_code == 0
+        assert run("retire", "D-002", "--successor", "D-003", "--reason", "v2").exit_code == 0
+        findings = json.loads(run("audit", "--json").stdout)["findings"]
+        assert sorted((f["code"], f["id"], f["target"]["id"]) for f in findings) == [
+            ("retired-ref", "F-001", "D-001"),
+        ]
+        dangling = run("refs", "--dangling", "--json")
+        assert dangling.exit_code == 1
+        assert [(f["code"], f["path"], f["id"]) for f in json.loads(dangling.stdout)["findings"]] == [
+            ("ref-retired", "memory/frictions.md", "D-001")
+        ]
+        every = json.loads(run("refs", "--json").stdout)["findings"]
+        replaced = [f for f in every if f["path"] == "memory/decisions.md" and f["code"] == "ref-ok"]
+        assert len(replaced) == 3 and any("replaced by D-003" in f["message"] for f in replaced)
+
     def test_pruned_entries_alone_exit_0(self, run: Run, root: Path) -> None:
         """A pruned entry is an info finding at its line of memory/pruned.jsonl; alone, audit exits 0."""
         run("add", "-k", "T", "-t", "One", "-a", "a", "--body", "b")

@@ -7,24 +7,43 @@ import datetime as dt
 
 from memfiles.contract import Finding, entry_ref, finding
 from memfiles.format.ids import HIDDEN_KINDS, RETIRED, format_id, id_key
+from memfiles.format.model import Entry
 from memfiles.services.dupes import title_key
 from memfiles.services.read import Reading, pruned_origin, read_project
 from memfiles.store.project import Located, Project
 
 
-def successor_chain(entry_id: str, by_id: dict[str, Located]) -> str | None:
-    """The live entry at the end of a retired entry's successors, or None when the chain stops short."""
+def successors(entry_id: str, by_id: dict[str, Located]) -> list[str]:
+    """The ids a retired entry's successor links lead through, in order (its successor first), up to the
+    first live entry, a missing one or a cycle."""
+    path: list[str] = []
     seen = {entry_id}
     current = by_id.get(entry_id)
     while current is not None and current.entry.status == RETIRED and current.entry.successor:
         successor = current.entry.successor
         if successor in seen:
-            return None
+            break
         seen.add(successor)
+        path.append(successor)
         current = by_id.get(successor)
-    if current is None or current.entry.id == entry_id:
+    return path
+
+
+def successor_chain(entry_id: str, by_id: dict[str, Located]) -> str | None:
+    """The live entry at the end of a retired entry's successors, or None when the chain stops short."""
+    path = successors(entry_id, by_id)
+    current = by_id.get(path[-1]) if path else None
+    if current is None or current.entry.status == RETIRED:
         return None
     return current.entry.id
+
+
+def _replaces(entry: Entry, target: Located, by_id: dict[str, Located]) -> bool:
+    """True when `entry` names retired `target` as what it replaces: as its own successor link, or as an
+    entry on the target's successor chain (the entry that took over, citing the one it took over from)."""
+    if id_key(entry.successor or "") == id_key(target.entry.id):
+        return True
+    return id_key(entry.id) in {id_key(successor) for successor in successors(target.entry.id, by_id)}
 
 
 def successor_cycles(entries: list[Located]) -> list[list[Located]]:
@@ -95,7 +114,7 @@ def audit_project(project: Project, today: dt.date | None = None, reading: Readi
                         target=entry_ref(format_id(key[0], key[1], width) if key else ref, title=title),
                     )
                 )
-            elif target.entry.status == RETIRED and key != id_key(entry.successor or ""):
+            elif target.entry.status == RETIRED and not _replaces(entry, target, by_id):
                 live = successor_chain(target.entry.id, by_id)
                 hint = f"; its successor is {live}" if live else "; it has no successor"
                 findings.append(

@@ -16,7 +16,7 @@ from memfiles.contract import Finding, entry_ref, finding
 from memfiles.format.grammar import ID_PATTERN
 from memfiles.format.ids import RETIRED, id_key
 from memfiles.format.toc import Slugger
-from memfiles.services.audit import located_ref, successor_chain
+from memfiles.services.audit import located_ref, successor_chain, successors
 from memfiles.services.read import Reading, read_project
 from memfiles.store.project import Located, Project
 
@@ -86,9 +86,11 @@ def scan_references(project: Project, paths: list[Path] | None = None, reading: 
     reading = reading or read_project(project)
     by_id: dict[str, Located] = {}
     places: dict[tuple[str, int] | None, list[Located]] = {}
+    in_file: dict[str, list[Located]] = {}
     for located in reading.loaded.entries():
         by_id.setdefault(located.entry.id, located)
         places.setdefault(id_key(located.entry.id), []).append(located)
+        in_file.setdefault(located.file.rel, []).append(located)
     twice = {key: found for key, found in places.items() if key is not None and len(found) > 1}
     targets = _Targets(
         by_id, reading, project.root / project.settings.docs_dir, project.root / project.settings.skills_dir, twice
@@ -104,9 +106,15 @@ def scan_references(project: Project, paths: list[Path] | None = None, reading: 
         if b"\0" in data[:8192] or b"@@" not in data:
             continue
         rel = project.rel(path)
+        entries_here = sorted(in_file.get(rel, []), key=lambda located: located.entry.line)
         for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
             for match in REF_RE.finditer(line):
                 code, entry_id, target, message = targets.resolve(match, project)
+                if code == "ref-retired" and entry_id is not None:
+                    holder = _holder(entries_here, number, line)
+                    if holder is not None and holder.entry.id in successors(entry_id, by_id):
+                        code = "ref-ok"  # the entry that took over, citing the one it replaced
+                        message = f"{entry_id} is retired, replaced by {holder.entry.id} (where this stands)"
                 found.append(
                     finding(
                         code,
@@ -119,6 +127,14 @@ def scan_references(project: Project, paths: list[Path] | None = None, reading: 
                     )
                 )
     return found
+
+
+def _holder(entries: list[Located], number: int, line: str) -> Located | None:
+    """The entry of a memory file whose body holds line `number` (`line`): the last one headed above it,
+    when the line is in its body (not in a section's text or the Manual after it); None otherwise."""
+    above = [located for located in entries if located.entry.line <= number]
+    text = line.strip()
+    return above[-1] if above and text and text in above[-1].entry.body else None
 
 
 @dataclass(frozen=True)
