@@ -138,6 +138,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "indexed": "int",
         "on_disk": "int",
         "unreadable": "[str]",
+        "duplicate_ids": "object",
         "skipped": "[finding]",
     },
     "status": {"root": "str", "watcher": "object", "index": "index_status", "drift": "object?", "skipped": "[finding]"},

@@ -323,6 +323,28 @@ class TestAmbiguous:
         duplicate(root, "memory/frictions.md", "F-001", "Copied by hand")
         return root / "memory" / "frictions.md"
 
+    @pytest.mark.slow
+    def test_backfill_and_status_say_the_index_holds_one_of_them(self, twice: Path, run: Run, root: Path) -> None:
+        """The index is by id, so it holds one of the two entries: backfill, backfill --check and status
+        said nothing of the other (on disk 1, drift none) and it could not be found. Now they count both
+        and name the id with its places; renumber ends it."""
+        backfill = run("backfill")
+        assert backfill.exit_code == 0
+        first = heading_line(root, "memory/frictions.md", "Slow check")
+        second = heading_line(root, "memory/frictions.md", "Copied by hand")
+        places = [f"memory/frictions.md:{first}", f"memory/frictions.md:{second}"]
+        assert f"F-001 is carried by 2 entries ({', '.join(places)}): the index holds only one" in backfill.stderr
+        drift = json.loads(run("backfill", "--check", "--json").stdout)
+        assert drift["duplicate_ids"] == {"F-001": places} and drift["on_disk"] == 2 and drift["indexed"] == 1
+        status = run("status")
+        assert (
+            "entries:  2 on disk, 1 in the index" in status.stdout
+            and "warning:  F-001 is carried by 2" in status.stdout
+        )
+        assert run("renumber", "F-001", "--at", places[1]).exit_code == 0
+        assert run("backfill").exit_code == 0
+        assert json.loads(run("backfill", "--check", "--json").stdout)["duplicate_ids"] == {}
+
     @pytest.mark.parametrize(
         "command",
         [

@@ -45,6 +45,8 @@ def backfill(app: App, rebuild: bool, check_only: bool, as_json: bool) -> None:
     for item in skipped:
         where = f"{item['path']}:{item['line']}" if item["line"] is not None else item["path"]
         warn(f"{where}: {item['message']} (skipped: its entries were left as the index had them)")
+    for line in duplicate_lines(drift):
+        warn(line)
     if check_only:
         if as_json:
             print_json({**drift, "skipped": skipped})
@@ -61,6 +63,15 @@ def backfill(app: App, rebuild: bool, check_only: bool, as_json: bool) -> None:
         print_json({**result["report"], "skipped": skipped})
     else:
         click.echo(result["summary"])
+
+
+def duplicate_lines(drift: dict) -> list[str]:
+    """One warning per id that two entries carry: the index can hold only one of them."""
+    return [
+        f"{entry_id} is carried by {len(places)} entries ({', '.join(places)}): the index holds only one;"
+        f" give the others ids of their own with memfiles renumber {entry_id} --at PATH:LINE"
+        for entry_id, places in (drift.get("duplicate_ids") or {}).items()
+    ]
 
 
 def _skipped(app: App, unreadable: list[str]) -> list[dict]:
@@ -229,6 +240,8 @@ def status(app: App, as_json: bool) -> None:
         click.echo(f"entries:  {drift['on_disk']} on disk, {drift['indexed']} in the index")
         count = len(drift["missing_or_stale"]) + len(drift["retag"]) + len(drift["orphaned"])
         click.echo(f"drift:    {'none' if not count else f'{count} ids (memfiles backfill --check)'}")
+        for line in duplicate_lines(drift):
+            click.echo(f"warning:  {line}")
         if catalog and not catalog.get("in_step", True):
             click.echo("catalog:  behind the store (memsearch rebuilds it; memfiles backfill saves it)")
     click.echo(f"store:    {index.get('store')}")

@@ -80,15 +80,17 @@ def backfill_session(
 def plan_json(plan: Plan, stored: int, found: FileDocs | None = None) -> dict[str, Any]:
     """The drift of a plan as --check prints it; `indexed` is how many entries the store held,
     `on_disk` how many the files hold, `unreadable` the files that did not parse (their entries were
-    left as the index had them)."""
+    left as the index had them), `duplicate_ids` each id two entries carry with their places (the index
+    holds one of them)."""
     return {
         "missing_or_stale": sorted(d.id for d in plan.embed),
         "retag": sorted(d.id for d in plan.retag),
         "orphaned": plan.orphans,
         "unchanged": plan.unchanged,
         "indexed": stored,
-        "on_disk": len(found.docs) if found is not None else None,
+        "on_disk": found.entries if found is not None else None,
         "unreadable": sorted(found.broken) if found is not None else [],
+        "duplicate_ids": dict(sorted(found.twice.items())) if found is not None else {},
     }
 
 

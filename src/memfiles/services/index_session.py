@@ -172,6 +172,10 @@ class FileDocs:
     docs: dict[str, IndexDoc]
     broken: dict[str, str]
     read: set[str]  # the paths that parsed
+    # Ids two or more entries carry (a merge, a copy), each with its places ("path:line"): the index holds
+    # one entry per id, the last read, until `renumber` gives the others ids of their own.
+    twice: dict[str, list[str]] = field(default_factory=dict)
+    entries: int = 0  # entries in the files that parse, duplicates included
 
 
 def entry_docs(project: Project, paths: set[str] | None = None) -> FileDocs:
@@ -186,8 +190,14 @@ def entry_docs(project: Project, paths: set[str] | None = None) -> FileDocs:
     if paths is not None:
         files = [f for f in files if f.rel in paths]
         errors = [e for e in errors if e.path in paths]
-    docs = {located.entry.id: index_doc(located, schema) for located in project.entries(files)}
-    return FileDocs(docs, {str(e.path): e.located() for e in errors}, {f.rel for f in files})
+    docs: dict[str, IndexDoc] = {}
+    places: dict[str, list[str]] = {}
+    for located in project.entries(files):
+        docs[located.entry.id] = index_doc(located, schema)
+        places.setdefault(located.entry.id, []).append(located.where)
+    twice = {entry_id: where for entry_id, where in places.items() if len(where) > 1}
+    broken = {str(e.path): e.located() for e in errors}
+    return FileDocs(docs, broken, {f.rel for f in files}, twice, sum(len(where) for where in places.values()))
 
 
 def embedder_for(session: IndexSession, plan: Plan) -> Embedder:
