@@ -216,6 +216,27 @@ def test_check_names_a_pyproject_table_that_memfiles_toml_shadows(
     assert run("check").exit_code == 0
 
 
+def test_check_names_a_package_memory_folders_own_configuration(run: Run, root: Path) -> None:
+    """Settings come from the root alone: a package memory folder's memfiles.toml (even with a key no
+    setting has) and its package's [tool.memfiles] were read by nothing, and check said "ok". Now each is
+    config-ignored at the table's line; a package without a memory folder, and the root's own, are not."""
+    run("add", "-k", "D", "-t", "Root", "-a", "a", "--body", "b")
+    for folder in ("pkgA/memory", "pkgB/memory", "pkgC"):
+        (root / folder).mkdir(parents=True)
+    (root / "pkgA" / "memory" / "memfiles.toml").write_text("id_width = 5\nbogus_key = 1\n")
+    (root / "pkgB" / "pyproject.toml").write_text('[project]\nname = "b"\n\n[tool.memfiles]\nid_width = 4\n')
+    (root / "pkgC" / "pyproject.toml").write_text("[tool.memfiles]\nid_width = 4\n")
+    (root / "memory" / "memfiles.toml").write_text("stale_days = 30\n")
+    result = run("check", "--json")
+    assert result.exit_code == 1
+    found = [(f["code"], f["severity"], f["path"], f["line"]) for f in json.loads(result.stdout)["findings"]]
+    assert found == [
+        ("config-ignored", "warning", "pkgA/memory/memfiles.toml", 1),
+        ("config-ignored", "warning", "pkgB/pyproject.toml", 4),
+    ]
+    assert run("add", "-k", "D", "-t", "Still three digits", "-a", "a", "--body", "b").stdout.strip() == "D-002"
+
+
 def test_toml_syntax_error_carries_its_line(root: Path) -> None:
     """A TOML syntax error names the file and the line tomllib reports."""
     (root / "memory" / "memfiles.toml").write_text('wrap = 80\nstale_days = 30\ndocs_dir = "unclosed\n')

@@ -401,6 +401,10 @@ def _pyproject_table(document: dict[str, Any], shown: str) -> dict[str, Any] | N
     return table
 
 
+# The line where pyproject.toml's [tool.memfiles] table begins (or [tool], or a dotted key of it).
+_TABLE_HEADER = re.compile(r"\s*\[\[?\s*tool\s*\.\s*memfiles\s*[\].]|\s*\[\s*tool\s*\]|\s*tool\s*\.\s*memfiles\s*=")
+
+
 def shadowed_table(root: Path) -> tuple[str, int, str] | None:
     """Where pyproject.toml's [tool.memfiles] table starts (its path as shown, and the line), and the
     file that shadows it, when memory/memfiles.toml exists too and so wins: every key of that table is
@@ -417,10 +421,32 @@ def shadowed_table(root: Path) -> tuple[str, int, str] | None:
         return None
     if not table:  # an empty table only marks the root (README): nothing lost
         return None
-    header = re.compile(r"\s*\[\[?\s*tool\s*\.\s*memfiles\s*[\].]|\s*\[\s*tool\s*\]|\s*tool\s*\.\s*memfiles\s*=")
     lines = text.splitlines()
-    line = next((n for n, row in enumerate(lines, 1) if header.match(row)), 1)
+    line = next((n for n, row in enumerate(lines, 1) if _TABLE_HEADER.match(row)), 1)
     return shown, line, _shown_path(own, root)
+
+
+def ignored_configs(root: Path, memory_dirs: list[Path]) -> list[tuple[str, int]]:
+    """Configuration below the root that nothing reads (path as shown, line): a package memory folder's
+    memfiles.toml, or its package's pyproject.toml with a [tool.memfiles] table. Settings come from the
+    root alone (one id space, one schema), so `check` names these rather than let them look obeyed."""
+    found: list[tuple[str, int]] = []
+    root_memory = root / MEMORY_DIR
+    for folder in memory_dirs:
+        if folder == root_memory:
+            continue
+        own, pyproject = config_files(folder.parent)
+        if own.is_file():
+            found.append((_shown_path(own, root), 1))
+        try:
+            text = pyproject.read_text(encoding="utf-8") if pyproject.is_file() else ""
+            table = _pyproject_table(tomllib.loads(text), "") if text else None
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ConfigError):
+            table = None  # not this tool's file to judge
+        if table is not None:
+            line = next((n for n, row in enumerate(text.splitlines(), 1) if _TABLE_HEADER.match(row)), 1)
+            found.append((_shown_path(pyproject, root), line))
+    return found
 
 
 def _own_table(table: dict[str, Any], shown: str) -> dict[str, Any]:

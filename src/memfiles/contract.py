@@ -54,6 +54,7 @@ FINDING_CODES: dict[str, str] = {
     "bad-ledger": "error",
     "empty-file": "info",
     "config-shadowed": "warning",
+    "config-ignored": "warning",
     "lint-skipped": "info",
     # ids (services/check.py id_findings, services/audit.py)
     "successor-cycle": "error",

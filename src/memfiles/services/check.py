@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from memfiles.config import shadowed_table
+from memfiles.config import ignored_configs, shadowed_table
 from memfiles.contract import Finding
 from memfiles.errors import ParseError
 from memfiles.format.ids import format_id, id_key
@@ -87,20 +87,32 @@ def check_project(project: Project) -> tuple[list[Finding], int]:
 
 
 def config_findings(project: Project) -> list[Finding]:
-    """A [tool.memfiles] table in pyproject.toml that memory/memfiles.toml shadows: its settings are read
-    by nothing, which a user who edits it would never learn otherwise."""
+    """A [tool.memfiles] table in pyproject.toml that memory/memfiles.toml shadows, and configuration of a
+    package memory folder below the root: their settings are read by nothing, which a user who edits
+    them would never learn otherwise."""
+    found = [
+        finding(
+            "config-ignored",
+            path,
+            line,
+            "is not read: a project has one configuration, at its root (memory/memfiles.toml or [tool.memfiles]"
+            " in pyproject.toml), which every memory folder below it follows; move these settings there",
+        )
+        for path, line in ignored_configs(project.root, project.memory_dirs())
+    ]
     shadowed = shadowed_table(project.root)
     if shadowed is None:
-        return []
+        return found
     path, line, own = shadowed
     return [
+        *found,
         finding(
             "config-shadowed",
             path,
             line,
             f"[tool.memfiles] is ignored: {own} exists, and its settings win whole; move these settings"
             f" there, or delete one of the two",
-        )
+        ),
     ]
 
 
