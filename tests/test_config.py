@@ -237,6 +237,24 @@ def test_check_names_a_package_memory_folders_own_configuration(run: Run, root: 
     assert run("add", "-k", "D", "-t", "Still three digits", "-a", "a", "--body", "b").stdout.strip() == "D-002"
 
 
+def test_a_broken_pyproject_is_named_at_its_line_beside_memfiles_toml(run: Run, root: Path) -> None:
+    """memory/memfiles.toml holds the settings, but the lint reads [tool.pymarkdown] from pyproject.toml:
+    its syntax error is said as every TOML error is, with the line (it lacked "not valid TOML" and the line)."""
+    (root / "memory" / "memfiles.toml").write_text("wrap = 80\n")
+    (root / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.memfiles\n')
+    result = run("check", "--json")
+    assert result.exit_code == 2
+    assert "pyproject.toml:3: not valid TOML: Expected ']'" in result.stderr
+    error = json.loads(result.stdout)["error"]
+    assert (error["path"], error["line"]) == ("pyproject.toml", 3)
+
+
+def test_a_list_value_is_shown_as_toml_spells_it(root: Path) -> None:
+    (root / "memory" / "memfiles.toml").write_text('[kinds.risk]\nprefix = "R"\nstatuses = ["Open"]\n')
+    with pytest.raises(ConfigError, match=r'got \["Open"\]$'):
+        load_settings(root)
+
+
 def test_toml_syntax_error_carries_its_line(root: Path) -> None:
     """A TOML syntax error names the file and the line tomllib reports."""
     (root / "memory" / "memfiles.toml").write_text('wrap = 80\nstale_days = 30\ndocs_dir = "unclosed\n')

@@ -337,6 +337,7 @@ class TestAmbiguous:
         drift = json.loads(run("backfill", "--check", "--json").stdout)
         assert drift["duplicate_ids"] == {"F-001": places} and drift["on_disk"] == 2 and drift["indexed"] == 1
         status = run("status")
+        assert status.stdout.startswith(f"root:     {root}\n")  # which project: said in text too, not only --json
         assert (
             "entries:  2 on disk, 1 in the index" in status.stdout
             and "warning:  F-001 is carried by 2" in status.stdout

@@ -160,6 +160,20 @@ class TestGivenRoot:
         assert json.loads(result.stdout)["error"]["key"] == "root"
         assert list(src.iterdir()) == []
 
+    def test_the_memory_folder_given_as_the_root_is_named_so(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """--root pkg/memory (the memory folder, not the root) was told to `mkdir pkg/memory/memory`; now it
+        is named the memory folder, with the root to give instead (relative to where the command runs)."""
+        (tmp_path / "pkg" / "memory").mkdir(parents=True)
+        monkeypatch.chdir(tmp_path)
+        result = CliRunner().invoke(cli, ["--root", "pkg/memory", "list"])
+        assert result.exit_code == 2
+        assert "pkg/memory is the memory folder itself; give the project root: --root pkg" in result.stderr
+        monkeypatch.chdir(tmp_path / "pkg" / "memory")
+        inside = CliRunner().invoke(cli, ["--root", ".", "list"])
+        assert inside.exit_code == 2 and "give the project root: --root .." in inside.stderr
+
     @pytest.mark.parametrize("git", [True, False], ids=["in-git", "no-git"])
     def test_a_root_inside_another_project_is_refused_naming_its_root(self, tmp_path: Path, git: bool) -> None:
         """--root proj/pkg (it holds memory/, but proj/ does too): exit 2 naming proj as the root to use;

@@ -135,6 +135,8 @@ def _shown(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, dict):
         return "a table"
+    if isinstance(value, list):
+        return "[" + ", ".join(_shown(item) for item in value) + "]"
     return repr(value)
 
 
@@ -345,7 +347,7 @@ def _shown_path(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _read_toml(path: Path, shown: str) -> dict[str, Any]:
+def read_toml(path: Path, shown: str) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
         return tomllib.loads(text)
@@ -383,10 +385,10 @@ def _file_config(root: Path) -> tuple[dict[str, Any], str | None]:
     own, pyproject = config_files(root)
     if own.is_file():
         shown = _shown_path(own, root)
-        return _own_table(_read_toml(own, shown), shown), shown
+        return _own_table(read_toml(own, shown), shown), shown
     if pyproject.is_file():
         shown = _shown_path(pyproject, root)
-        table = _pyproject_table(_read_toml(pyproject, shown), shown)
+        table = _pyproject_table(read_toml(pyproject, shown), shown)
         if table is not None:
             return table, shown
     return {}, None

@@ -95,6 +95,9 @@ def _given_root(given: str) -> str:
             problem = (
                 f"no {MEMORY_DIR}/ folder in {given}; run `mkdir {Path(given) / MEMORY_DIR}` to start a project there"
             )
+            if os.path.basename(folder) == MEMORY_DIR and _is_root(os.path.dirname(folder)):
+                parent = os.path.relpath(os.path.dirname(folder))
+                problem = f"{given} is the memory folder itself; give the project root: --root {parent}"
         else:
             parent = os.path.dirname(folder)
             above = (

@@ -226,6 +226,7 @@ def status(app: App, as_json: bool) -> None:
         print_json(report)
         raise SystemExit(1 if failed else 0)
     watcher, index = report["watcher"], report["index"]
+    click.echo(f"root:     {report['root']}")
     if watcher["running"]:
         encoder = f" (queries in {watcher['query_encoder']})" if watcher.get("query_encoder") else ""
         click.echo(f"watcher:  running, pid {watcher['pid']}{encoder}")

@@ -17,7 +17,6 @@ import hashlib
 import importlib.util
 import json
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,10 +121,9 @@ def user_rules(root: Path) -> tuple[dict[str, Any], str | None]:
     def refused(message: str, key: str | None = None) -> ConfigError:
         return ConfigError(f"{shown}: {message}", key=key, path=shown)
 
-    try:
-        table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("pymarkdown")
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise refused(str(error)) from error
+    from memfiles.config import read_toml  # the one reading of TOML: its errors name the file and line
+
+    table = read_toml(pyproject, shown).get("tool", {}).get("pymarkdown")
     if table is None:
         return {}, None
     if not isinstance(table, dict):
