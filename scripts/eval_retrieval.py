@@ -174,12 +174,26 @@ def _natural(key: str) -> tuple[int, str]:
     return (int(key), "") if key.isdigit() else (1 << 30, key)
 
 
+def _bulk_precision() -> str:
+    """The precision `memfiles backfill` will encode in here: MEMFILES_BULK_PRECISION, or "auto" resolved."""
+    from memfiles.index.bert_torch import native_bfloat16
+
+    chosen = os.environ.get("MEMFILES_BULK_PRECISION", "auto")
+    if chosen == "auto":
+        return "bfloat16" if native_bfloat16() else "float32"
+    return chosen
+
+
 def project(name: str, corpus: list[dict], small: bool) -> tuple[Path, dict[str, str]]:
     """A backfilled project holding `corpus`, reused from the cache when it holds the same corpus and model."""
     from memfiles.index.embedder import resolve_model
 
     model, _ = resolve_model(None)
-    key = hashlib.sha256(json.dumps([corpus, model, CONFIG]).encode()).hexdigest()[:16]
+    # The stored vectors depend on the precision the bulk encode ran in (bulk_precision: bfloat16 where the
+    # CPU has AMX): a cache built in one is not reused for the other.
+    precision = _bulk_precision()
+    keyed = [corpus, model, CONFIG] + ([precision] if precision != "float32" else [])  # float32: as before
+    key = hashlib.sha256(json.dumps(keyed).encode()).hexdigest()[:16]
     folder = CACHE / f"{name}{'-small' if small else ''}"
     marker = folder / "ready.json"
     if marker.exists() and json.loads(marker.read_text()).get("key") == key:
