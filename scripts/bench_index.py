@@ -6,7 +6,9 @@ Every figure comes with a baseline measured in the same run: sentence-transforme
 of the same texts in a warm process (the limit for a cold backfill), `python -c 'import numpy'` for a
 cold memsearch with no watcher, and `python -c pass` for a memsearch answered by a running watcher
 (each timed interleaved with the command it is the baseline of, median of --runs; a cold backfill, median
-of --backfill-runs up to 3,204 entries and one run above). Entries are CACM
+of --backfill-runs up to 3,204 entries and one run above; each cold backfill runs once with the default
+bulk_precision, bfloat16 on a CPU with AMX, and once in float32, against the same float32 baseline).
+Entries are CACM
 titles and abstracts (cycled to reach the size, with a variant suffix), read from
 ../shared/data; nothing is copied into the repository.
 """
@@ -157,15 +159,20 @@ def bench(size: int, runs: int, backfill_runs: int) -> list[str]:
 
         # Cold backfills (the index deleted before each) taking turns with the bare encode: medians.
         baseline = EncodeBaseline(items)
-        colds, limits, peaks = [], [], []
+        colds, floats, limits, peaks = [], [], [], []
+        float32 = {**env, "MEMFILES_BULK_PRECISION": "float32"}
         for _ in range(backfill_runs):
             shutil.rmtree(load_settings(folder).index_dir, ignore_errors=True)
             cold, cold_rss, _ = measured([str(BIN / "memfiles"), "backfill"], env)
             colds.append(cold)
             peaks.append(cold_rss)
             limits.append(baseline.seconds())
+            # the same in float32 (bulk_precision = "float32"): what a CPU without AMX gets
+            shutil.rmtree(load_settings(folder).index_dir, ignore_errors=True)
+            floats.append(measured([str(BIN / "memfiles"), "backfill"], float32)[0])
         del baseline
         cold, encode = statistics.median(colds), statistics.median(limits)
+        in_float32 = statistics.median(floats)
         limit = size / encode
         RESULTS[size] = {"backfill_s": cold, "backfill_rate": size / cold, "encode_rate": limit}
         again, _, _ = measured([str(BIN / "memfiles"), "backfill"], env)
@@ -175,6 +182,12 @@ def bench(size: int, runs: int, backfill_runs: int) -> list[str]:
             f" | bare model.encode: {limit:,.1f} texts/s ({encode:.1f} s, {min(limits):.1f}-{max(limits):.1f})"
             f" | {encode / cold:.2f}x | {max(peaks):,.0f} MB |"
         )
+        rows.append(
+            f"| backfill {size:,}, cold, bulk_precision float32, median of {len(floats)} | {in_float32:.1f} s"
+            f" ({min(floats):.1f}-{max(floats):.1f}) | {size / in_float32:,.0f} entries/s | the same encode"
+            f" | {encode / in_float32:.2f}x | |"
+        )
+        RESULTS[size]["backfill_float32_s"] = in_float32
         rows.append(f"| backfill {size:,}, no change | {again:.2f} s | {size / again:,.0f} entries/s | | | |")
 
         from memfiles.config import load_settings
