@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_common import compile_memfiles, warm_watcher
-from eval_retrieval import CONFIG, DATA, as_body, read_jsonl
+from eval_retrieval import CONFIG, DATA, as_body, printable, read_jsonl
 
 BIN = Path(sys.executable).parent
 
@@ -59,7 +59,7 @@ def texts(count: int) -> list[tuple[str, str]]:
     for n in range(count):
         doc = corpus[n % len(corpus)]
         suffix = f" (variant {n // len(corpus)})" if n >= len(corpus) else ""
-        title = " ".join(doc["title"].split())[:250] or f"Untitled {doc['_id']}"
+        title = " ".join(printable(doc["title"]).split())[:250] or f"Untitled {doc['_id']}"
         out.append((title + suffix, as_body(doc["text"]) or title))
     return out
 

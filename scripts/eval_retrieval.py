@@ -45,12 +45,22 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+# Control characters (tab and newline aside) a memory file refuses: two CACM abstracts carry U+0019.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def printable(text: str) -> str:
+    """`text` with each control character a memory file refuses made a space."""
+    return _CONTROL.sub(" ", text)
+
+
 def as_body(text: str, fence: bool = False) -> str:
     """Public text made fit for an entry body: headings escaped, a fence left open closed, bare URLs
     bracketed. `fence`: the whole text inside a code fence (bug reports quote logs, stack traces and
     setext-looking lines that the lint rule set would refuse as Markdown)."""
     from memfiles.format.grammar import Fence
 
+    text = printable(text)
     if fence:
         lines = [line.replace("\t", "    ").rstrip() for line in text.strip().split("\n")]
         marker = "~" * max(3, 1 + max((len(m) for m in re.findall(r"~+", text)), default=0))
@@ -80,7 +90,7 @@ def make_project(folder: Path, corpus: list[dict], fence: bool = False) -> dict[
             "op": "add",
             "kind": "fact",
             "area": "corpus",
-            "title": unbare(" ".join(doc["title"].split())) or doc["_id"],
+            "title": unbare(" ".join(printable(doc["title"]).split())) or doc["_id"],
             "body": as_body(doc.get("text", ""), fence) or doc["title"],
             "file": "memory/corpus.md",
         }
