@@ -21,8 +21,6 @@ _LIST = re.compile(r"^( {0,3})([-*+]|\d{1,9}[.)])( +)(?=\S)")
 _BULLET = re.compile(r"^(\s*)[*+]( +)(?=\S)")
 _THEMATIC = re.compile(r"^ {0,3}([-*_])( *\1){2,} *$")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?: |$)")
-# A setext heading's underline (CommonMark): under a paragraph line, a run of = or - alone on its line.
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _HASH_WORD = re.compile(r"^( {0,3})(#+)(?=[^\s#])")
 _QUOTE = re.compile(r"^( {0,3}>+ ?)")
 _URL = re.compile(r"(?:https?|ftps?)://[^\s<>`\"]+")
@@ -106,7 +104,6 @@ def fix_markup(text: str) -> str:
     indented_code = code_lines(lines)  # fenced lines are in it too; `roles` comes first for those
     out: list[str] = []
     after_code = False  # the previous line belongs to an indented code block
-    after_setext = False  # the previous line underlines a setext heading
     for index, line in enumerate(lines):
         role = roles[index]
         top_level = not line.startswith(" ")
@@ -135,16 +132,14 @@ def fix_markup(text: str) -> str:
         # an indented line with no list item above it in its block continues a paragraph, not an item:
         # a list after it interrupts that paragraph (md032), as after any paragraph line
         after_prose = top_item and bool(out) and _kind(out[-1]) == "indented" and not _open_list(out)
-        underline = bool(_SETEXT.match(line)) and bool(out) and bool(out[-1].strip()) and _kind(out[-1]) == "text"
         if (
             out
             and out[-1].strip()
             and line.strip()
-            and (_needs_blank(out[-1], line) or after_code or new_list or after_prose or after_setext)
+            and (_needs_blank(out[-1], line) or after_code or new_list or after_prose)
         ):
             out.append("")  # lists, quotes, headings and tables get a blank line around them (md032, md022, md058)
         after_code = False
-        after_setext = underline  # a setext heading gets one below it too (md022; md003 still asks for ###)
         out.append(line)
     return "\n".join(out)
 

@@ -21,7 +21,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -124,10 +124,14 @@ class RawFinding:
     rule: str  # lower case: md009
     name: str
     message: str
+    setext: bool = False  # the heading at this line is a setext one (md003 says so)
 
     @property
     def fixable(self) -> bool:
-        return self.rule in FIXABLE
+        """Whether fmt fixes it. Not md022 at a setext heading: the cleaner puts blank lines around ATX
+        headings only (an underline under text can also end an HTML block or a list item's lazy line);
+        md003 asks for ### first, and then fmt fixes the blank lines."""
+        return self.rule in FIXABLE and not (self.rule == "md022" and self.setext)
 
 
 def chunks(text: str) -> list[Chunk]:
@@ -382,6 +386,8 @@ def lint_texts(
                 if rule == "md010" and where in chunk.code_lines and tabs_in_code:
                     continue
                 found.append(RawFinding(where, column, rule, name, message))
+        setext = {f.line for f in found if f.rule == "md003" and "Actual: setext" in f.message}
+        found = [replace(f, setext=True) if f.rule == "md022" and f.line in setext else f for f in found]
         results.append(sorted(found, key=lambda f: (f.line, f.column, f.rule)))
     return results
 
