@@ -454,13 +454,14 @@ def test_a_metadata_key_in_another_case_is_named_at_its_line() -> None:
 
 
 class TestConflictMarkers:
-    """A file mid-merge (git's <<<<<<< ======= >>>>>>> left in it) is never read as entries: parse names the
-    first marker's line, every write refuses and changes nothing, check reports it; a body cannot carry
-    one. Inside a fence a marker is an example; `=======` alone is a heading's underline."""
+    """A file mid-merge (git's <<<<<<< ... >>>>>>> left in it) is never read as entries: parse names the
+    opening marker's line, every write refuses and changes nothing, check reports it; a body cannot carry
+    one. A conflict in a code fence counts (both sides edited a snippet); a lone `>>>>>>> text` (a deep
+    quote), `=======` alone (a heading's underline) and marker lines indented by a space do not."""
 
     SIDES = "<<<<<<< HEAD\nWe chose Postgres.\n=======\nWe chose MySQL.\n>>>>>>> bob\n"
 
-    def test_a_marker_anywhere_outside_fences_is_a_parse_error_at_its_line(self) -> None:
+    def test_a_conflict_anywhere_is_a_parse_error_at_its_opening_line(self) -> None:
         text = f"# Decisions\n\n{ENTRY}{self.SIDES}"
         with pytest.raises(ParseError) as caught:
             parse(text, "memory/decisions.md")
@@ -468,22 +469,29 @@ class TestConflictMarkers:
         canonical = _file("Body.")
         index_end = canonical.index("<!-- memfiles:index:end -->")
         in_index = canonical[:index_end] + "<<<<<<< HEAD\n=======\n>>>>>>> bob\n" + canonical[index_end:]
-        in_manual = canonical + "\n>>>>>>> bob\n"
-        diff3 = canonical.replace("Body.", "Body.\n||||||| base")
-        for broken in (in_index, in_manual, diff3):
+        in_manual = canonical + "\n" + self.SIDES
+        diff3 = canonical.replace("Body.", "<<<<<<< ours\nBody.\n||||||| base\nOld.\n=======\nNew.\n>>>>>>> theirs")
+        in_fence = canonical.replace(
+            "Body.", "Run:\n\n```sql\n<<<<<<< HEAD\nSELECT 3;\n=======\nSELECT 2;\n>>>>>>> bob\n```"
+        )
+        wide = canonical.replace("Body.", "<<<<<<<<< HEAD\nBody.\n=========\nOther.\n>>>>>>>>> theirs")
+        for broken in (in_index, in_manual, diff3, in_fence, wide):
             with pytest.raises(ParseError, match="git conflict marker"):
                 parse(broken)
 
-    def test_a_marker_in_a_fence_and_a_setext_underline_are_text(self) -> None:
-        fenced = _file("How a conflict looks:\n\n```text\n" + self.SIDES + "```")
-        assert "<<<<<<< HEAD" in parse(fenced).entries[0].body
+    def test_a_lone_closing_line_an_underline_and_an_indented_example_are_text(self) -> None:
+        quote = _file("From the thread:\n\n>>>>>>> deep quote of an old mail")
+        assert ">>>>>>> deep quote" in parse(quote).entries[0].body
         underline = _file("Results\n=======\n\nFine.")
         assert "=======" in parse(underline).entries[0].body
-        assert body_problem("Results\n=======\n\nFine.") is None
+        example = "A conflict looks like:\n\n```text\n <<<<<<< HEAD\n ours\n =======\n theirs\n >>>>>>> bob\n```"
+        assert "<<<<<<< HEAD" in parse(_file(example)).entries[0].body
+        for body in ("Results\n=======\n\nFine.", ">>>>>>> a quote", example):
+            assert body_problem(body) is None, body
 
-    def test_a_body_with_a_marker_is_refused(self) -> None:
-        problem = body_problem("Keep this.\n<<<<<<< HEAD\nor this")
-        assert problem is not None and "body line 2 is a git conflict marker (<<<<<<<)" in problem
+    def test_a_body_with_a_conflict_is_refused(self) -> None:
+        problem = body_problem("Keep this.\n<<<<<<< HEAD\nor this\n=======\nor that\n>>>>>>> bob")
+        assert problem is not None and "body line 2 opens a git conflict" in problem
 
     def test_writes_refuse_a_file_mid_merge_and_check_names_the_line(self, run: Run, root: Path) -> None:
         run("add", "-k", "D", "-t", "Use Postgres", "-a", "db", "--body", "We chose Postgres.")
@@ -505,5 +513,7 @@ class TestConflictMarkers:
             assert f"memory/decisions.md:{line}:" in result.stderr and "a git conflict marker" in result.stderr, command
             assert "Traceback" not in result.output
         assert snapshot(root) == before
-        refused = run("add", "-k", "D", "-t", "Body with one", "-a", "db", "--body", "a\n>>>>>>> bob")
-        assert refused.exit_code == 2 and "git conflict marker" in refused.stderr
+        path.write_text(text)  # resolved
+        sides = "a\n<<<<<<< HEAD\nb\n=======\nc\n>>>>>>> bob"
+        refused = run("add", "-k", "D", "-t", "Body with one", "-a", "db", "--body", sides)
+        assert refused.exit_code == 2 and "opens a git conflict" in refused.stderr

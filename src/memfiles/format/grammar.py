@@ -40,12 +40,14 @@ closes at a line of up to 3 spaces, the same character at least as many times, a
 after. Inside a fence nothing is structure. A tab-indented line is indented code, never a fence. An id
 inside a fence or a code span is an example, not a mention: audit does not follow it.
 
-**Conflict markers.** A line at the margin of seven `<`, `>` or `|` then whitespace or its end is
-git's mark of an unfinished merge (`<<<<<<< HEAD`, `>>>>>>> branch`, diff3's `||||||| base`). Outside a
-fence it is a ParseError wherever it stands (the generated index and the Manual included): a file
-mid-merge is never read, written or indexed, and a body may not hold one. The middle marker
-`=======` alone is also a heading's underline in Markdown, so only ids.txt (no Markdown) reads it
-as a marker; in a memory file a conflict always has its opening and closing lines too.
+**Conflict markers.** git leaves an unfinished merge as a line of seven or more `<` at the margin
+(`<<<<<<< HEAD`), the two sides, and a line of as many `>` (`>>>>>>> branch`). A memory file holding
+such an opening line followed, anywhere below, by such a closing line is in the middle of a merge: a
+ParseError at the opening line, inside a code fence too (a conflict in a fenced snippet is the common
+case for notes that hold code), in the generated index and in the Manual. So it is never read,
+written or indexed, and a body may not hold one. To show a conflict in a note, indent its marker
+lines by a space. A lone `>>>>>>> text` (a deep email quote) is text. ids.txt, which holds no
+Markdown, reads any marker line, `=======` included (store/marks.py).
 
 **Line endings.** A line ends at LF; CRs before it are part of the line ending, not of the line. A
 file's newline is its first line's (CRLF or LF) and canonical form writes that newline throughout,
@@ -81,8 +83,10 @@ _FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 _CODE_SPAN_RE = re.compile(r"(?<![`\\])(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.DOTALL)
 
 
-CONFLICT_RE = re.compile(r"^(<{7}|>{7}|\|{7})(?:\s|$)")
+CONFLICT_RE = re.compile(r"^(<{7}|>{7}|\|{7})(?:\s|$)")  # any marker line: ids.txt's reading
 CONFLICT_MIDDLE_RE = re.compile(r"^={7}\s*$")  # read as a marker only where no Markdown is (ids.txt)
+_CONFLICT_OPEN_RE = re.compile(r"^<{7,}(?:[ \t]|$)")
+_CONFLICT_CLOSE_RE = re.compile(r"^>{7,}(?:[ \t]|$)")
 CONFLICT_FIX = (
     "a git conflict marker: the file is in the middle of a merge. Keep the lines you want, delete the"
     " <<<<<<<, ======= and >>>>>>> lines, then run memfiles check (inside the generated index either side"
@@ -91,10 +95,14 @@ CONFLICT_FIX = (
 
 
 def conflict_marker(lines: Iterable[str], start: int = 1) -> int | None:
-    """The number of the first line outside fences that is a git conflict marker (see the module's note)."""
-    for number, line in outside_fences(lines, start):
-        if CONFLICT_RE.match(line):
-            return number
+    """The number of the first opening conflict marker that a closing one follows (see the module's
+    note), fences included; None when there is no such pair."""
+    opened: int | None = None
+    for number, line in enumerate(lines, start=start):
+        if opened is None and _CONFLICT_OPEN_RE.match(line):
+            opened = number
+        elif opened is not None and _CONFLICT_CLOSE_RE.match(line):
+            return opened
     return None
 
 

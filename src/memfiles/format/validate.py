@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from memfiles.contract import FINDING_CODES, Finding, entry_ref
 from memfiles.format.grammar import (
     BOM,
-    CONFLICT_RE,
     FULL_ID_RE,
     Fence,
+    conflict_marker,
     heading_at_margin,
     line_endings,
     newline_of,
@@ -61,6 +61,12 @@ def body_problem(body: str, schema: Schema | None = None) -> str | None:
     # A heading indented by up to 3 spaces is a heading all the same (CommonMark), and the lint fixer
     # (md023) moves it to the margin: judge each line as it will stand.
     lines = [heading_at_margin(line) for line in body.split("\n")]
+    conflict = conflict_marker(body.split("\n"))
+    if conflict is not None:
+        return (
+            f"body line {conflict} opens a git conflict (<<<<<<< ... >>>>>>>): resolve the merge it came from;"
+            " to show one as an example, indent its marker lines by a space"
+        )
     fence = Fence()
     for number, line in enumerate(lines, start=1):
         if fence.feed(line, number):
@@ -75,8 +81,7 @@ def body_problem(body: str, schema: Schema | None = None) -> str | None:
             return f"body line {number} is an entry heading with metadata under it: reword it"
         if line.strip().startswith(INDEX_START_PREFIX) or line.strip() == INDEX_END:
             return f"body line {number} is a generated-index marker"
-        if CONFLICT_RE.match(line):
-            return f"body line {number} is a git conflict marker ({line.split()[0]}): resolve the merge it came from"
+
     if fence.marker is not None:
         return f"body line {fence.opened_at} opens a code fence {fence.marker} that is never closed"
     return None
