@@ -228,6 +228,10 @@ class TestAudit:
         every = json.loads(run("refs", "--json").stdout)["findings"]
         replaced = [f for f in every if f["path"] == "memory/decisions.md" and f["code"] == "ref-ok"]
         assert len(replaced) == 3 and any("replaced by D-003" in f["message"] for f in replaced)
+        decisions = root / "memory" / "decisions.md"
+        decisions.write_text(decisions.read_text() + f"\n{at}D-001.\n")  # the Manual's: no entry's
+        manual = json.loads(run("refs", "--dangling", "--json").stdout)["findings"]
+        assert ("ref-retired", "memory/decisions.md") in {(f["code"], f["path"]) for f in manual}
 
     def test_pruned_entries_alone_exit_0(self, run: Run, root: Path) -> None:
         """A pruned entry is an info finding at its line of memory/pruned.jsonl; alone, audit exits 0."""

@@ -235,6 +235,9 @@ def test_check_names_a_package_memory_folders_own_configuration(run: Run, root: 
         ("config-ignored", "warning", "pkgB/pyproject.toml", 4),
     ]
     assert run("add", "-k", "D", "-t", "Still three digits", "-a", "a", "--body", "b").stdout.strip() == "D-002"
+    (root / "pkgA" / "memory" / "memfiles.toml").write_text("# nothing set\n")
+    (root / "pkgB" / "pyproject.toml").write_text('[project]\nname = "b"\n\n[tool.memfiles]\n')
+    assert run("check").exit_code == 0  # empty: they set nothing, so nothing is ignored
 
 
 def test_a_broken_pyproject_is_named_at_its_line_beside_memfiles_toml(run: Run, root: Path) -> None:

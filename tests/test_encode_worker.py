@@ -79,9 +79,23 @@ def test_a_bfloat16_child_says_so_and_stays_within_a_cosine_of_float32() -> None
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
+def _cpu_has_amx() -> bool | None:
+    """What the kernel says of this CPU's AMX tiles (Linux); None where it cannot be told."""
+    try:
+        flags = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
+    except (OSError, StopIteration):
+        return None
+    return "amx_tile" in flags.split()
+
+
 def test_auto_precision_is_bfloat16_only_where_the_cpu_multiplies_it() -> None:
+    """ "auto" is bfloat16 exactly where the CPU has AMX tiles: torch's probe is checked against what the
+    kernel says of the CPU, then the child against the probe."""
     from memfiles.index.bert_torch import native_bfloat16
 
+    amx = _cpu_has_amx()
+    if amx is not None:
+        assert native_bfloat16() == amx
     name, bundled = resolve_model(None)
     assert bundled is not None
     for precision, expected in (("auto", "bfloat16" if native_bfloat16() else "float32"), ("float32", "float32")):

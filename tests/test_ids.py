@@ -334,7 +334,9 @@ class TestAmbiguous:
         second = heading_line(root, "memory/frictions.md", "Copied by hand")
         places = [f"memory/frictions.md:{first}", f"memory/frictions.md:{second}"]
         assert f"F-001 is carried by 2 entries ({', '.join(places)}): the index holds only one" in backfill.stderr
-        drift = json.loads(run("backfill", "--check", "--json").stdout)
+        checked = run("backfill", "--check", "--json")
+        assert checked.exit_code == 0  # not drift (backfill cannot mend it): check's duplicate-id and renumber do
+        drift = json.loads(checked.stdout)
         assert drift["duplicate_ids"] == {"F-001": places} and drift["on_disk"] == 2 and drift["indexed"] == 1
         status = run("status")
         assert status.stdout.startswith(f"root:     {root}\n")  # which project: said in text too, not only --json

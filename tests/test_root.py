@@ -167,6 +167,9 @@ class TestGivenRoot:
         is named the memory folder, with the root to give instead (relative to where the command runs)."""
         (tmp_path / "pkg" / "memory").mkdir(parents=True)
         monkeypatch.chdir(tmp_path)
+        empty = CliRunner().invoke(cli, ["--root", "pkg/memory", "list"])  # an empty folder named memory: a
+        assert "run `mkdir pkg/memory/memory` to start a project there" in empty.stderr  # new project's root?
+        (tmp_path / "pkg" / "memory" / "ids.txt").write_text("D 1\n")
         result = CliRunner().invoke(cli, ["--root", "pkg/memory", "list"])
         assert result.exit_code == 2
         assert "pkg/memory is the memory folder itself; give the project root: --root pkg" in result.stderr

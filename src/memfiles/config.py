@@ -70,7 +70,8 @@ class Settings:
     # background and encodes queries with it: about 2x faster a query than the numpy form, for about
     # 190 MB more memory; false, or MEMFILES_WATCH_TORCH=0, keeps the watcher on numpy.
     watch_torch: bool = True
-    # The precision of a bulk encode (a first backfill or a rebuild, in index/encode_worker.py): "auto"
+    # The precision of the encoder child a first backfill or a rebuild starts (index/encode_worker.py;
+    # a watcher's encodes stay float32): "auto"
     # computes in bfloat16 where the CPU has AMX (about 1.5x faster here, vectors within a cosine of
     # 0.9999 of float32's; docs/benchmarks.md), "float32" everywhere; "bfloat16" forces it.
     bulk_precision: str = "auto"
@@ -439,13 +440,18 @@ def ignored_configs(root: Path, memory_dirs: list[Path]) -> list[tuple[str, int]
             continue
         own, pyproject = config_files(folder.parent)
         if own.is_file():
-            found.append((_shown_path(own, root), 1))
+            try:
+                settings = tomllib.loads(own.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                settings = {"unreadable": True}  # not read either way: named all the same
+            if settings:  # an empty file sets nothing, so nothing is lost
+                found.append((_shown_path(own, root), 1))
         try:
             text = pyproject.read_text(encoding="utf-8") if pyproject.is_file() else ""
             table = _pyproject_table(tomllib.loads(text), "") if text else None
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ConfigError):
             table = None  # not this tool's file to judge
-        if table is not None:
+        if table:  # an empty [tool.memfiles] sets nothing (at the root it marks the root)
             line = next((n for n, row in enumerate(text.splitlines(), 1) if _TABLE_HEADER.match(row)), 1)
             found.append((_shown_path(pyproject, root), line))
     return found

@@ -48,6 +48,16 @@ def root_folder(start: str | None = None, given: str | None = None) -> str:
     return found
 
 
+def _holds_notes(folder: str) -> bool:
+    """True when `folder` holds what a memory folder holds (Markdown, ids.txt, memfiles.toml): given as the
+    root, it is a project's memory folder, not a new project's root (an empty one could be either)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return any(name.endswith(".md") or name in ("ids.txt", "memfiles.toml") for name in names)
+
+
 def find_root(start: Path | None = None, given: str | Path | None = None) -> Path:
     """The project root: `given` (or MEMFILES_ROOT) when set, which must be an existing folder; else the
     TOPMOST folder from `start` (default: the current one) upward that holds memory/ or a pyproject.toml
@@ -95,7 +105,7 @@ def _given_root(given: str) -> str:
             problem = (
                 f"no {MEMORY_DIR}/ folder in {given}; run `mkdir {Path(given) / MEMORY_DIR}` to start a project there"
             )
-            if os.path.basename(folder) == MEMORY_DIR and _is_root(os.path.dirname(folder)):
+            if os.path.basename(folder) == MEMORY_DIR and _holds_notes(folder):
                 parent = os.path.relpath(os.path.dirname(folder))
                 problem = f"{given} is the memory folder itself; give the project root: --root {parent}"
         else:

@@ -37,6 +37,9 @@ def main() -> None:
     except SystemExit as done:
         _leave(done.code)
         raise
+    except KeyboardInterrupt:
+        _leave(130)  # as a shell reports an interrupted command
+        raise
     _leave(0)
 
 
@@ -46,13 +49,15 @@ def _leave(code: object) -> None:
     client = sys.modules.get("memfiles.services.index_client")
     if client is None or not client.abandoned():
         return
-    if isinstance(code, str):  # sys.exit("message"): printed to stderr, exit 1, as Python does
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("message"): printed to stderr, exit 1, as Python does
         print(code, file=sys.stderr)
         code = 1
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said
             stream.flush()
-    os._exit(code if isinstance(code, int) else 0)
+    os._exit(code)
 
 
 def _dispatch() -> None:

@@ -76,8 +76,9 @@ class EncoderProcess:
         return self._dimension
 
     def encode(
-        self, texts: list[str], batch_size: int = 16, progress: Callable[[int], object] | None = None
+        self, texts: list[str], batch_size: int | None = None, progress: Callable[[int], object] | None = None
     ) -> np.ndarray:
+        """The vectors of `texts` (batch_size None: the child's choice for its precision, as `submit`)."""
         import numpy as np
 
         if not texts:

@@ -38,7 +38,7 @@ def successor_chain(entry_id: str, by_id: dict[str, Located]) -> str | None:
     return current.entry.id
 
 
-def _replaces(entry: Entry, target: Located, by_id: dict[str, Located]) -> bool:
+def replaces(entry: Entry, target: Located, by_id: dict[str, Located]) -> bool:
     """True when `entry` names retired `target` as what it replaces: as its own successor link, or as an
     entry on the target's successor chain (the entry that took over, citing the one it took over from)."""
     if id_key(entry.successor or "") == id_key(target.entry.id):
@@ -114,7 +114,7 @@ def audit_project(project: Project, today: dt.date | None = None, reading: Readi
                         target=entry_ref(format_id(key[0], key[1], width) if key else ref, title=title),
                     )
                 )
-            elif target.entry.status == RETIRED and not _replaces(entry, target, by_id):
+            elif target.entry.status == RETIRED and not replaces(entry, target, by_id):
                 live = successor_chain(target.entry.id, by_id)
                 hint = f"; its successor is {live}" if live else "; it has no successor"
                 findings.append(

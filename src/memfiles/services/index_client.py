@@ -499,6 +499,7 @@ def notify(project: Project, result: BatchResult) -> str | None:
             outcome.append(f"index not updated ({type(error).__name__}: {error}): run memfiles backfill later")
 
     worker = threading.Thread(target=work, name="memfiles-index-notify", daemon=True)
+    _notifiers[:] = [thread for thread in _notifiers if thread.is_alive()]  # a long-lived server keeps few
     _notifiers.append(worker)
     worker.start()
     worker.join(wait)

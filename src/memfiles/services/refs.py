@@ -16,7 +16,7 @@ from memfiles.contract import Finding, entry_ref, finding
 from memfiles.format.grammar import ID_PATTERN
 from memfiles.format.ids import RETIRED, id_key
 from memfiles.format.toc import Slugger
-from memfiles.services.audit import located_ref, successor_chain, successors
+from memfiles.services.audit import located_ref, replaces, successor_chain
 from memfiles.services.read import Reading, read_project
 from memfiles.store.project import Located, Project
 
@@ -111,8 +111,8 @@ def scan_references(project: Project, paths: list[Path] | None = None, reading: 
             for match in REF_RE.finditer(line):
                 code, entry_id, target, message = targets.resolve(match, project)
                 if code == "ref-retired" and entry_id is not None:
-                    holder = _holder(entries_here, number, line)
-                    if holder is not None and holder.entry.id in successors(entry_id, by_id):
+                    holder = _holder(entries_here, number)
+                    if holder is not None and replaces(holder.entry, by_id[entry_id], by_id):
                         code = "ref-ok"  # the entry that took over, citing the one it replaced
                         message = f"{entry_id} is retired, replaced by {holder.entry.id} (where this stands)"
                 found.append(
@@ -129,12 +129,17 @@ def scan_references(project: Project, paths: list[Path] | None = None, reading: 
     return found
 
 
-def _holder(entries: list[Located], number: int, line: str) -> Located | None:
-    """The entry of a memory file whose body holds line `number` (`line`): the last one headed above it,
-    when the line is in its body (not in a section's text or the Manual after it); None otherwise."""
+def _holder(entries: list[Located], number: int) -> Located | None:
+    """The entry of a memory file that line `number` stands in: the last one headed above it, when no
+    section heading or `## Manual` comes between (a section's text or the Manual is no entry's)."""
     above = [located for located in entries if located.entry.line <= number]
-    text = line.strip()
-    return above[-1] if above and text and text in above[-1].entry.body else None
+    if not above:
+        return None
+    holder = above[-1]
+    memory = holder.file.memory
+    ends = [section.line for section in memory.sections if section.name is not None]
+    ends += [memory.manual_line] if memory.manual is not None else []
+    return None if any(holder.entry.line < end <= number for end in ends) else holder
 
 
 @dataclass(frozen=True)
