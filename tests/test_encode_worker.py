@@ -88,6 +88,26 @@ def _cpu_has_amx() -> bool | None:
     return "amx_tile" in flags.split()
 
 
+def test_bfloat16_batches_come_in_few_lengths() -> None:
+    """In bfloat16 every batch is padded to a multiple of 32 positions (oneDNN keeps kernels per shape:
+    one length per batch grew the child by about 1 MB an entry); the mask covers the real tokens only,
+    and float32 keeps each batch at its longest text."""
+    from memfiles.index.bert_torch import BFLOAT16_LENGTH_STEP
+
+    name, bundled = resolve_model(None)
+    assert bundled is not None
+    for precision in ("bfloat16", "float32"):
+        encoder = TorchBertEmbedder(name, bundled, precision)
+        encodings = encoder.tokenizer.encode_batch(["coverage aggregation", "hold violations " * 20])
+        ids, mask, _types = encoder._padded(encodings)
+        longest = max(len(e.ids) for e in encodings)
+        if precision == "bfloat16":
+            assert ids.shape[1] % BFLOAT16_LENGTH_STEP == 0 and ids.shape[1] >= longest
+        else:
+            assert ids.shape[1] == longest
+        assert mask.sum(axis=1).tolist() == [len(e.ids) for e in encodings]
+
+
 def test_auto_precision_is_bfloat16_only_where_the_cpu_multiplies_it() -> None:
     """ "auto" is bfloat16 exactly where the CPU has AMX tiles: torch's probe is checked against what the
     kernel says of the CPU, then the child against the probe."""
