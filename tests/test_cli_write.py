@@ -595,3 +595,16 @@ class TestRequestIdDigest:
         assert snapshot(root) == before
         again = run("import", str(root / "one.json"), "--request-id", "landing-7")
         assert again.exit_code == 0 and again.stdout.startswith("already applied: ")
+
+
+def test_a_large_import_summarises_its_ids(run: Run, root: Path, tmp_path: Path) -> None:
+    """An import of 5,000 adds printed every id on one line (40 KB); past 20 the summary gives the count and
+    the ends, and --json still lists every one."""
+    ops = [{"op": "add", "kind": "todo", "title": f"Todo number {n}", "area": "a", "body": "b"} for n in range(25)]
+    (tmp_path / "ops.json").write_text(json.dumps({"ops": ops}))
+    result = run("import", str(tmp_path / "ops.json"))
+    assert result.exit_code == 0
+    assert result.stdout.strip() == "added 25 entries (T-001, T-002, T-003 ... T-025; --json lists them all)"
+    few = [{"op": "add", "kind": "todo", "title": f"Other {n}", "area": "a", "body": "b"} for n in range(2)]
+    (tmp_path / "few.json").write_text(json.dumps({"ops": few}))
+    assert run("import", str(tmp_path / "few.json")).stdout.strip() == "added T-026, T-027"

@@ -691,6 +691,11 @@ class TestBrokenFiles:
         report = json.loads(status.stdout)
         assert report["drift"]["unreadable"] == ["memory/broken.md"] and report["drift"]["on_disk"] == len(ENTRIES)
         assert run("backfill", "--check").exit_code == 0
+        text = run("status").stdout  # the counts said "N on disk, M in the index, drift: none" with M > N
+        assert "on disk (and those of 1 file that do not parse, kept as indexed)" in text
+        again = run("backfill")  # warm: the time said is the whole backfill's, reading included
+        seconds = float(again.stdout.rsplit(" in ", 1)[1].split()[0])
+        assert again.exit_code == 0 and seconds > 0.0
 
     @pytest.mark.parametrize("cut", [0, 100])
     def test_a_truncated_lexical_index_is_rebuilt(self, filled: Path, run: Run, memsearch, cut: int) -> None:

@@ -130,6 +130,7 @@ def audit(app: App, stale_days: int | None, as_json: bool) -> None:
     else:
         for finding in findings:
             click.echo(str(finding))
+        click.echo(_tally(findings, "finding", "nothing to report"), err=True)
     serious = any(f.severity != "info" for f in findings) or bool(reading.problems)
     raise SystemExit(1 if serious else 0)
 
@@ -161,4 +162,20 @@ def refs(app: App, dangling: bool, paths: tuple[Path, ...], as_json: bool) -> No
     else:
         for ref in found:
             click.echo(str(ref))
+        click.echo(
+            _tally(found, "reference", "no references" if not dangling else "every reference resolves"), err=True
+        )
     raise SystemExit(1 if dangling and found else 0)
+
+
+def _tally(findings: list, noun: str, none: str) -> str:
+    """The closing line of a long listing, on stderr: how many of each code, the most frequent first
+    (a thousand `stale` lines must not hide the three that matter)."""
+    if not findings:
+        return none
+    counts: dict[str, int] = {}
+    for item in findings:
+        counts[item.code] = counts.get(item.code, 0) + 1
+    ordered = sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))
+    kinds = ", ".join(f"{count:,} {code}" for code, count in ordered)
+    return f"{len(findings):,} {noun}{'s' * (len(findings) != 1)}: {kinds}"

@@ -238,7 +238,11 @@ def status(app: App, as_json: bool) -> None:
         click.echo(f"entries:  {sum(1 for _ in reading.loaded.entries())} on disk")
         click.echo(f"index:    {failed}" if failed else "index:    none yet (run memfiles backfill)")
     else:
-        click.echo(f"entries:  {drift['on_disk']} on disk, {drift['indexed']} in the index")
+        unread = len(drift.get("unreadable") or [])
+        kept = (
+            f" (and those of {unread} file{'s' * (unread != 1)} that do not parse, kept as indexed)" if unread else ""
+        )
+        click.echo(f"entries:  {drift['on_disk']} on disk{kept}, {drift['indexed']} in the index")
         count = len(drift["missing_or_stale"]) + len(drift["retag"]) + len(drift["orphaned"])
         click.echo(f"drift:    {'none' if not count else f'{count} ids (memfiles backfill --check)'}")
         for line in duplicate_lines(drift):

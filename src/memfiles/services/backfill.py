@@ -7,6 +7,7 @@ catalog is rewritten from the files and stamped with the store's generation.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from memfiles.store.project import Project
@@ -34,6 +35,7 @@ def backfill_session(
     from memfiles.services.index_session import embedder_for, entry_docs
 
     started = reading_starts()  # every file modified before this is compared below
+    began = time.perf_counter()  # the report's seconds are the whole backfill's, reading and comparing too
     found = entry_docs(project)
     store = session.store
     if rebuild and not check:
@@ -63,6 +65,7 @@ def backfill_session(
         and saved_is_current(store.sidecar, held.saved_as)  # else: saved again below (a stale BM25 recipe)
     ):
         report = apply_plan(store, session.embedder, plan)  # nothing to do: an empty report
+        report.seconds = time.perf_counter() - began
         mark_checked(store.sidecar, started)
         return {"drift": drift, "summary": report.summary(), "report": report_json(report)}, None
     # The vectors the new catalog starts from, updated by the plan: none yet in an empty store; the
@@ -73,6 +76,7 @@ def backfill_session(
     elif mirrors and (held.vectors is not None or held.load_vectors(store.sidecar) is not None):
         target.vectors = held.vectors.copy()
     report = apply_plan(store, embedder_for(session, plan), plan, target, complete=True)
+    report.seconds = time.perf_counter() - began
     mark_checked(store.sidecar, started)
     return {"drift": drift, "summary": report.summary(), "report": report_json(report)}, target
 

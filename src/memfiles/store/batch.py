@@ -56,7 +56,7 @@ class BatchResult:
 
     def summary(self) -> str:
         parts = [
-            f"{verb} {', '.join(ids)}"
+            f"{verb} {_listed(ids)}"
             for verb, ids in (
                 ("added", self.added),
                 ("updated", self.updated),
@@ -70,6 +70,17 @@ class BatchResult:
             return "; ".join(parts)
         # an update that changed nothing can still bring a file's generated index or form up to date
         return f"no entry changed; rewrote {', '.join(self.paths)} in canonical form" if self.paths else "no changes"
+
+
+SUMMARY_IDS = 20  # a summary names this many ids of a kind at most; past that, a count and the first and last
+
+
+def _listed(ids: list[str]) -> str:
+    """`ids` for a one-line summary: all of them, or for a large import their count and the ends
+    (5,000 ids on one line flooded the terminal; --json lists every one)."""
+    if len(ids) <= SUMMARY_IDS:
+        return ", ".join(ids)
+    return f"{len(ids):,} entries ({', '.join(ids[:3])} ... {ids[-1]}; --json lists them all)"
 
 
 class Batch:
