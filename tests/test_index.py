@@ -692,10 +692,25 @@ class TestBrokenFiles:
         assert report["drift"]["unreadable"] == ["memory/broken.md"] and report["drift"]["on_disk"] == len(ENTRIES)
         assert run("backfill", "--check").exit_code == 0
         text = run("status").stdout  # the counts said "N on disk, M in the index, drift: none" with M > N
-        assert "on disk (and those of 1 file that do not parse, kept as indexed)" in text
+        assert "on disk (and those of 1 file that does not parse, kept as indexed)" in text
         again = run("backfill")  # warm: the time said is the whole backfill's, reading included
         seconds = float(again.stdout.rsplit(" in ", 1)[1].split()[0])
         assert again.exit_code == 0 and seconds > 0.0
+
+    def test_status_counts_an_indexed_file_that_broke_as_kept(self, filled: Path, run: Run) -> None:
+        """A file indexed, then broken by hand: its entries stay in the index, so the index holds more than
+        the files that parse; status said so as "N on disk, M in the index, drift: none" with M > N. It
+        now says whose entries those are; audit's closing line counts the skipped file."""
+        run("backfill")
+        decisions = filled / "memory" / "decisions.md"
+        decisions.write_text(decisions.read_text().replace("### D-001: ", "### D-001 ", 1))
+        report = json.loads(run("status", "--json").stdout)
+        assert report["drift"]["indexed"] > report["drift"]["on_disk"]
+        text = run("status").stdout
+        assert f"entries:  {report['drift']['on_disk']} on disk (and those of 1 file that does not parse, kept" in text
+        audit = run("audit")
+        assert audit.exit_code == 1
+        assert audit.stderr.strip().splitlines()[-1].endswith("; skipped 1 file that does not parse")
 
     @pytest.mark.parametrize("cut", [0, 100])
     def test_a_truncated_lexical_index_is_rebuilt(self, filled: Path, run: Run, memsearch, cut: int) -> None:

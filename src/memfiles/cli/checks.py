@@ -130,7 +130,10 @@ def audit(app: App, stale_days: int | None, as_json: bool) -> None:
     else:
         for finding in findings:
             click.echo(str(finding))
-        click.echo(_tally(findings, "finding", "nothing to report"), err=True)
+        skipped = len(reading.problems)  # named above; they make the exit 1 too
+        unread = "1 file that does not parse" if skipped == 1 else f"{skipped} files that do not parse"
+        closing = _tally(findings, "finding", "0 findings") + (f"; skipped {unread}" if skipped else "")
+        click.echo(closing if findings or skipped else "nothing to report", err=True)
     serious = any(f.severity != "info" for f in findings) or bool(reading.problems)
     raise SystemExit(1 if serious else 0)
 

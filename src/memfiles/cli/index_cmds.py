@@ -239,9 +239,8 @@ def status(app: App, as_json: bool) -> None:
         click.echo(f"index:    {failed}" if failed else "index:    none yet (run memfiles backfill)")
     else:
         unread = len(drift.get("unreadable") or [])
-        kept = (
-            f" (and those of {unread} file{'s' * (unread != 1)} that do not parse, kept as indexed)" if unread else ""
-        )
+        files = "1 file that does not parse" if unread == 1 else f"{unread} files that do not parse"
+        kept = f" (and those of {files}, kept as indexed)" if unread else ""
         click.echo(f"entries:  {drift['on_disk']} on disk{kept}, {drift['indexed']} in the index")
         count = len(drift["missing_or_stale"]) + len(drift["retag"]) + len(drift["orphaned"])
         click.echo(f"drift:    {'none' if not count else f'{count} ids (memfiles backfill --check)'}")

@@ -9,7 +9,7 @@ idle, but its 90th percentile 128 ms against 40 ms with two other busy processes
 
 A bulk encoder may compute in bfloat16 (`precision`, the `bulk_precision` setting): the matrix products
 and the attention in bfloat16 under torch's autocast, the layer norms, the pooling and the
-normalisation in float32. On a CPU with AMX that encodes 1,000 CACM entries about 1.5x faster, the
+normalisation in float32. On a CPU with AMX that encodes 1,000 CACM entries about 2x faster, the
 vectors within a cosine of 0.9999 of float32's (tested; docs/benchmarks.md). Queries stay in float32.
 """
 
@@ -35,7 +35,7 @@ BFLOAT16_BATCH = 32
 # In bfloat16 a batch is padded to a multiple of this many positions. oneDNN's AMX kernels are made and
 # kept per shape: cut by token count, every batch had a length of its own, and the encoder child grew by
 # about 1 MB an entry (4.8 GB at 5,000 entries, a newcomer's walk-through). Padded so, 3,000 CACM
-# entries peak at 840 MB against 1,730 MB, and 5,000 at 868 MB; and encode no slower (18.5 s against
+# entries peak at 840 MB against 1,730 MB, and 5,000 at 863 MB; and encode no slower (18.5 s against
 # 19.9 s at 3,000; /tmp scratch timing, 2026-12-02, idle).
 BFLOAT16_LENGTH_STEP = 32
 

@@ -50,7 +50,7 @@ class SyncReport:
     seconds: float = 0.0
 
     def summary(self) -> str:
-        took = f"{self.seconds:.1f}" if self.seconds >= 1 else f"{self.seconds:.3f}"  # never "0.0 s"
+        took = f"{self.seconds:.1f}" if self.seconds >= 0.95 else f"{self.seconds:.3f}"  # a quick one: not "0.0 s"
         return (
             f"indexed {self.indexed:,}, retagged {self.retagged:,}, unchanged {self.unchanged:,}, "
             f"removed {self.removed:,} in {took} s"
