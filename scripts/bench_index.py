@@ -87,7 +87,7 @@ class EncodeBaseline:
         self.texts = [f"{t}\n\n{b}" for t, b in items]
 
     def seconds(self) -> float:
-        from memfiles.index.sync import EMBED_BATCH
+        from memfiles.index.embedder import EMBED_BATCH
 
         start = time.perf_counter()
         # at the batch size memfiles encodes with (index/sync.py): like with like (--encode-batches compares sizes)
@@ -97,7 +97,7 @@ class EncodeBaseline:
 
 def encode_batches(items: list[tuple[str, str]], sizes: list[int]) -> None:
     """Seconds of a bare encode of the same texts at each batch size, by sentence-transformers and by
-    memfiles' torch recipe (index/bert_torch.py), warm; what index/sync.py's EMBED_BATCH was chosen on."""
+    memfiles' torch recipe (index/bert_torch.py), warm; what index/embedder.py's EMBED_BATCH was chosen on."""
     from memfiles.index.bert_torch import TorchBertEmbedder
     from memfiles.index.embedder import SentenceTransformerEmbedder, resolve_model
 

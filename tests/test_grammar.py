@@ -514,6 +514,8 @@ class TestConflictMarkers:
             assert "Traceback" not in result.output
         assert snapshot(root) == before
         path.write_text(text)  # resolved
+        resolved = snapshot(root)
         sides = "a\n<<<<<<< HEAD\nb\n=======\nc\n>>>>>>> bob"
         refused = run("add", "-k", "D", "-t", "Body with one", "-a", "db", "--body", sides)
         assert refused.exit_code == 2 and "opens a git conflict" in refused.stderr
+        assert snapshot(root) == resolved

@@ -173,6 +173,7 @@ class TestGivenRoot:
         result = CliRunner().invoke(cli, ["--root", "pkg/memory", "list"])
         assert result.exit_code == 2
         assert "pkg/memory is the memory folder itself; give the project root: --root pkg" in result.stderr
+        assert sorted(path.name for path in (tmp_path / "pkg").rglob("*")) == ["ids.txt", "memory"]  # nothing made
         monkeypatch.chdir(tmp_path / "pkg" / "memory")
         inside = CliRunner().invoke(cli, ["--root", ".", "list"])
         assert inside.exit_code == 2 and "give the project root: --root .." in inside.stderr

@@ -71,9 +71,9 @@ class Settings:
     # 190 MB more memory; false, or MEMFILES_WATCH_TORCH=0, keeps the watcher on numpy.
     watch_torch: bool = True
     # The precision of the encoder child a first backfill or a rebuild starts (index/encode_worker.py;
-    # a watcher's encodes stay float32): "auto"
-    # computes in bfloat16 where the CPU has AMX (about 1.5x faster here, vectors within a cosine of
-    # 0.9999 of float32's; docs/benchmarks.md), "float32" everywhere; "bfloat16" forces it.
+    # queries and a watcher's encodes stay float32): "auto" computes in bfloat16 where the CPU has AMX
+    # (the encode about 2x faster here, vectors within a cosine of 0.9999 of float32's; docs/search.md),
+    # "float32" never does; "bfloat16" forces it.
     bulk_precision: str = "auto"
     llm_url: str | None = None
     llm_model: str | None = None
@@ -408,25 +408,29 @@ def _pyproject_table(document: dict[str, Any], shown: str) -> dict[str, Any] | N
 _TABLE_HEADER = re.compile(r"\s*\[\[?\s*tool\s*\.\s*memfiles\s*[\].]|\s*\[\s*tool\s*\]|\s*tool\s*\.\s*memfiles\s*=")
 
 
+def _settings_table_line(pyproject: Path) -> int | None:
+    """The line where `pyproject`'s [tool.memfiles] table starts, when the file reads and the table sets
+    anything (an empty one only marks a root: nothing is lost if it is not read); else None, also for a
+    file that cannot be read (not this tool's file to judge)."""
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+        table = _pyproject_table(tomllib.loads(text), pyproject.name)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ConfigError):
+        return None
+    if not table:
+        return None
+    return next((n for n, row in enumerate(text.splitlines(), 1) if _TABLE_HEADER.match(row)), 1)
+
+
 def shadowed_table(root: Path) -> tuple[str, int, str] | None:
     """Where pyproject.toml's [tool.memfiles] table starts (its path as shown, and the line), and the
     file that shadows it, when memory/memfiles.toml exists too and so wins: every key of that table is
-    then ignored, which `check` says. None when nothing is shadowed, or when pyproject.toml cannot be
-    read (not this tool's file to judge)."""
+    then ignored, which `check` says. None when nothing is shadowed."""
     own, pyproject = config_files(root)
     if not own.is_file() or not pyproject.is_file():
         return None
-    shown = _shown_path(pyproject, root)
-    try:
-        text = pyproject.read_text(encoding="utf-8")
-        table = _pyproject_table(tomllib.loads(text), shown)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ConfigError):
-        return None
-    if not table:  # an empty table only marks the root (README): nothing lost
-        return None
-    lines = text.splitlines()
-    line = next((n for n, row in enumerate(lines, 1) if _TABLE_HEADER.match(row)), 1)
-    return shown, line, _shown_path(own, root)
+    line = _settings_table_line(pyproject)
+    return None if line is None else (_shown_path(pyproject, root), line, _shown_path(own, root))
 
 
 def ignored_configs(root: Path, memory_dirs: list[Path]) -> list[tuple[str, int]]:
@@ -446,13 +450,8 @@ def ignored_configs(root: Path, memory_dirs: list[Path]) -> list[tuple[str, int]
                 settings = {"unreadable": True}  # not read either way: named all the same
             if settings:  # an empty file sets nothing, so nothing is lost
                 found.append((_shown_path(own, root), 1))
-        try:
-            text = pyproject.read_text(encoding="utf-8") if pyproject.is_file() else ""
-            table = _pyproject_table(tomllib.loads(text), "") if text else None
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ConfigError):
-            table = None  # not this tool's file to judge
-        if table:  # an empty [tool.memfiles] sets nothing (at the root it marks the root)
-            line = next((n for n, row in enumerate(text.splitlines(), 1) if _TABLE_HEADER.match(row)), 1)
+        line = _settings_table_line(pyproject) if pyproject.is_file() else None
+        if line is not None:
             found.append((_shown_path(pyproject, root), line))
     return found
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 PRECISIONS = ("auto", "float32", "bfloat16")
-# Texts per forward pass of a bulk encode in bfloat16 (float32's is index/sync.py's EMBED_BATCH, 16): on
+# Texts per forward pass of a bulk encode in bfloat16 (float32's is index/embedder.py's EMBED_BATCH, 16): on
 # 1,000 CACM entries, medians of 3 alternating runs, 3.23 / 2.58 / 2.85 s at 16 / 32 / 64 against float32's
 # 5.03 s at 16 and 5.28 s at 32 (2026-12-02, AMX, idle; /tmp scratch timing, table in docs/benchmarks.md).
 BFLOAT16_BATCH = 32
@@ -72,10 +72,12 @@ class TorchBertEmbedder(NumpyBertEmbedder):
         """The batch as the numpy recipe pads it; in bfloat16, on to a multiple of BFLOAT16_LENGTH_STEP
         positions (the padding is masked: the vectors do not change)."""
         ids, mask, types = super()._padded(encodings)
+        if not self.bfloat16:
+            return ids, mask, types
         length = ids.shape[1]
         positions = self.weights["embeddings.position_embeddings.weight"].shape[0]
         wanted = min(-(-length // BFLOAT16_LENGTH_STEP) * BFLOAT16_LENGTH_STEP, max(length, positions))
-        if not self.bfloat16 or wanted == length:
+        if wanted == length:
             return ids, mask, types
         import numpy as np
 

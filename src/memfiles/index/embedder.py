@@ -44,6 +44,13 @@ def _model_failed(where: object, error: BaseException, bundled: bool) -> ModelUn
     )
 
 
+# Texts per forward pass. On 2 CPU cores, with batches cut in order of character count, the torch recipe
+# encoded 1,000 CACM entries in 9.0-12.4 s at 16 against 10.4-15.4 s at 64 (L-047). Cut in order of token
+# count, as now: 9.4 / 8.8 / 9.0 s at 16 / 32 / 64 in one run on 2026-12-01 (within this machine's noise)
+# and 5.8 / 6.4 / 9.1 s in another (`python scripts/bench_index.py --sizes 1000 --encode-batches 16,32,64`).
+EMBED_BATCH = 16
+
+
 class Embedder(Protocol):
     name: str
 

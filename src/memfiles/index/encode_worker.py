@@ -6,7 +6,7 @@ the store; the parent then hands it the texts. On 2 cores that hides the shorter
 
 The wire, over the child's stdin and stdout, one request at a time:
 - request: one line of JSON, {"texts": [...], "batch_size": 16}; a batch_size of null leaves it to
-  the child: index/sync.py's EMBED_BATCH in float32, bert_torch.BFLOAT16_BATCH in bfloat16
+  the child: index/embedder.py's EMBED_BATCH in float32, bert_torch.BFLOAT16_BATCH in bfloat16
 - replies: lines {"done": n} as batches finish; then {"rows": r, "dimension": d, "precision": p}
   followed by r x d little-endian float32 values (p: the precision they were computed in, "float32" or
   "bfloat16"); or {"error": "...", "model": true|false} instead.
@@ -167,8 +167,7 @@ class EncoderProcess:
 
 def _serve(name: str, path: Path, precision: str, requests: IO[bytes], replies: IO[bytes]) -> None:
     from memfiles.index.bert_torch import BFLOAT16_BATCH, TorchBertEmbedder
-    from memfiles.index.embedder import ModelUnavailable
-    from memfiles.index.sync import EMBED_BATCH
+    from memfiles.index.embedder import EMBED_BATCH, ModelUnavailable
 
     def say(message: dict[str, Any]) -> None:
         replies.write((json.dumps(message) + "\n").encode("utf-8"))

@@ -12,18 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from memfiles.index.catalog import Catalog, IndexDoc, lexical_index, same_tags
 from memfiles.index.chroma import VectorStore
-from memfiles.index.embedder import Embedder
+from memfiles.index.embedder import EMBED_BATCH, Embedder
 from memfiles.index.encode_worker import EncoderProcess
 from memfiles.index.vector_cache import VectorCache, entry_of
 
 if TYPE_CHECKING:
     from memfiles.index.lexical import LexicalIndex
 
-# Texts per forward pass. On 2 CPU cores, with batches cut in order of character count, the torch recipe
-# encoded 1,000 CACM entries in 9.0-12.4 s at 16 against 10.4-15.4 s at 64 (L-047). Cut in order of token
-# count, as now: 9.4 / 8.8 / 9.0 s at 16 / 32 / 64 in one run on 2026-12-01 (within this machine's noise)
-# and 5.8 / 6.4 / 9.1 s in another (`python scripts/bench_index.py --sizes 1000 --encode-batches 16,32,64`).
-EMBED_BATCH = 16
 PROGRESS_FROM = 16  # texts to encode from which a terminal shows a progress bar (fewer: a write's own update)
 
 
