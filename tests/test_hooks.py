@@ -348,7 +348,7 @@ EPISODE = "pytest failed with ModuleNotFoundError: No module named 'yaml'; insta
 
 @pytest.fixture
 def warm(root: Path, run: Run, request: pytest.FixtureRequest) -> Iterator[Path]:
-    """A project with procedures, episodes and insights, indexed, and a watcher running in this process
+    """A project with procedures, episodes, a lesson and insights, indexed, and a watcher running in this process
     (settings of its own as the indirect parameter: a watcher exits when the config changes under it)."""
     ops = [
         ("procedure", "Run make install before the test suite", "The dev extra brings pyyaml and pre-commit."),
@@ -358,6 +358,11 @@ def warm(root: Path, run: Run, request: pytest.FixtureRequest) -> Iterator[Path]
             "episode",
             "A force push erased commits on main",
             "git push --force on main lost two commits; the reflog saved them.",
+        ),
+        (
+            "lesson",
+            "No module named yaml when the hook tests run",
+            "The hook tests import yaml, which only the dev extra brings. Fix: make install, then run them again.",
         ),
         (
             "insight",
@@ -382,7 +387,7 @@ class TestWarm:
         text = context(out)
         ids = [line.split()[1] for line in text.splitlines() if line.startswith("- ")]
         assert "E-001" in ids and len(text) <= 1500
-        assert ids == sorted(ids, key=lambda i: "PEI".index(i[0]))
+        assert ids == sorted(ids, key=lambda i: "PELI".index(i[0]))
         assert "- E-001 Hook tests failed on a missing yaml module — pytest failed with" in text
         assert "(memory/episodes.md:" in text
         assert hook(run, "UserPromptSubmit", "user_prompt_submit") == {}
@@ -398,9 +403,11 @@ class TestWarm:
         assert "a risky or irreversible command" in text and "E-002 A force push erased commits on main" in text
 
     def test_a_failure_brings_the_episode_of_its_signature(self, warm: Path, run: Run) -> None:
-        """PostToolUseFailure: the episode with the same error signature, named in the header."""
+        """PostToolUseFailure: the episode with the same error signature, named in the header, and the
+        lesson learnt from it (a known failure pattern with its fix: lessons were never injected)."""
         text = context(hook(run, "PostToolUseFailure", "post_tool_use_failure"))
         assert "`ModuleNotFoundError: No module named 'yaml'`" in text and "E-001" in text
+        assert "- L-001 No module named yaml when the hook tests run — The hook tests import yaml" in text
 
     @pytest.mark.parametrize("warm", [{"hooks_timeout": 60, "hooks_watch": False, "hooks_budget": 250}], indirect=True)
     def test_the_budget_bounds_what_is_injected(self, warm: Path, run: Run) -> None:

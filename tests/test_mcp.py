@@ -97,7 +97,7 @@ def test_tools_add_search_errors_recall_and_resources(root: Path) -> None:
         assert "turn" in error_text(await client.call_tool("recall", {"query": "x", "trigger": "later"}))
 
         recalled = data(await client.call_tool("recall", {"query": "two writers hang", "trigger": "replan"}))
-        assert [g["layer"] for g in recalled["layers"]] == ["procedure", "episode", "insight"]
+        assert [g["layer"] for g in recalled["layers"]] == ["procedure", "episode", "lesson", "insight"]
         assert recalled["layers"][0]["empty"] and recalled["layers"][1]["hits"][0]["entry"]["id"] == "E-001"
 
         shown = data(await client.call_tool("show", {"id": "@@e-001"}))

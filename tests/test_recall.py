@@ -49,6 +49,13 @@ def seed(run: Run) -> None:
         },
         {
             "op": "add",
+            "kind": "lesson",
+            "title": "No module named yaml in the hook tests",
+            "area": "ci",
+            "body": "The hook tests import yaml from the dev extra. Fix: install with the dev extra (make install).",
+        },
+        {
+            "op": "add",
             "kind": "decision",
             "title": "Install the yaml module system-wide",
             "area": "ci",
@@ -140,7 +147,7 @@ class TestWithoutIndex:
     def test_an_empty_layer_says_so(self, run: Run) -> None:
         """A layer with nothing to show is present, empty, with a note."""
         data = recall(run, "deploy the website", "--trigger", "replan")
-        assert [g["layer"] for g in data["layers"]] == ["procedure", "episode", "insight"]
+        assert [g["layer"] for g in data["layers"]] == ["procedure", "episode", "lesson", "insight"]
         assert all(g["empty"] and g["note"] and g["hits"] == [] for g in data["layers"])
 
     def test_failure_matches_episodes_on_the_error_signature(self, run: Run) -> None:
@@ -151,6 +158,20 @@ class TestWithoutIndex:
         episode = data["layers"][1]
         assert data["signature"] == "ModuleNotFoundError: No module named 'yaml'"
         assert episode["query"] == data["signature"] and episode["hits"][0]["entry"]["id"] == "E-001"
+
+    def test_lessons_learnt_from_runs_are_recalled_on_a_failure_and_a_turn(self, run: Run) -> None:
+        """The distiller's known failure patterns (kind lesson) are prior experience: a failure, a turn, a
+        replan and a risky action recall them after the episodes (they were never recalled at all)."""
+        seed(run)
+        text = "Traceback ...\nModuleNotFoundError: No module named 'yaml'"
+        for trigger in ("failure", "turn", "replan", "risky"):
+            data = recall(run, text, "--trigger", trigger)
+            names = [group["layer"] for group in data["layers"]]
+            assert names.index("lesson") == names.index("episode") + 1, trigger
+            lesson = data["layers"][names.index("lesson")]
+            assert lesson["query"] == data["query"], trigger  # the whole text, not the episodes' signature
+            assert [hit["entry"]["id"] for hit in lesson["hits"]] == ["L-001"], trigger
+        assert "lesson" not in [group["layer"] for group in recall(run, "make install", "--trigger", "act")["layers"]]
 
     def test_resume_returns_the_run_state_and_derives_the_query_from_it(self, run: Run) -> None:
         """--trigger resume with no query returns the run's working memory and procedures for its goal."""

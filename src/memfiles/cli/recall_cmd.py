@@ -67,13 +67,13 @@ def print_recall(result: dict[str, Any]) -> None:
 @pass_app
 def recall(app: App, query: str, trigger: str, run: str | None, k: int, as_json: bool) -> None:
     """Recall prior experience for QUERY (what you are about to do), layer by layer: procedure,
-    episode, insight, working. Each group says when it is empty, so an agent knows it looked.
+    episode, lesson, insight, working. Each group says when it is empty, so an agent knows it looked.
 
     \b
     Triggers and their mandatory layers:
-      turn, replan         procedure, episode, insight
+      turn, replan         procedure, episode, lesson, insight
       act                  procedure
-      failure, risky       procedure, episode (failure: matched on the error signature)
+      failure, risky       procedure, episode, lesson (failure: episodes matched on the error signature)
       resume, compaction   procedure, working
       answer               insight, working
       memory-edit          procedure, insight

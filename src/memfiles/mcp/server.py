@@ -220,9 +220,10 @@ def build(settings: Settings | None, tools: Any = None) -> MCPServer:
     @server.tool()
     def recall(query: str = "", trigger: Trigger = "turn", run: str | None = None, k: K = DEFAULT_K) -> dict[str, Any]:
         """Recall prior experience for what you are about to do, by layer in order: procedure, episode,
-        insight, working. The trigger (turn, act, replan, failure, risky, resume, answer, memory-edit,
-        compaction) decides which layers are mandatory; each group says when it is empty. For a failure,
-        pass the error text: episodes are matched on its error signature."""
+        lesson (known failure patterns and their fixes), insight, working. The trigger (turn, act, replan,
+        failure, risky, resume, answer, memory-edit, compaction) decides which layers are mandatory; each
+        group says when it is empty. For a failure, pass the error text: episodes are matched on its error
+        signature."""
         from memfiles.services.recall import recall as recall_service
 
         return _guard(lambda: recall_service(tools.project, query, trigger, run, k))

@@ -209,7 +209,7 @@ def session_start(call: hooks.Call, settings: Settings, project: Project, state:
 
 
 def prompt(call: hooks.Call, settings: Settings, project: Project, state: hook_state.SessionState) -> str:
-    """Procedures, episodes and insights for the prompt, after the insights left by the last Stop."""
+    """Procedures, episodes, lessons and insights for the prompt, after the insights left by the last Stop."""
     text = call.text("prompt").strip()
     pending = [
         Item(**item)
@@ -222,7 +222,7 @@ def prompt(call: hooks.Call, settings: Settings, project: Project, state: hook_s
     if not text or (text.startswith("/") and len(text.split()) == 1):
         return hooks.inject(settings, state, [(hooks.HEADERS["pending"], pending)])  # a bare slash command
     query = hooks.clip(text, 2000)
-    found = _searched(settings, call, [(layer, query) for layer in ("procedure", "episode", "insight")])
+    found = _searched(settings, call, [(layer, query) for layer in ("procedure", "episode", "lesson", "insight")])
     seen = set(state.injected)
     items = hooks.layered(settings, found, seen | {item.id for item in pending})
     return hooks.inject(settings, state, [(hooks.HEADERS["pending"], pending), (hooks.HEADERS["prompt"], items)])
@@ -233,7 +233,8 @@ def _item_fields(item: dict[str, Any]) -> bool:
 
 
 def pre_tool(call: hooks.Call, settings: Settings, project: Project, state: hook_state.SessionState) -> str:
-    """Procedures before a command; a risky one (hooks_risky) brings the episodes of similar actions too."""
+    """Procedures before a command; a risky one (hooks_risky) brings the episodes and lessons of similar actions
+    too."""
     import re
 
     text = hooks.tool_text(call)
@@ -242,7 +243,7 @@ def pre_tool(call: hooks.Call, settings: Settings, project: Project, state: hook
     tool = call.data.get("tool_name") if isinstance(call.data.get("tool_name"), str) else "tool"
     state.last_action = one_line(f"{tool}: {text}")
     risky = any(re.search(pattern, text, re.IGNORECASE) for pattern in settings.hooks_risky)
-    layers = ("procedure", "episode") if risky else ("procedure",)
+    layers = ("procedure", "episode", "lesson") if risky else ("procedure",)
     query = hooks.clip(text, 2000)
     found = _searched(settings, call, [(layer, query) for layer in layers])
     items = hooks.layered(settings, found, set(state.injected))
@@ -250,7 +251,7 @@ def pre_tool(call: hooks.Call, settings: Settings, project: Project, state: hook
 
 
 def post_tool(call: hooks.Call, settings: Settings, project: Project, state: hook_state.SessionState) -> str:
-    """A failure: procedures for it and episodes of its error signature, and it goes to working memory."""
+    """A failure: procedures and lessons for it, episodes of its error signature; it goes to working memory."""
     from memfiles.services import hook_working
     from memfiles.services.recall import error_signature
 
@@ -263,7 +264,7 @@ def post_tool(call: hooks.Call, settings: Settings, project: Project, state: hoo
     # The command and the error's signature say what a procedure must be about; the rest of the output is
     # mostly paths and frames, and every word of a query costs time on the prompt's path.
     problem = signature or hooks.clip(text, 2000)
-    wanted = [("procedure", hooks.clip(f"{command}\n{problem}", 2000)), ("episode", problem)]
+    wanted = [("procedure", hooks.clip(f"{command}\n{problem}", 2000)), ("episode", problem), ("lesson", problem)]
     found = _searched(settings, call, wanted)
     items = hooks.layered(settings, found, set(state.injected))
     header = hooks.HEADERS["failure"].format(signature=f"`{signature}`" if signature else "this failure")

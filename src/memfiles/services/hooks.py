@@ -4,9 +4,9 @@ The memory-manager seed's mandatory retrieval triggers, fired by the agent itsel
 CLI, or any agent speaking the same JSON), so recall happens whether or not the agent remembers to ask:
 
     SessionStart        the run's working memory (whole, as saved), then procedures for its goal
-    UserPromptSubmit    procedures, episodes, insights for the prompt (BeforeAgent in Gemini CLI)
-    PreToolUse          procedures for the command; a risky one (hooks_risky) adds episodes
-    PostToolUse(Failure) a failure: procedures and episodes of its error signature; written to working memory
+    UserPromptSubmit    procedures, episodes, lessons, insights for the prompt (BeforeAgent in Gemini CLI)
+    PreToolUse          procedures for the command; a risky one (hooks_risky) adds episodes and lessons
+    PostToolUse(Failure) a failure: procedures, episodes of its error signature, lessons; written to working memory
     PreCompact          the working memory brought up to date and saved for SessionStart `compact`
     Stop                insights bearing on the answer, shown with the next prompt (Stop takes no context)
     SessionEnd          a run the hooks started is ended (an episode with hooks_episode); state removed
@@ -50,7 +50,7 @@ HEADERS = {
     "prompt": "memfiles recall for this prompt (open a path for the whole entry):",
     "pending": "memfiles: insights that bear on your last answer:",
     "act": "memfiles: procedures for this command:",
-    "risky": "memfiles: a risky or irreversible command; procedures and episodes of similar actions:",
+    "risky": "memfiles: a risky or irreversible command; procedures, episodes and lessons of similar actions:",
     "failure": "memfiles: seen before with this error ({signature}):",
     "start": "memfiles: procedures for this run's goal:",
 }
@@ -168,9 +168,9 @@ def inject(settings: Settings, state: hook_state.SessionState, sections: list[Se
 
 
 def layered(settings: Settings, found: dict[str, list[dict[str, Any]]], seen: set[str]) -> list[Item]:
-    """The picked items of every layer found, in the seed's order (procedure, episode, insight)."""
+    """The picked items of every layer found, in recall's order (procedure, episode, lesson, insight)."""
     items: list[Item] = []
-    for layer in ("procedure", "episode", "insight"):
+    for layer in ("procedure", "episode", "lesson", "insight"):
         picked = pick(settings, found.get(layer, []), seen | {item.id for item in items})
         items.extend(picked)
     return items

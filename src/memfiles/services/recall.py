@@ -1,7 +1,9 @@
 """Experience-first recall: what the memory holds for what an agent is about to do, layer by layer.
 
-The layers come in the memory-manager seed's order (procedure, episode, insight, working); a trigger
-names the moment in an agent's loop and decides which layers are mandatory then. Each group says when
+The layers come in the memory-manager seed's order (procedure, episode, insight, working), with the
+lessons learnt from runs (the distiller's known failure patterns, and lessons written by hand) after the
+episodes they were drawn from; a trigger names the moment in an agent's loop and decides which layers
+are mandatory then. Each group says when
 it is empty, so an agent knows it looked. Cheap enough for every turn: with a watcher running, all the
 layers' searches are one socket round trip, and this module imports nothing heavy at module level.
 """
@@ -21,21 +23,22 @@ from memfiles.format.model import area_key
 from memfiles.services.hits import hit_objects
 from memfiles.store.project import Project
 
-ORDER = ("procedure", "episode", "insight", "working")
+ORDER = ("procedure", "episode", "lesson", "insight", "working")
 # Why each layer is mandatory, in the seed's words.
 WHY = {
     "procedure": "procedures come before every execution batch",
     "episode": "episodes of similar failures, repeated attempts and the same task type",
+    "lesson": "lessons learnt from earlier runs: known failure patterns and the fix that worked",
     "insight": "insights for planning, trade-offs, contradictions and the final answer",
     "working": "the run's working memory for resume, compaction recovery and handoff",
 }
 # The seed's mandatory retrieval triggers and the layers each makes mandatory.
 TRIGGERS: dict[str, tuple[str, ...]] = {
-    "turn": ("procedure", "episode", "insight"),  # every new user turn
+    "turn": ("procedure", "episode", "lesson", "insight"),  # every new user turn
     "act": ("procedure",),  # every execution batch, before acting
-    "replan": ("procedure", "episode", "insight"),  # every replan
-    "failure": ("procedure", "episode"),  # a significant failure or a new error signature
-    "risky": ("procedure", "episode"),  # a high-resource or irreversible action
+    "replan": ("procedure", "episode", "lesson", "insight"),  # every replan
+    "failure": ("procedure", "episode", "lesson"),  # a significant failure or a new error signature
+    "risky": ("procedure", "episode", "lesson"),  # a high-resource or irreversible action
     "resume": ("procedure", "working"),  # a long action resumed, a decision after polling
     "answer": ("insight", "working"),  # before the final answer or a handoff
     "memory-edit": ("procedure", "insight"),  # changing memory itself or a memory-related instruction
