@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from memfiles import Entry, MemoryFile, Section, parse, render
 from memfiles.errors import OpError, ParseError
+from memfiles.format.grammar import is_manual_name
 from memfiles.format.ids import Schema
 from memfiles.format.validate import body_problem, validate_file
 from memfiles.format.wrap import normalize_body
@@ -141,7 +142,9 @@ def memory_files(draw: st.DrawFn) -> MemoryFile:
     split = draw(st.integers(0, len(entries)))
     sections = [Section(None, "", tuple(entries[:split]))] if split else []
     if entries[split:]:
-        sections.append(Section(draw(_line), draw(st.one_of(st.just(""), _line)), tuple(entries[split:])))
+        # a section named Manual, in any case, is the user's own and ends the entries (is_manual_name)
+        name = draw(_line.filter(lambda line: not is_manual_name(line)))
+        sections.append(Section(name, draw(st.one_of(st.just(""), _line)), tuple(entries[split:])))
     manual_text = _rich_text.filter(lambda b: not any(line.endswith("\r") for line in b.split("\n")))
     manual = draw(st.one_of(st.none(), manual_text.map(lambda b: f"## Manual\n\n{b}\n")))
     return MemoryFile(
