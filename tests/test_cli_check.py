@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from memfiles import parse
+from memfiles.config import load_settings
+from memfiles.services.check import text_findings
+from memfiles.store.project import Project
 from tests.conftest import DATA, REPO, Run, snapshot
 
 
@@ -103,6 +107,47 @@ class TestCheck:
         add = run("add", "-k", "D", "-t", "t", "-a", "a", "--body", "b")
         assert add.exit_code == 2 and "memory/decisions.md:5" in add.stderr
         assert snapshot(root) == before
+
+    def test_every_problem_of_a_broken_file_is_reported_and_its_ids_still_count(self, run: Run, root: Path) -> None:
+        """check named only a broken file's first problem, which hid the others and any id it shares with
+        another file until that one was fixed. It now names every entry's problem, and the entries that
+        parse still meet the other files' (duplicate-id); the write path still refuses the file whole."""
+        run("add", "-k", "F", "-t", "Slow CI", "-a", "ci", "--body", "CI takes 20 minutes.")
+        _write(
+            root,
+            "memory/decisions.md",
+            "# Decisions\n\n### D-001: Cased key\n- date: 2026-12-02\n- Area: x\n- status: accepted\n\nBody.\n\n"
+            "### D-002 no colon\n- date: 2026-12-02\n- colour: red\n\n"
+            "### D-003: Unknown key\n- date: 2026-12-02\n- area: x\n- status: accepted\n- colour: red\n\nBody.\n\n"
+            "### F-001: The friction's id again\n- date: 2026-12-02\n- area: x\n- status: open\n\nBody.\n\n"
+            "### D-004: No status\n- date: 2026-12-02\n- area: x\n\nBody.\n",
+        )
+        before = snapshot(root)
+        result = run("check", "--json")
+        assert result.exit_code == 1
+        found = [(f["code"], f["path"], f["line"]) for f in json.loads(result.stdout)["findings"]]
+        assert found == [
+            ("parse-error", "memory/decisions.md", 5),  # - Area:
+            ("parse-error", "memory/decisions.md", 10),  # the broken heading (its metadata is not named again)
+            ("parse-error", "memory/decisions.md", 18),  # colour
+            ("duplicate-id", "memory/decisions.md", 22),
+            ("parse-error", "memory/decisions.md", 29),  # D-004 lacks status
+        ]
+        add = run("add", "-k", "D", "-t", "t", "-a", "a", "--body", "b")
+        assert add.exit_code == 2 and "memory/decisions.md:5" in add.stderr
+        assert snapshot(root) == before
+        # the editor's diagnostics (the language server's text_findings) say the same of the text as typed
+        project = Project(load_settings(root))
+        friction = project.load_file(root / "memory" / "frictions.md")
+        assert friction is not None
+        text = (root / "memory" / "decisions.md").read_text()
+        typed = text_findings(project, "memory/decisions.md", text, [(friction.rel, friction.memory)], set())
+        assert [(f.code, f.line) for f in typed] == [(code, line) for code, _, line in found]
+        # and a file that parses is told of its id used in another file (it never was: the other file's
+        # copy was the one named, and only the typed file's findings are shown)
+        twin = parse("# D\n\n### F-001: Again\n- date: 2026-12-02\n- area: x\n- status: open\n\nBody.\n")
+        typed = text_findings(project, friction.rel, friction.text, [("memory/other.md", twin)], set())
+        assert [(f.code, f.line, f.target["path"]) for f in typed] == [("duplicate-id", 8, "memory/other.md")]
 
     def test_an_index_whose_start_marker_was_deleted_is_a_parse_error(self, run: Run, root: Path) -> None:
         """The generated index's start marker deleted by hand: its end marker now closes nothing. check

@@ -519,3 +519,40 @@ class TestConflictMarkers:
         refused = run("add", "-k", "D", "-t", "Body with one", "-a", "db", "--body", sides)
         assert refused.exit_code == 2 and "opens a git conflict" in refused.stderr
         assert snapshot(root) == resolved
+
+
+class TestEveryProblem:
+    """parse with a `problems` list (check's view): every entry's problem, and the file without those entries."""
+
+    TEXT = (
+        "# Decisions\n\n### D-001: Good\n- date: 2026-01-01\n- area: a\n- status: accepted\n\nBody one.\n\n"
+        "### D-002: Cased\n- date: 2026-01-01\n- Area: a\n- status: accepted\n\nBody.\n\n"
+        "## D-3: A stray heading\n- date: 2026-01-01\n- area: a\n\n"
+        "### D-004: Twice\n- date: 2026-01-01\n- date: 2026-01-02\n- area: a\n- status: accepted\n\nBody.\n\n"
+        "### D-005: Also good\n- date: 2026-01-01\n- area: a\n- status: accepted\n\nBody five.\n"
+    )
+
+    def test_without_a_list_the_first_problem_raises_as_always(self) -> None:
+        with pytest.raises(ParseError) as raised:
+            parse(self.TEXT, "d.md")
+        assert (raised.value.line, raised.value.message) == (
+            12,
+            "D-002: metadata keys are lower case: write '- area:' for '- Area:'",
+        )
+
+    def test_with_a_list_every_problem_is_collected_and_the_rest_is_read(self) -> None:
+        problems: list[ParseError] = []
+        memory = parse(self.TEXT, "d.md", problems=problems)
+        assert [(p.line, p.message.split(":")[0]) for p in problems] == [
+            (12, "D-002"),
+            (17, "D-3 has metadata under it but no entry heading"),
+            (23, "D-004"),
+        ]
+        assert [entry.id for entry in memory.entries] == ["D-001", "D-005"]
+        assert memory.entries[1].body == "Body five."
+
+    def test_a_file_broken_past_reading_still_raises(self) -> None:
+        """An unclosed fence swallows the rest of the file: nothing after it is read as meant."""
+        problems: list[ParseError] = []
+        with pytest.raises(ParseError, match="never closed"):
+            parse(self.TEXT + "\n```\nunclosed\n", "d.md", problems=problems)

@@ -2,7 +2,10 @@
 
 What is a heading, an id, a fence or a line end is format/grammar.py's to say; this module walks the
 lines with it. Errors are ParseError(path, line, message) with the 1-based line where the file stopped
-making sense.
+making sense. Given a `problems` list, parse goes on past the errors a reader can step over (an entry's
+heading or metadata line) and collects them all, for `check`: the entry they broke is left out of what
+it returns. A conflict, a broken generated index or an unclosed fence still raises: past one of those,
+nothing of the file can be read as it was meant.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class _EntryDraft:
     meta: dict[str, str] = field(default_factory=dict)
     body: list[str] = field(default_factory=list)
     meta_lines: dict[str, int] = field(default_factory=dict)
+    broken: bool = False  # collecting problems: one was found in this entry, which is left out
 
 
 @dataclass
@@ -60,11 +64,24 @@ def _trim(lines: list[str]) -> str:
 _CASED_META = re.compile(r"^-[ \t]+([A-Za-z][A-Za-z-]*):")
 
 
-def parse(text: str, path: str | Path | None = None, schema: Schema | None = None) -> MemoryFile:
+def parse(
+    text: str, path: str | Path | None = None, schema: Schema | None = None, problems: list[ParseError] | None = None
+) -> MemoryFile:
     """Parse a memory file; raises ParseError naming the line for anything structurally wrong.
 
-    `schema` says which id prefixes make entries (the default kinds when None).
+    `schema` says which id prefixes make entries (the default kinds when None). `problems`: every error
+    an entry's heading or metadata holds is added to it instead of raised, and the file without those
+    entries is returned (check's view of a broken file; nothing may be written from it).
     """
+
+    def fail(lineno: int, message: str, draft: _EntryDraft | None = None) -> None:
+        error = ParseError(path, lineno, message)
+        if problems is None:
+            raise error
+        if draft is not None:
+            draft.broken = True
+        problems.append(error)
+
     grammar = (schema or Schema()).grammar
     newline = newline_of(text)
     lines = split_lines(text)
@@ -128,7 +145,10 @@ def parse(text: str, path: str | Path | None = None, schema: Schema | None = Non
             )
         stray = grammar.stray_heading(lines, i)
         if stray:
-            raise ParseError(path, lineno, stray)
+            fail(lineno, stray)
+            entry, in_meta = _EntryDraft("", "", lineno, broken=True), True  # its metadata goes with it
+            i += 1
+            continue
         name = section_name(line)
         if is_manual_name(name):
             manual = "\n".join(lines[i:])
@@ -149,7 +169,10 @@ def parse(text: str, path: str | Path | None = None, schema: Schema | None = Non
             continue
         broken = grammar.broken_heading(line)
         if broken:
-            raise ParseError(path, lineno, f"broken entry heading: {broken}")
+            fail(lineno, f"broken entry heading: {broken}")
+            entry, in_meta = _EntryDraft("", "", lineno, broken=True), True  # its metadata goes with it
+            i += 1
+            continue
         if entry is not None and in_meta:
             if not line.strip():
                 if entry.meta:
@@ -160,27 +183,35 @@ def parse(text: str, path: str | Path | None = None, schema: Schema | None = Non
             cased = None if meta else _CASED_META.match(line)
             if cased and cased.group(1).lower() in META_KEYS:  # `- Status: open`: a key the format has, cased
                 key = cased.group(1)
-                raise ParseError(
-                    path, lineno, f"{entry.id}: metadata keys are lower case: write '- {key.lower()}:' for '- {key}:'"
-                )
-            if not meta:
-                if not entry.meta:
-                    raise ParseError(
-                        path, lineno, f"{entry.id} has no metadata: expected '- date: YYYY-MM-DD' after its heading"
+                if entry.id:  # not the metadata of a heading already reported
+                    fail(
+                        lineno,
+                        f"{entry.id}: metadata keys are lower case: write '- {key.lower()}:' for '- {key}:'",
+                        entry,
                     )
+                i += 1
+                continue
+            if not meta:
+                if not entry.meta and not entry.broken:
+                    fail(lineno, f"{entry.id} has no metadata: expected '- date: YYYY-MM-DD' after its heading", entry)
                 in_meta = False  # the body starts without the blank line canonical form puts before it
                 entry.body.append(line)
                 i += 1
                 continue
             key, value = meta.group(1), meta.group(2)
+            problem = None
             if key not in META_KEYS:
-                raise ParseError(
-                    path, lineno, f"{entry.id}: unknown metadata key {key!r} (known: {', '.join(META_KEYS)})"
-                )
-            if key in entry.meta:
-                raise ParseError(path, lineno, f"{entry.id}: {key} given twice")
-            if not value:
-                raise ParseError(path, lineno, f"{entry.id}: {key} is empty")
+                problem = f"{entry.id}: unknown metadata key {key!r} (known: {', '.join(META_KEYS)})"
+            elif key in entry.meta:
+                problem = f"{entry.id}: {key} given twice"
+            elif not value:
+                problem = f"{entry.id}: {key} is empty"
+            if problem is not None or entry.broken:
+                if problem is not None and entry.id:  # not the metadata of a heading already reported
+                    fail(lineno, problem, entry)
+                entry.meta.setdefault(key, value)
+                i += 1
+                continue
             entry.meta[key] = value
             entry.meta_lines[key] = lineno
             i += 1
@@ -190,6 +221,12 @@ def parse(text: str, path: str | Path | None = None, schema: Schema | None = Non
 
     if fence.marker is not None:
         raise ParseError(path, fence.opened_at, f"code fence {fence.marker} opened here is never closed")
+    for section in sections:  # collecting problems: an entry that lacks a required key is one more
+        for draft in section.entries:
+            missing = [key for key in REQUIRED_KEYS if key not in draft.meta]
+            if missing and not draft.broken and problems is not None:
+                fail(draft.line, _lacks(draft, missing), draft)
+        section.entries = [draft for draft in section.entries if not draft.broken]
     return MemoryFile(
         title=title,
         preamble=_trim(preamble),
@@ -199,6 +236,10 @@ def parse(text: str, path: str | Path | None = None, schema: Schema | None = Non
         newline=newline,
         bom=bom,
     )
+
+
+def _lacks(draft: _EntryDraft, missing: list[str]) -> str:
+    return f"{draft.id} lacks {', '.join(missing)} (every entry has date, area, status)"
 
 
 def _keep(section: _SectionDraft) -> bool:
@@ -227,9 +268,7 @@ def _freeze_section(section: _SectionDraft, path: str | Path | None) -> Section:
 def _freeze_entry(draft: _EntryDraft, path: str | Path | None) -> Entry:
     missing = [key for key in REQUIRED_KEYS if key not in draft.meta]
     if missing:
-        raise ParseError(
-            path, draft.line, f"{draft.id} lacks {', '.join(missing)} (every entry has date, area, status)"
-        )
+        raise ParseError(path, draft.line, _lacks(draft, missing))
     fields: dict[str, object] = {}
     for key, value in draft.meta.items():
         name = key.replace("-", "_")

@@ -29,6 +29,39 @@ def parse_finding(error: ParseError) -> Finding:
     return finding(code, error.path, error.line, error.message)
 
 
+def every_problem(text: str, rel: str, project: Project) -> tuple[list[ParseError], MemoryFile | None]:
+    """Every problem a broken file's entries hold, not only the first, and the file without the entries
+    they broke (for ids used twice); one problem and None when the file breaks past reading (a conflict,
+    a broken generated index, an unclosed fence)."""
+    problems: list[ParseError] = []
+    try:
+        memory = parse(text, rel, project.settings.schema, problems)
+    except ParseError as error:
+        return [*problems, error], None
+    return problems, memory
+
+
+def _broken_files(project: Project, errors: list[ParseError]) -> tuple[list[Finding], list[tuple[str, MemoryFile]]]:
+    """check's findings for the files that do not parse: each one's every problem (a file that is not
+    UTF-8 or cannot be read: the one), and what is left of each, to look for ids used twice."""
+    found: list[Finding] = []
+    left: list[tuple[str, MemoryFile]] = []
+    for error in errors:
+        problems: list[ParseError] = [error]
+        if not isinstance(error, NotUtf8Error) and error.path is not None:
+            try:
+                text = (project.root / error.path).read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                text = None
+            if text is not None:
+                problems, memory = every_problem(text, error.path, project)
+                problems = problems or [error]
+                if memory is not None:
+                    left.append((error.path, memory))
+        found.extend(parse_finding(problem) for problem in problems)
+    return found, left
+
+
 def _ledger_findings(project: Project, files: list[LoadedFile]) -> list[Finding]:
     ledger = Ledger(project.settings.memory_dir / "pruned.jsonl")
     try:
@@ -63,10 +96,15 @@ def text_findings(
     schema = project.settings.schema
     try:
         memory = parse(text, rel, schema)
-    except ParseError as error:
-        return [parse_finding(error)]
+    except ParseError:
+        problems, left = every_problem(text, rel, project)
+        found = [parse_finding(problem) for problem in problems]
+        if left is not None:
+            found += [item for item in validate_ids([*others, (rel, left)]) if item.path == rel]
+        return sorted(found, key=finding_order)
     found = list(validate_file(rel, memory, text, schema))
-    found += [item for item in validate_ids([(rel, memory), *others]) if item.path == rel]
+    # the file typed in comes last: validate_ids names the second place of an id, which must be this one
+    found += [item for item in validate_ids([*others, (rel, memory)]) if item.path == rel]
     found += _reused_pruned(rel, memory, pruned)
     return sorted(found, key=finding_order)
 
@@ -75,10 +113,10 @@ def check_project(project: Project) -> tuple[list[Finding], int]:
     """Every finding of the project's memory files, sorted by place, and how many files were read."""
     files, errors = project.load_all()
     schema = project.settings.schema
-    findings = [parse_finding(error) for error in errors]
+    findings, left = _broken_files(project, errors)
     for loaded in files:
         findings.extend(validate_file(loaded.rel, loaded.memory, loaded.text, schema))
-    findings.extend(validate_ids((loaded.rel, loaded.memory) for loaded in files))
+    findings.extend(validate_ids([*((loaded.rel, loaded.memory) for loaded in files), *left]))
     findings.extend(_ledger_findings(project, files))
     findings.extend(id_findings(project, files, bool(errors)))
     findings.extend(empty_files(project))
