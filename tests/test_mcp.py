@@ -37,9 +37,16 @@ def data(result: Any) -> dict[str, Any]:
     return json.loads(result.content[0].text)
 
 
+def error_of(result: Any) -> dict[str, Any]:
+    """A tool error: its one text block is the contract's error object (docs/json.md), as `--json` prints it."""
+    assert result.is_error and len(result.content) == 1
+    error = json.loads(result.content[0].text)["error"]
+    assert set(error) == {"code", "message", "path", "line", "op", "key", "field", "problems"}
+    return error
+
+
 def error_text(result: Any) -> str:
-    assert result.is_error
-    return " ".join(getattr(block, "text", "") for block in result.content)
+    return error_of(result)["message"]
 
 
 async def until(call: Callable[[], Awaitable[bool]], seconds: float = 60) -> None:
@@ -243,8 +250,10 @@ def test_a_broken_config_is_said_by_every_tool(root: Path) -> None:
 
     async def scenario(client: Any) -> None:
         assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS
-        said = error_text(await client.call_tool("search", {"query": "anything"}))
+        error = error_of(await client.call_tool("search", {"query": "anything"}))
+        said = error["message"]
         assert "memfiles cannot serve this project" in said and "wrap" in said and "memfiles.toml" in said
+        assert (error["code"], error["key"], error["path"]) == ("config", "wrap", "memory/memfiles.toml")
         assert "wrap" in error_text(await client.call_tool("show", {"id": "D-1"}))
 
     drive(root, scenario, "--no-watch")
@@ -269,8 +278,11 @@ def test_import_reports_what_the_cli_reports(root: Path, run: Any) -> None:
     line = next(n for n, row in enumerate(decisions.read_text().splitlines(), 1) if row == "### D-001: Ids never move")
 
     async def scenario(client: Any) -> None:
-        said = error_text(await client.call_tool("import", {"ops": bad}))
+        error = error_of(await client.call_tool("import", {"ops": bad}))
+        said = error["message"]
         assert "op 1" in said and "op 2" in said and "no entry D-999" in said and "op 3" in said
+        # MCP errors were plain text: the error object's code, op and every problem, as `import --json` gives
+        assert error["code"] == "op" and error["op"] == 1 and [p["op"] for p in error["problems"]] == [1, 2, 3]
         done = data(
             await client.call_tool(
                 "import", {"ops": [{"op": "renumber", "id": "D-001", "at": f"memory/decisions.md:{line}"}]}
@@ -297,6 +309,10 @@ def test_arguments_that_fail_the_schema_are_said_in_one_line(root: Path) -> None
         assert "pydantic" not in said and "validation error" not in said
         assert "trigger: input should be 'turn'" in error_text(await client.call_tool("recall", {"trigger": "bogus"}))
         assert "query: field required" in error_text(await client.call_tool("search", {}))
+        assert error_of(await client.call_tool("search", {}))["code"] == "usage"
+        unknown = error_of(await client.call_tool("search", {"query": "x", "kinds": "decision"}))
+        assert unknown["code"] == "usage" and unknown["message"].startswith("kinds: not an argument of search")
+        assert error_of(await client.call_tool("nosuch", {}))["message"] == "Unknown tool: nosuch"
 
     drive(root, scenario, "--no-watch")
 

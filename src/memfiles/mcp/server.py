@@ -17,10 +17,12 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from memfiles import __version__
 from memfiles.config import Settings
+from memfiles.contract import error_for, error_object
 from memfiles.errors import MemfilesError
 from memfiles.format.ids import normalize_id
 from memfiles.services.recall import DEFAULT_K, TRIGGERS
@@ -40,7 +42,8 @@ happened with add (kind episode) and promote repeated episodes to procedures."""
 
 
 def _guard(call: Callable[[], T]) -> T:
-    """Run a tool body; a MemfilesError (bad input, refused write) becomes a tool error, not a crash."""
+    """Run a tool body; a MemfilesError (bad input, refused write) becomes a tool error, not a crash
+    (`_Server.call_tool` answers it with the contract's error object)."""
     from memfiles.services.index_client import forget_waits
 
     forget_waits()  # what an earlier call found of the index is not this call's to shorten a wait with
@@ -157,34 +160,51 @@ class Unconfigured:
         self.error = error
 
     def __getattr__(self, name: str) -> Any:
-        raise MemfilesError(f"memfiles cannot serve this project: {self.error} (fix it, then restart the MCP server)")
+        served = MemfilesError(
+            f"memfiles cannot serve this project: {self.error} (fix it, then restart the MCP server)"
+        )
+        for place in ("code", "path", "line", "key", "field"):  # the error object names what to fix, as the CLI's
+            if hasattr(self.error, place):
+                setattr(served, place, getattr(self.error, place))
+        raise served
 
 
 class _Server(MCPServer):
-    """The SDK's server, with arguments that fail the tool's schema said as the CLI says a bad option:
-    `k: must be at most 100 (got 500)` rather than pydantic's report and its link; and an argument the
-    tool does not take refused, as the CLI refuses an unknown option."""
+    """The SDK's server, with every tool error answered as the contract's error object (docs/json.md, as
+    `--json` prints it) in the result's text, marked as an error: a refusal keeps its code and the file
+    and line, op and field, or config key it names. Arguments that fail the tool's schema are said as the
+    CLI says a bad option (`k: must be at most 100 (got 500)`, not pydantic's report and its link), and an
+    argument the tool does not take is refused, as the CLI refuses an unknown option."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         schema = self._tool_input_schema(name) or {}
         known = schema.get("properties")
         unknown = sorted(set(arguments or {}) - set(known)) if isinstance(known, dict) else []
         if unknown:  # the SDK drops them in silence: `kinds` for `kind` searched everything
-            raise ToolError(
-                f"Error executing tool {name}: {', '.join(unknown)}: not an argument of {name}"
-                f" (its arguments: {', '.join(known)})"
-            )
+            said = f"{', '.join(unknown)}: not an argument of {name} (its arguments: {', '.join(known)})"
+            return _refused(name, error_object("usage", said))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
-            cause = error.__cause__
-            # only the SDK's own "arguments fail the schema" error: an UnexpectedToolError (a subclass) is
-            # a crash of the tool's body, whatever it raised, and stays what it is
-            invalid = type(cause).__name__ == "ValidationError" and hasattr(cause, "errors")
-            if type(error) is not ToolError or not invalid:
+            if type(error) is not ToolError:  # an UnexpectedToolError: a crash of the tool's body stays one
                 raise
-            said = "; ".join(_argument_problem(problem) for problem in cause.errors())
-            raise ToolError(f"Error executing tool {name}: {said}") from cause
+            cause = error.__cause__
+            while cause is not None and not isinstance(cause, MemfilesError):  # the SDK wraps _guard's
+                cause = cause.__cause__
+            if isinstance(cause, MemfilesError):
+                return _refused(name, error_for(cause))
+            cause = error.__cause__
+            if type(cause).__name__ == "ValidationError" and hasattr(cause, "errors"):  # the tool's schema
+                said = "; ".join(_argument_problem(problem) for problem in cause.errors())
+                return _refused(name, error_object("usage", said))
+            prefix = f"Error executing tool {name}: "  # anything else the SDK refused (an unknown tool)
+            return _refused(name, error_object("usage", str(error).removeprefix(prefix)))
+
+
+def _refused(name: str, error: dict[str, Any]) -> CallToolResult:
+    """A tool error whose text is the contract's error object as JSON."""
+    logging.getLogger(__name__).info("tool %r refused: %s", name, error["error"]["message"])
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(error, ensure_ascii=False))], is_error=True)
 
 
 def _argument_problem(problem: dict[str, Any]) -> str:
