@@ -51,6 +51,9 @@ class Settings:
     open_statuses: tuple[str, ...] = ("open", "proposed")
     index_timeout: float = 2.0
     index_url: str | None = None
+    # On a Chroma server (index_url), which may hold many projects' indexes: the project's part of its
+    # collection's name. Clones that give the same one share an index; default: the root folder's name.
+    index_collection: str | None = None
     model: str | None = None
     docs_dir: str = "docs"
     skills_dir: str = "skills"
@@ -104,6 +107,7 @@ _SCHEMA_KEYS = {"id_width", "title_limit", "body_limit"}
 _ENV = {
     "MEMFILES_LLM_URL": "llm_url",
     "MEMFILES_CHROMA_URL": "index_url",
+    "MEMFILES_INDEX_COLLECTION": "index_collection",
     "MEMFILES_MODEL": "model",
     "MEMFILES_INDEX_TIMEOUT": "index_timeout",
     "MEMFILES_SEARCH_TIMEOUT": "search_timeout",
@@ -197,6 +201,18 @@ def _url(*, bare_host: bool) -> Rule:
     return rule
 
 
+COLLECTION_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,38}[A-Za-z0-9])?$")
+
+
+def _collection(value: Any, base: Path) -> str:
+    text = value.strip() if isinstance(value, str) else value
+    if isinstance(text, str) and COLLECTION_RE.match(text) and ".." not in text:
+        return text
+    raise _Invalid(
+        "must be 1-40 letters, digits, '.', '_' or '-' (no '..'), starting and ending with a letter or digit"
+    )
+
+
 def _folder(value: Any, base: Path) -> str:
     text = _text(value, base)
     path = PurePosixPath(text.replace("\\", "/"))
@@ -276,6 +292,7 @@ _RULES: dict[str, Rule] = {
     "lock_timeout": _seconds(3600, zero=True),
     "search_timeout": _seconds(3600, zero=True),
     "index_url": _url(bare_host=True),
+    "index_collection": _collection,
     "llm_url": _url(bare_host=False),
     "model": _model,
     "llm_model": _text,

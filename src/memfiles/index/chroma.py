@@ -216,6 +216,18 @@ def _client(settings: Settings, url: str | None) -> Any:
 _OPENED: dict[str, tuple[int, int] | None] = {}
 
 
+def served_name(settings: Settings, name: str) -> str:
+    """The collection `name` on a Chroma server, with the project's part: `index_collection`, else the root
+    folder's name. One server may hold many projects' indexes, and a backfill removes from its collection
+    every entry its files do not hold: two projects in one collection searched and removed each other's
+    entries. Clones of one project (one folder name, or one index_collection) share theirs."""
+    import re
+
+    project = settings.index_collection or re.sub(r"[^a-z0-9._-]+", "-", settings.root.name.lower())
+    project = re.sub(r"\.{2,}", ".", project)[:40].strip("-._")  # Chroma refuses `..` and a name ending in one
+    return f"{name}-{project or 'project'}"
+
+
 def store_exists(settings: Settings) -> bool:
     """False when no index was ever built here (embedded mode); a server is assumed to exist."""
     return bool(settings.index_url) or (settings.index_dir / "chroma").is_dir()
@@ -242,6 +254,8 @@ def open_store(settings: Settings, name: str, timeout: float = 10.0, create: boo
     except LockTimeout as error:
         raise IndexUnavailable(str(error)) from error
     where = url or settings.index_dir / "chroma"
+    if url:  # a server holds other projects' indexes too: each project (folder, machine) has its own collection
+        name = served_name(settings, name)
     try:
         try:
             client = _server_client(settings, url, timeout) if url else _client(settings, None)
@@ -263,9 +277,12 @@ def open_store(settings: Settings, name: str, timeout: float = 10.0, create: boo
 # A Chroma server that accepts the connection and never answers would hold a command for ever: chromadb's
 # HTTP session has no timeout, and its client asks the server who the user is as it is made. Making it
 # waits at most the caller's timeout (index_timeout for a write, search_timeout for a search; at least
-# SERVER_CONNECT_MIN), and so does each request after that (at least SERVER_REQUEST_MIN). A slow server
-# (a proxy holding every chunk 1.5 s: tests/reliability) takes more than 10 s to make a client.
+# SERVER_CONNECT_MIN, at most SERVER_CONNECT_MAX), and so does each request after that (at least
+# SERVER_REQUEST_MIN). A slow server (a proxy holding every chunk 1.5 s: tests/reliability) takes more than
+# 10 s to make a client; search_timeout (120 s) is how long a search waits for writers, and a search or an
+# agent's recall held that long by a server that never answers stalled every turn for two minutes.
 SERVER_CONNECT_MIN = 2.0
+SERVER_CONNECT_MAX = 30.0
 SERVER_REQUEST_MIN = 10.0
 
 
@@ -283,7 +300,7 @@ def _server_client(settings: Settings, url: str, timeout: float) -> Any:
         except Exception as error:
             made["error"] = error
 
-    wait = round(max(SERVER_CONNECT_MIN, timeout), 1)
+    wait = round(min(max(SERVER_CONNECT_MIN, timeout), SERVER_CONNECT_MAX), 1)
     worker = threading.Thread(target=connect, name="memfiles-chroma-connect", daemon=True)
     worker.start()
     worker.join(wait)
