@@ -556,3 +556,19 @@ class TestEveryProblem:
         problems: list[ParseError] = []
         with pytest.raises(ParseError, match="never closed"):
             parse(self.TEXT + "\n```\nunclosed\n", "d.md", problems=problems)
+
+    def test_one_mistake_is_one_problem_and_what_an_entry_lacks_is_said_too(self) -> None:
+        """A body of bullets missing its blank line read as four unknown keys; a cased key hid that the entry
+        also lacks a status (it came out only after the first was fixed). Review of the twelfth session."""
+        bullets = (
+            "### D-001: Pick a queue\n- date: 2026-12-02\n- area: ci\n- status: accepted\n"
+            "- pro: fast\n- con: one more\n- risk: ops\n"
+        )
+        cased = "### D-002: B\n- date: 2026-12-02\n- Area: x\n\nBody.\n"
+        problems: list[ParseError] = []
+        parse(f"# D\n\n{bullets}\n{cased}", "d.md", problems=problems)
+        assert [(p.line, p.message) for p in problems] == [
+            (7, "D-001: unknown metadata key 'pro' (known: " + problems[0].message.split("(known: ")[1]),
+            (13, "D-002: metadata keys are lower case: write '- area:' for '- Area:'"),
+            (11, "D-002 lacks status (every entry has date, area, status)"),
+        ]

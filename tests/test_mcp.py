@@ -243,6 +243,19 @@ def test_a_refused_working_set_writes_nothing(root: Path, run: Any) -> None:
     drive(root, scenario, "--no-watch")
 
 
+def test_a_tool_that_meets_an_os_error_names_the_file(root: Path) -> None:
+    """memory/working is a file, not a folder: working_set answered "Error executing tool working_set" and
+    nothing more (a crash of the tool's body, which the SDK does not explain). It is the `io` error object,
+    naming the file, as `memfiles working start --json` gives."""
+    (root / "memory" / "working").write_text("not a folder\n")
+
+    async def scenario(client: Any) -> None:
+        error = error_of(await client.call_tool("working_set", {"run": "r1", "goal": "g"}))
+        assert error["code"] == "io" and "memory/working" in error["message"], error
+
+    drive(root, scenario, "--no-watch")
+
+
 def test_a_broken_config_is_said_by_every_tool(root: Path) -> None:
     """memory/memfiles.toml with a bad value: the server still answers, and each tool call is an error
     naming the file and the key (the client saw only a closed connection before)."""

@@ -24,7 +24,7 @@ def hook(app: App, event: str | None) -> None:
     EVENT is the agent's event name (default: the input's hook_event_name): SessionStart,
     UserPromptSubmit, PreToolUse, PostToolUse, PostToolUseFailure, PreCompact, Stop, SessionEnd, or
     Gemini CLI's BeforeAgent, BeforeTool, AfterTool, PreCompress, AfterAgent. What it injects is this
-    project's procedures, episodes and insights for the moment (docs/hooks.md), in at most
+    project's procedures, episodes, lessons and insights for the moment (docs/hooks.md), in at most
     hooks_budget characters, each entry once per session. Always exits 0: with no index, no watcher,
     a broken file or bad input it prints {} and logs one line in .memfiles/hooks.log.
 

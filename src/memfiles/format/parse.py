@@ -40,6 +40,8 @@ class _EntryDraft:
     body: list[str] = field(default_factory=list)
     meta_lines: dict[str, int] = field(default_factory=dict)
     broken: bool = False  # collecting problems: one was found in this entry, which is left out
+    said: set[str] = field(default_factory=set)  # required keys a problem named already (`- Area:`)
+    unknown_said: bool = False  # an unknown key was named: the next ones are most likely the same mistake
 
 
 @dataclass
@@ -189,19 +191,23 @@ def parse(
                         f"{entry.id}: metadata keys are lower case: write '- {key.lower()}:' for '- {key}:'",
                         entry,
                     )
+                    entry.said.add(key.lower())
                 i += 1
                 continue
             if not meta:
                 if not entry.meta and not entry.broken:
                     fail(lineno, f"{entry.id} has no metadata: expected '- date: YYYY-MM-DD' after its heading", entry)
+                    entry.said.update(REQUIRED_KEYS)
                 in_meta = False  # the body starts without the blank line canonical form puts before it
                 entry.body.append(line)
                 i += 1
                 continue
             key, value = meta.group(1), meta.group(2)
             problem = None
-            if key not in META_KEYS:
-                problem = f"{entry.id}: unknown metadata key {key!r} (known: {', '.join(META_KEYS)})"
+            if key not in META_KEYS:  # once per entry: `- pro: fast`, `- con: ...` is a body missing its blank line
+                if not entry.unknown_said:
+                    problem = f"{entry.id}: unknown metadata key {key!r} (known: {', '.join(META_KEYS)})"
+                entry.unknown_said = True
             elif key in entry.meta:
                 problem = f"{entry.id}: {key} given twice"
             elif not value:
@@ -223,8 +229,8 @@ def parse(
         raise ParseError(path, fence.opened_at, f"code fence {fence.marker} opened here is never closed")
     for section in sections:  # collecting problems: an entry that lacks a required key is one more
         for draft in section.entries:
-            missing = [key for key in REQUIRED_KEYS if key not in draft.meta]
-            if missing and not draft.broken and problems is not None:
+            missing = [key for key in REQUIRED_KEYS if key not in draft.meta and key not in draft.said]
+            if missing and draft.id and problems is not None:
                 fail(draft.line, _lacks(draft, missing), draft)
         section.entries = [draft for draft in section.entries if not draft.broken]
     return MemoryFile(

@@ -42,8 +42,8 @@ happened with add (kind episode) and promote repeated episodes to procedures."""
 
 
 def _guard(call: Callable[[], T]) -> T:
-    """Run a tool body; a MemfilesError (bad input, refused write) becomes a tool error, not a crash
-    (`_Server.call_tool` answers it with the contract's error object)."""
+    """Run a tool body; a MemfilesError (bad input, refused write) or an OSError becomes a tool error, not a
+    crash (`_Server.call_tool` answers it with the contract's error object)."""
     from memfiles.services.index_client import forget_waits
 
     forget_waits()  # what an earlier call found of the index is not this call's to shorten a wait with
@@ -51,6 +51,11 @@ def _guard(call: Callable[[], T]) -> T:
         return call()
     except MemfilesError as error:
         raise ToolError(str(error)) from error
+    except OSError as error:  # a state file that is a folder, a full disk: `io`, naming the file, as the CLI says
+        from memfiles.cli.app import os_error
+
+        said = os_error(error)
+        raise ToolError(str(said)) from said
 
 
 def _entry_id(text: str, width: int) -> str:

@@ -31,8 +31,8 @@ def parse_finding(error: ParseError) -> Finding:
 
 def every_problem(text: str, rel: str, project: Project) -> tuple[list[ParseError], MemoryFile | None]:
     """Every problem a broken file's entries hold, not only the first, and the file without the entries
-    they broke (for ids used twice); one problem and None when the file breaks past reading (a conflict,
-    a broken generated index, an unclosed fence)."""
+    they broke (for ids used twice). A conflict, a broken generated index or an unclosed fence stops the
+    reading: the problems found before it, then it, and None. No problems: the file as parse reads it."""
     problems: list[ParseError] = []
     try:
         memory = parse(text, rel, project.settings.schema, problems)
@@ -94,14 +94,13 @@ def text_findings(
     """check's findings for one file as it stands in an editor (`text`), beside the project's other files
     (for ids used twice) and the pruned ids: what the language server shows as you type."""
     schema = project.settings.schema
-    try:
-        memory = parse(text, rel, schema)
-    except ParseError:
-        problems, left = every_problem(text, rel, project)
+    problems, memory = every_problem(text, rel, project)  # one parse, at every pause in typing
+    if problems:
         found = [parse_finding(problem) for problem in problems]
-        if left is not None:
-            found += [item for item in validate_ids([*others, (rel, left)]) if item.path == rel]
+        if memory is not None:
+            found += [item for item in validate_ids([*others, (rel, memory)]) if item.path == rel]
         return sorted(found, key=finding_order)
+    assert memory is not None
     found = list(validate_file(rel, memory, text, schema))
     # the file typed in comes last: validate_ids names the second place of an id, which must be this one
     found += [item for item in validate_ids([*others, (rel, memory)]) if item.path == rel]

@@ -264,7 +264,9 @@ def post_tool(call: hooks.Call, settings: Settings, project: Project, state: hoo
     # The command and the error's signature say what a procedure must be about; the rest of the output is
     # mostly paths and frames, and every word of a query costs time on the prompt's path.
     problem = signature or hooks.clip(text, 2000)
-    wanted = [("procedure", hooks.clip(f"{command}\n{problem}", 2000)), ("episode", problem), ("lesson", problem)]
+    # lessons as procedures: what was done and how it failed (recall's failure trigger: the whole text)
+    asked = hooks.clip(f"{command}\n{problem}", 2000)
+    wanted = [("procedure", asked), ("episode", problem), ("lesson", asked)]
     found = _searched(settings, call, wanted)
     items = hooks.layered(settings, found, set(state.injected))
     header = hooks.HEADERS["failure"].format(signature=f"`{signature}`" if signature else "this failure")
