@@ -62,6 +62,12 @@ BAD_SETTINGS = [
     ("[kinds.Risk]\nprefix = 'R'", "kinds.Risk", "lowercase word"),
     ("[kinds]\nrisk = 'R'", "kinds.risk", "must be a table with prefix, statuses, file"),
     ("[kinds.risk]\nprefix = 'R'\ncolour = 1", "kinds.risk", "unknown keys colour"),
+    (
+        "[kinds.episode]\nstatuses = ['recorded']",
+        "kinds.episode.statuses",
+        "must keep 'promoted': `memfiles promote` reads recorded episodes",
+    ),
+    ("[kinds.working]\nstatuses = ['active']", "kinds.working.statuses", "must keep 'done', 'blocked', 'ended'"),
     ("[kinds.risk]\nfile = 'risks.md'", "kinds.risk.prefix", "a new kind needs a prefix"),
     ("[kinds.risk]\nprefix = 'r'", "kinds.risk.prefix", 'got "r"'),
     ("[kinds.risk]\nprefix = 'R-1'", "kinds.risk.prefix", "capital letters or digits"),

@@ -493,6 +493,15 @@ def _own_table(table: dict[str, Any], shown: str) -> dict[str, Any]:
     return nested
 
 
+# Statuses memfiles' own commands write to entries of a kind; a [kinds.NAME] table may add statuses to
+# these kinds, never take these away.
+WRITTEN_STATUSES = {"episode": ("recorded", "promoted"), "working": ("active", "done", "blocked", "ended")}
+WRITTEN_STATUSES_WHY = {
+    "episode": "`memfiles promote` reads recorded episodes and marks them promoted",
+    "working": "`memfiles working` marks todos done or blocked and a run ended",
+}
+
+
 def _kinds(table: Any, source: str | None) -> tuple[Kind, ...]:
     """The default kinds with the file's [kinds.NAME] tables laid over them (a new name adds a kind)."""
 
@@ -532,6 +541,13 @@ def _kinds(table: Any, source: str | None) -> tuple[Kind, ...]:
                 f'must be a list of distinct lowercase words, like ["open", "done"], got {_shown(statuses)}',
             )
         statuses = tuple(statuses) if RETIRED in statuses else (*statuses, RETIRED)
+        needed = [status for status in WRITTEN_STATUSES.get(name, ()) if status not in statuses]
+        if needed:  # else the command that sets one refuses half-way, after its first write
+            raise fail(
+                f"{key}.statuses",
+                f"must keep {', '.join(repr(status) for status in needed)}: {WRITTEN_STATUSES_WHY[name]},"
+                f" got {_shown(list(spec['statuses']))}",
+            )
         file = spec.get("file", base.file if base else f"{name}s.md")
         path = PurePosixPath(file.replace("\\", "/")) if isinstance(file, str) else None
         if path is None or path.suffix != ".md" or path.is_absolute() or ".." in path.parts or not path.stem:
