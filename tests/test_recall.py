@@ -269,6 +269,20 @@ class TestFastPath:
         for heavy in ("memfiles.cli.main", "memfiles.cli.writes", "memfiles.services.distill", "numpy", "chromadb"):
             assert heavy not in modules
 
+    def test_the_short_path_says_where_root_goes(self, root: Path) -> None:
+        """`memfiles recall x --root DIR` said "No such option '--root'" (the other commands say where it goes),
+        on stderr and in the --json error object alike."""
+        probe = "import sys\nsys.argv[0] = 'memfiles'\nfrom memfiles.cli.entry import main\nmain()\n"
+        done = subprocess.run(
+            [sys.executable, "-c", probe, "recall", "x", "--root", str(root), "--json"],
+            capture_output=True,
+            text=True,
+            cwd=root,
+        )
+        said = "--root goes before the command: memfiles --root DIR recall ..."
+        assert done.returncode == 2 and said in done.stderr
+        assert json.loads(done.stdout)["error"]["message"] == said
+
 
 @pytest.fixture
 def indexed(root: Path, run: Run) -> Iterator[Path]:

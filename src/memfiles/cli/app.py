@@ -115,10 +115,21 @@ class JsonErrorsCommand(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as error:
+            _say_where_it_goes(error)
             if wanted and not getattr(error, "json_printed", False):
                 print_json(error_json(error), one_line)
                 error.json_printed = True  # type: ignore[attr-defined]
             raise
+
+
+def _say_where_it_goes(error: click.UsageError) -> None:
+    """A group's option given after the command (`memfiles list --root DIR`): say where it goes."""
+    name = getattr(error, "option_name", None)
+    if isinstance(error, click.NoSuchOption) and name in ("--root", "--chroma-url"):
+        words = (error.ctx.command_path if error.ctx else "memfiles COMMAND").split()
+        value = "DIR" if name == "--root" else "URL"
+        where = " ".join([words[0], name, value, *words[1:]])
+        error.message = f"{name} goes before the command: {where} ..."
 
 
 class JsonErrorsGroup(click.Group):
@@ -131,12 +142,7 @@ class JsonErrorsGroup(click.Group):
         try:
             return super().invoke(ctx)
         except click.UsageError as error:
-            name = getattr(error, "option_name", None)
-            if isinstance(error, click.NoSuchOption) and name in ("--root", "--chroma-url"):
-                words = (error.ctx.command_path if error.ctx else "memfiles COMMAND").split()
-                value = "DIR" if name == "--root" else "URL"
-                where = " ".join([words[0], name, value, *words[1:]])
-                error.message = f"{name} goes before the command: {where} ..."
+            _say_where_it_goes(error)
             if "--json" in options and not getattr(error, "json_printed", False):
                 print_json(error_json(error))
             raise

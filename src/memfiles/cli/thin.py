@@ -6,11 +6,12 @@ from pathlib import Path
 
 import click
 
-from memfiles.cli.app import App, root_option
+from memfiles.cli.app import App, JsonErrorsGroup, root_option
 from memfiles.cli.recall_cmd import recall
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+# JsonErrorsGroup, as the full group: `recall --root DIR` says where --root goes (it said "No such option")
+@click.group(cls=JsonErrorsGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @root_option
 @click.option("--chroma-url", envvar="MEMFILES_CHROMA_URL", help="Use the Chroma server at this URL for the index.")
 @click.pass_context
