@@ -39,6 +39,8 @@ BAD_SETTINGS = [
     ('index_url = "ftp://host"', "index_url", 'got "ftp://host"'),
     ('index_url = "http://host:99999"', "index_url", "got"),
     ("index_url = 8000", "index_url", "got 8000"),
+    ('index_url = "http://user:pw@host:8000"', "index_url", "with no user, query or fragment"),
+    ('index_url = "http://host:8000/?tenant=x"', "index_url", "with no user, query or fragment"),
     ('index_collection = "my project"', "index_collection", "must be 1-40 letters, digits"),
     ('index_collection = "a..b"', "index_collection", "(no '..')"),
     ('index_collection = "-team"', "index_collection", 'got "-team"'),

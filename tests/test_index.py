@@ -628,6 +628,24 @@ class TestServerMode:
         assert check.exit_code == 0, check.output
         assert ids_of(memsearch_in(filled, "vector db freezes with concurrent access", "--json"))[0] == "F-002"
 
+    @pytest.mark.parametrize(
+        ("given", "resolved"),
+        [
+            ("localhost:8000", "http://localhost:8000/api/v2"),
+            ("http://127.0.0.1", "http://127.0.0.1:8000/api/v2"),
+            ("http://[::1]:18765", "http://[::1]:18765/api/v2"),
+            ("https://chroma.example:443/base/", "https://chroma.example:443/base/api/v2"),
+        ],
+    )
+    def test_the_url_reaches_chromadb_whole(self, given: str, resolved: str) -> None:
+        """index_url as chromadb's own resolve_url reads it: the port defaults to 8000, an IPv6 host keeps its
+        brackets (`http://[::1]:18765` failed with "Invalid port") and a path is kept (it was dropped)."""
+        from chromadb.api.base_http_client import BaseHTTPClient
+
+        from memfiles.index.chroma import server_address
+
+        assert BaseHTTPClient.resolve_url(server_address(given), False, "/api/v2", 8000) == resolved
+
 
 class TestSearchUsage:
     def test_bad_usage_is_exit_2(self, filled: Path, memsearch) -> None:

@@ -195,6 +195,8 @@ def _url(*, bare_host: bool) -> Rule:
         except ValueError:
             port_ok = False
         if parsed.scheme in ("http", "https") and parsed.hostname and port_ok and not re.search(r"\s", text):
+            if bare_host and (parsed.username is not None or parsed.query or parsed.fragment):
+                raise _Invalid(f"must be {expected}, with no user, query or fragment (a Chroma server is its address)")
             return text
         raise _Invalid(f"must be {expected}")
 

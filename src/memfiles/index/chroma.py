@@ -187,19 +187,23 @@ def store_lock(settings: Settings, timeout: float) -> FileLock:
     return FileLock(settings.index_dir / "store.lock", timeout, busy="the index is busy")
 
 
+def server_address(url: str) -> str:
+    """index_url as chromadb's client takes it whole: scheme, host (an IPv6 one in brackets), port (8000
+    when none is given) and path (a server behind a proxy's prefix). Given the host alone, chromadb dropped
+    the path and broke on `::1`."""
+    parsed = urlparse(url if "://" in url else f"http://{url}")
+    host = parsed.hostname or "127.0.0.1"
+    host = f"[{host}]" if ":" in host else host
+    return f"{parsed.scheme}://{host}:{parsed.port or 8000}{parsed.path.rstrip('/')}"
+
+
 def _client(settings: Settings, url: str | None) -> Any:
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
     chroma_settings = ChromaSettings(anonymized_telemetry=False)
     if url:
-        parsed = urlparse(url if "://" in url else f"http://{url}")
-        return chromadb.HttpClient(
-            host=parsed.hostname or "127.0.0.1",
-            port=parsed.port or 8000,
-            ssl=parsed.scheme == "https",
-            settings=chroma_settings,
-        )
+        return chromadb.HttpClient(host=server_address(url), settings=chroma_settings)
     path = ensure_private_dir(settings.index_dir) / "chroma"
     key = str(path)
     if key in _OPENED and _OPENED[key] != identity(path / "chroma.sqlite3"):
