@@ -70,6 +70,9 @@ BAD_SETTINGS = [
         "must keep 'promoted': `memfiles promote` reads recorded episodes",
     ),
     ("[kinds.working]\nstatuses = ['active']", "kinds.working.statuses", "must keep 'done', 'blocked', 'ended'"),
+    ("[kinds.risk]\nprefix = 'R'\nfile = 'persona.md'", "kinds.risk.file", "memory/persona.md is the agents' persona"),
+    ("[kinds.risk]\nprefix = 'R'\nfile = 'working/risks.md'", "kinds.risk.file", "holds runs' working memory only"),
+    ("[kinds.working]\nfile = 'runs.md'", "kinds.working.file", "holds runs' working memory only"),
     ("[kinds.risk]\nfile = 'risks.md'", "kinds.risk.prefix", "a new kind needs a prefix"),
     ("[kinds.risk]\nprefix = 'r'", "kinds.risk.prefix", 'got "r"'),
     ("[kinds.risk]\nprefix = 'R-1'", "kinds.risk.prefix", "capital letters or digits"),
@@ -291,6 +294,20 @@ def test_non_utf8_config_is_refused(root: Path) -> None:
     """A config file with bytes that are not UTF-8 is a ConfigError, not a traceback."""
     (root / "memory" / "memfiles.toml").write_bytes(b'llm_model = "caf\xe9"\n')
     with pytest.raises(ConfigError, match=r"memory/memfiles.toml: not UTF-8 text"):
+        load_settings(root)
+
+
+@pytest.mark.parametrize("shape", ["folder", "dangling link"])
+def test_a_settings_file_that_cannot_be_read_is_named(root: Path, shape: str) -> None:
+    """memory/memfiles.toml as a folder or a link to nothing was skipped in silence: defaults were used, and
+    `check` said all was well."""
+    own = root / "memory" / "memfiles.toml"
+    if shape == "folder":
+        own.mkdir()
+    else:
+        own.symlink_to(root / "memory" / "nowhere.toml")
+    said = "a folder" if shape == "folder" else "a link to nothing"
+    with pytest.raises(ConfigError, match=rf"^memory/memfiles.toml: cannot be read as settings: it is {said}$"):
         load_settings(root)
 
 

@@ -20,8 +20,8 @@ from memfiles.format.ids import DEFAULT_KINDS, RETIRED, Kind, Schema, is_id
 from memfiles.hook_events import HOOKS_TIMEOUT
 from memfiles.root import INDEX_DIR as INDEX_DIR  # re-exported, as MEMORY_DIR
 from memfiles.root import MEMORY_DIR as MEMORY_DIR  # re-exported: callers import it from here
+from memfiles.root import PERSONA_FILE, WORKING_FOLDER, find_root
 from memfiles.root import STATE_DIR as STATE_DIR  # re-exported, as MEMORY_DIR
-from memfiles.root import find_root
 
 # The score a hit needs before a hook injects it: measured on labelled prompts (scripts/eval_hook_floor.py).
 HOOKS_FLOOR = 0.4
@@ -406,6 +406,10 @@ def _file_config(root: Path) -> tuple[dict[str, Any], str | None]:
     if own.is_file():
         shown = _shown_path(own, root)
         return _own_table(read_toml(own, shown), shown), shown
+    if own.is_symlink() or own.exists():  # a folder, a link to nothing: meant as the settings, not readable
+        shown = f"{MEMORY_DIR}/{own.name}"  # as named: a link is not followed to say where it points
+        what = "a folder" if own.is_dir() else "a link to nothing" if not own.exists() else "not a regular file"
+        raise ConfigError(f"{shown}: cannot be read as settings: it is {what}", path=shown)
     if pyproject.is_file():
         shown = _shown_path(pyproject, root)
         table = _pyproject_table(read_toml(pyproject, shown), shown)
@@ -554,6 +558,13 @@ def _kinds(table: Any, source: str | None) -> tuple[Kind, ...]:
         path = PurePosixPath(file.replace("\\", "/")) if isinstance(file, str) else None
         if path is None or path.suffix != ".md" or path.is_absolute() or ".." in path.parts or not path.stem:
             raise fail(f"{key}.file", f"must be a .md file name inside memory/, like risks.md, got {_shown(file)}")
+        if str(path) == PERSONA_FILE or (path.parts[0] == WORKING_FOLDER) != (name == "working"):
+            reserved = (
+                f"{MEMORY_DIR}/{PERSONA_FILE} is the agents' persona"
+                if str(path) == PERSONA_FILE
+                else f"{MEMORY_DIR}/{WORKING_FOLDER}/ holds runs' working memory only"
+            )
+            raise fail(f"{key}.file", f"{reserved}: give another file, like risks.md, got {_shown(file)}")
         kinds[name] = Kind(name, prefix, statuses, file)
     prefixes = [kind.prefix for kind in kinds.values()]
     duplicated = {prefix for prefix in prefixes if prefixes.count(prefix) > 1}

@@ -16,11 +16,12 @@ from memfiles.format.ids import Schema, id_key
 from memfiles.format.model import Entry, MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.toc import INDEX_START_PREFIX
+from memfiles.root import PERSONA_FILE as PERSONA_FILE  # re-exported: its users import it from here
+from memfiles.root import WORKING_FOLDER as WORKING_FOLDER  # re-exported, as PERSONA_FILE
 from memfiles.store.fileio import not_utf8
 
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "build", "dist", "venv", "env"}
-PERSONA_FILE = "persona.md"  # behaviour configuration in the root memory/: never a memory file, never indexed
-WORKING_FOLDER = "working"  # memory/working/<run>.md: runs' working memory (services/working.py), nothing else
+
 WORKING_KIND = "working"
 WORKING_SECTIONS = ("State", "Todo")  # a run's state entry, then its todos: all a working file holds
 # Files parsed in this process, by absolute path, with the text (and schema) they were parsed from: a
