@@ -311,6 +311,29 @@ def test_a_settings_file_that_cannot_be_read_is_named(root: Path, shape: str) ->
         load_settings(root)
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "key", "line"),
+    [
+        ("memory/memfiles.toml", "wrap = 100\n\n[kinds.risk]\nprefix = 'r'\n", "kinds.risk.prefix", 4),
+        ("memory/memfiles.toml", "wrap = 100\n[kinds.risk]\nprefix = 'R'\ncolour = 1\n", "kinds.risk", 2),
+        ("memory/memfiles.toml", "[tool.memfiles]\nwrap = 100\nstale_days = 0\n", "stale_days", 3),
+        ("pyproject.toml", "[project]\nname = 'x'\n\n[tool.memfiles]\nwrap = 7\n", "wrap", 5),
+        ("pyproject.toml", "[tool.memfiles.kinds.risk]\nprefix = 'R'\nfile = 'x.txt'\n", "kinds.risk.file", 3),
+        (
+            "pyproject.toml",
+            "[tool.memfiles]\nwrap = 100\n[tool.memfiles.kinds.risk]\nfile = 'x.md'\n",
+            "kinds.risk.prefix",
+            3,
+        ),
+    ],
+)
+def test_a_bad_key_is_named_at_its_line(root: Path, name: str, text: str, key: str, line: int) -> None:
+    (root / name).write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(root)
+    assert (caught.value.path, caught.value.key, caught.value.line) == (name, key, line)
+
+
 BAD_ENV = [
     ("MEMFILES_INDEX_TIMEOUT", "abc", 'got "abc"'),
     ("MEMFILES_INDEX_TIMEOUT", "0", 'above 0 up to 600, got "0"'),
@@ -373,14 +396,15 @@ class TestCommandLine:
         assert result.exit_code == 2 and "--chroma-url: must be an http:// or https:// URL" in result.stderr
 
     def test_config_error_as_json(self, run: Run, root: Path) -> None:
-        """With --json the refusal is the error object, code config, with the file as path and the key."""
-        (root / "memory" / "memfiles.toml").write_text("stale_days = 1.9\n")
+        """With --json the refusal is the error object, code config, with the file as path, the key and its
+        line (it was null: only a TOML syntax error had one)."""
+        (root / "memory" / "memfiles.toml").write_text("# settings\nwrap = 100\nstale_days = 1.9\n")
         error = json.loads(run("audit", "--json").stdout)["error"]
         assert error == {
             "code": "config",
             "message": "memory/memfiles.toml: stale_days: must be a whole number from 1 to 36500, got 1.9",
             "path": "memory/memfiles.toml",
-            "line": None,
+            "line": 3,
             "op": None,
             "key": "stale_days",
             "field": None,

@@ -579,6 +579,50 @@ def _unknown(key: str, source: str | None) -> ConfigError:
     return ConfigError(f"{source}: unknown setting {key!r}{hint}", key=key, path=source)
 
 
+def _file_values(table: dict[str, Any], source: str | None, root: Path) -> tuple[dict[str, Any], tuple[Kind, ...]]:
+    values: dict[str, Any] = {}
+    kinds = DEFAULT_KINDS
+    for key, value in table.items():
+        if key == "kinds":
+            kinds = _kinds(value, source)
+        elif key in _RULES:
+            values[key] = _checked(_RULES[key], value, root, f"{source}: {key}", key=key, path=source)
+        else:
+            raise _unknown(key, source)
+    return values, kinds
+
+
+_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$")
+
+
+def key_line(path: Path, key: str) -> int | None:
+    """The line of settings key `key` (`wrap`, `kinds.risk.prefix`, or the table `kinds.risk`) in `path`,
+    under [tool.memfiles] in a pyproject.toml (or in a memfiles.toml that copied that header); for a key
+    missing from its table (a new kind's prefix), the table's header. None when it cannot be told (the
+    file unreadable, the key written another way)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    parts = key.split(".")
+    tables = [tuple(parts[:-1]), ("tool", "memfiles", *parts[:-1])]
+    leaf = re.compile(rf"^\s*[\"']?{re.escape(parts[-1])}[\"']?\s*=")
+    current: tuple[str, ...] = ()
+    holder = None  # the header of the table the key belongs in: the place of a key that is missing
+    for number, line in enumerate(lines, 1):
+        header = _HEADER.match(line)
+        if header:
+            current = tuple(part.strip().strip("\"'") for part in header.group(1).split("."))
+            if current in (tuple(parts), ("tool", "memfiles", *parts)):
+                return number  # the key is a table: its header
+            if current in tables and len(parts) > 1 and holder is None:
+                holder = number
+            continue
+        if current in tables and leaf.match(line):
+            return number
+    return holder
+
+
 def load_settings(
     root: Path | None = None, environ: Mapping[str, str] | None = None, cwd: Path | None = None, **overrides: Any
 ) -> Settings:
@@ -593,24 +637,21 @@ def load_settings(
     here = Path.cwd() if cwd is None else cwd
     root = find_root(given=root)
     table, source = _file_config(root)
-    values: dict[str, Any] = {}
-    kinds = DEFAULT_KINDS
-    for key, value in table.items():
-        if key == "kinds":
-            kinds = _kinds(value, source)
-        elif key in _RULES:
-            values[key] = _checked(_RULES[key], value, root, f"{source}: {key}", key=key, path=source)
-        else:
-            raise _unknown(key, source)
-    statuses = Schema(kinds=kinds).status_order
-    for status in values.get("open_statuses", ()):
-        if status not in statuses or status == RETIRED:
-            raise ConfigError(
-                f"{source}: open_statuses: {status!r} is not a status any kind has"
-                f" (known: {', '.join(s for s in statuses if s != RETIRED)})",
-                key="open_statuses",
-                path=source,
-            )
+    try:
+        values, kinds = _file_values(table, source, root)
+        statuses = Schema(kinds=kinds).status_order
+        for status in values.get("open_statuses", ()):
+            if status not in statuses or status == RETIRED:
+                raise ConfigError(
+                    f"{source}: open_statuses: {status!r} is not a status any kind has"
+                    f" (known: {', '.join(s for s in statuses if s != RETIRED)})",
+                    key="open_statuses",
+                    path=source,
+                )
+    except ConfigError as error:  # the line of the key at fault, for an editor or an agent to go to
+        if error.line is None and error.path is not None and error.key is not None:
+            error.line = key_line(root / error.path, error.key)
+        raise
     for variable, key in _ENV.items():
         text = environ.get(variable)
         if text:
