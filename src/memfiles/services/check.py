@@ -132,8 +132,8 @@ def config_findings(project: Project) -> list[Finding]:
             "config-ignored",
             path,
             line,
-            "is not read: a project has one configuration, at its root (memory/memfiles.toml or [tool.memfiles]"
-            " in pyproject.toml), which every memory folder below it follows; move these settings there",
+            "these settings are not read: a project has one configuration, at its root (memory/memfiles.toml"
+            " or [tool.memfiles] in pyproject.toml), which every memory folder below it follows; move them there",
         )
         for path, line in ignored_configs(project.root, project.memory_dirs())
     ]
