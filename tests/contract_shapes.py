@@ -99,7 +99,7 @@ SHAPES["entry_without_body"] = {key: spec for key, spec in SHAPES["entry"].items
 # The objects docs/json.md documents under their own heading (the others are parts of these).
 DOCUMENTED = ("entry", "finding", "hit", "write", "error")
 
-ERROR_CODES = ("parse", "op", "config", "usage", "lock", "index", "refused", "io", "ambiguous")
+ERROR_CODES = ("parse", "op", "config", "usage", "lock", "index", "refused", "io", "ambiguous", "drafter")
 
 # What each command prints with --json, by a label (a command name, or a name and a variant).
 COMMANDS: dict[str, dict[str, str]] = {

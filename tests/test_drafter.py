@@ -94,6 +94,26 @@ class TestDistilErrors:
         assert result.exit_code == 2 and "http://127.0.0.1:9/v1" in result.stderr
         assert not (root / "memory" / "synthesis" / "knowledge.md").exists()
 
+    def test_a_model_that_never_answers_is_asked_once(self, run: Run, root: Path) -> None:
+        """A model that takes the connection and never answers held distil 8 minutes (4 attempts of 120 s,
+        not configurable). Now one request of llm_timeout, then exit 2 (`drafter`) naming the setting."""
+        import socket
+
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        try:
+            write_log(root, "synthesis", base_records())
+            url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+            (root / "memory" / "memfiles.toml").write_text(f'llm_url = "{url}"\nllm_timeout = 1\n')
+            result = run("distil", "--domain", "synthesis", "--drafter", "llm", "--json")
+        finally:
+            listener.close()
+        error = json.loads(result.stdout)["error"]
+        assert result.exit_code == 2 and error["code"] == "drafter"
+        assert "did not answer within 1 s (llm_timeout)" in error["message"]
+        assert not (root / "memory" / "synthesis" / "knowledge.md").exists()
+
     def test_drafter_without_url_and_missing_choice_are_usage_errors(self, run: Run, root: Path) -> None:
         """--drafter llm with no llm_url configured, or neither --domain nor --all: exit 2."""
         write_log(root, "synthesis", base_records())
@@ -102,3 +122,132 @@ class TestDistilErrors:
         as_json = run("distil", "--domain", "synthesis", "--drafter", "llm", "--json")
         assert json.loads(as_json.stdout)["error"]["key"] == "llm_url"
         assert run("distil").exit_code == 2
+
+
+class Model:
+    """A local OpenAI-compatible endpoint whose answer is `answer(request body)`: (HTTP status, content)."""
+
+    def __init__(self, answer) -> None:  # type: ignore[no-untyped-def]
+        import http.server
+        import threading
+
+        self.seen: list[dict] = []
+        seen = self.seen
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                seen.append(body)
+                status, content = answer(body)
+                reply = json.dumps({"choices": [{"message": {"content": content}}]}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+def records_of(body: dict) -> list[dict]:
+    """The records a request gave the model (its last user message: JSON after the first line)."""
+    text = body["messages"][1]["content"]
+    return json.loads(text.split("\n", 1)[1])["records"]
+
+
+class TestWhatTheModelIsGiven:
+    """Walk-through (twelfth session): the drafter sent a summary without run ids, then dropped every finding
+    that named none, in silence; a flag cited by a failed run alone was filed as successful; a domain the
+    drafter failed on in --all was said to have written nothing, after another domain was written."""
+
+    def test_an_honest_model_is_given_the_runs_and_its_findings_are_filed(self, run: Run, root: Path) -> None:
+        def honest(body: dict) -> tuple[int, str]:
+            runs = records_of(body)
+            hold = [r["run"] for r in runs if any("hold" in issue.lower() for issue in r["issues"])]
+            failed = [r["run"] for r in runs if not r["signoff"]]
+            ops = [
+                {
+                    "op": "add",
+                    "section": "Known Failure Patterns",
+                    "title": "Hold violations after placement",
+                    "body": "**Hold fails after placement.** One enable drove 400 flops. Cap the fanout at 16.",
+                    "evidence": ",".join(hold),  # a string, not a list: read as the runs it names
+                },
+                {
+                    "op": "add",
+                    "section": "Successful Tool Flags",
+                    "title": "Timing closes with --max-fanout 16",
+                    "body": "**--max-fanout 16.** It closed timing.",
+                    "evidence": failed,  # failed runs only: not a successful flag
+                },
+                {
+                    "op": "add",
+                    "section": "PDK / Tool Quirks",
+                    "title": "A quirk from nowhere",
+                    "body": "**No run says this.** Made up.",
+                    "evidence": ["no-such-run"],
+                },
+            ]
+            return 200, json.dumps({"ops": ops})
+
+        model = Model(honest)
+        try:
+            write_log(root, "synthesis", base_records())
+            (root / "memory" / "memfiles.toml").write_text(f'llm_url = "{model.url}"\n')
+            result = run("distil", "--domain", "synthesis", "--drafter", "llm", "--json")
+            assert result.exit_code == 0, result.output
+            given = records_of(model.seen[0])
+            assert [r["run"] for r in given] == ["r1", "r2", "r3", "r4", "r5"]
+            assert {"run", "date", "signoff", "issues", "fixes"} <= set(given[0]) and given[0]["signoff"] is False
+            report = json.loads(result.stdout)["domains"][0]
+            assert [e.title for e in knowledge(root).entries] == ["Hold violations after placement"]
+            assert knowledge(root).entries[0].failed == ("r1",)
+            warned = " | ".join(report["warnings"])
+            assert "'Timing closes with --max-fanout 16' cites no signed-off run (r1)" in warned
+            assert "'A quirk from nowhere' names no run of this batch (evidence: no-such-run): not filed" in warned
+        finally:
+            model.close()
+
+    def test_a_domain_the_drafter_fails_on_does_not_hide_the_others(self, run: Run, root: Path) -> None:
+        def by_domain(body: dict) -> tuple[int, str]:
+            if json.loads(body["messages"][1]["content"].split("\n", 1)[1])["summary"]["domain"] == "broken":
+                return 500, "{}"
+            ops = [
+                {
+                    "op": "add",
+                    "section": "Known Failure Patterns",
+                    "title": "Hold violations after placement",
+                    "body": "**Hold fails after placement.** Cap the fanout at 16.",
+                    "evidence": ["r2"],
+                }
+            ]
+            return 200, json.dumps({"ops": ops})
+
+        model = Model(by_domain)
+        try:
+            write_log(root, "broken", base_records())
+            write_log(root, "synthesis", base_records())
+            (root / "memory" / "memfiles.toml").write_text(f'llm_url = "{model.url}"\n')
+            result = run("distil", "--all", "--drafter", "llm", "--json")
+            assert result.exit_code == 1, result.output
+            reports = {r["domain"]: r for r in json.loads(result.stdout)["domains"]}
+            assert reports["broken"]["skipped"].startswith("not distilled: the drafter at")
+            assert "HTTP 500" in reports["broken"]["skipped"]
+            assert not (root / "memory" / "broken" / "knowledge.md").exists()
+            assert [e.title for e in knowledge(root).entries] == ["Hold violations after placement"]
+            assert "not distilled, the drafter failed: broken" in result.stderr
+            alone = run("distil", "--domain", "broken", "--drafter", "llm", "--json")
+            assert alone.exit_code == 2 and json.loads(alone.stdout)["error"]["code"] == "drafter"
+        finally:
+            model.close()

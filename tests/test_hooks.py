@@ -308,6 +308,27 @@ class TestWorkingMemory:
         assert fallback["title"].startswith("The hook tests fail with a missing yaml module")
         assert any("drafter" in line and "session=two" in line for line in log_lines(root))
 
+    def test_a_model_that_never_answers_still_leaves_the_episode(self, run: Run, root: Path) -> None:
+        """hooks_drafter = "llm" and a model that takes the connection and never answers: the drafter's four
+        attempts of 20 s outlasted the hook's write, and the episode was lost (the run stayed active). One
+        attempt, within llm_timeout (1 s here), then the deterministic episode."""
+        import socket
+
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)  # connections are taken and never answered
+        try:
+            url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+            configure(root, hooks_episode=True, hooks_drafter="llm", llm_url=url, llm_timeout=1)
+            hook(run, "UserPromptSubmit", "user_prompt_submit", session_id="hung")
+            hook(run, "PostToolUseFailure", "post_tool_use_failure", session_id="hung")
+            hook(run, "SessionEnd", "session_end", session_id="hung")
+        finally:
+            listener.close()
+        episode = json.loads(run("show", "E-001", "--json").stdout)["entry"]
+        assert episode["title"].startswith("The hook tests fail with a missing yaml module")
+        assert any("did not answer within 1 s" in line and "session=hung" in line for line in log_lines(root))
+
     def test_stale_session_states_are_swept_at_session_start(self, run: Run, root: Path) -> None:
         """A session that never reached SessionEnd leaves a state that the next SessionStart sweeps after a week."""
         hook(run, "UserPromptSubmit", "user_prompt_submit", session_id="old")

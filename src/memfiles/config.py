@@ -80,6 +80,9 @@ class Settings:
     bulk_precision: str = "auto"
     llm_url: str | None = None
     llm_model: str | None = None
+    # How long `distil --drafter llm` waits for the model's answer to one request; a model that does not
+    # answer in that time is not asked again (a hung endpoint held distil 8 minutes over 4 attempts).
+    llm_timeout: float = 120.0
     # Agent hooks (services/hooks.py, docs/hooks.md).
     hooks_enabled: bool = True
     hooks_budget: int = 1500  # characters of injected context, the marker included
@@ -106,6 +109,7 @@ class Settings:
 _SCHEMA_KEYS = {"id_width", "title_limit", "body_limit"}
 _ENV = {
     "MEMFILES_LLM_URL": "llm_url",
+    "MEMFILES_LLM_TIMEOUT": "llm_timeout",
     "MEMFILES_CHROMA_URL": "index_url",
     "MEMFILES_INDEX_COLLECTION": "index_collection",
     "MEMFILES_MODEL": "model",
@@ -291,6 +295,7 @@ _RULES: dict[str, Rule] = {
     "stale_days": _whole(1, 36500),
     "open_statuses": _strings('statuses, like ["open", "proposed"]'),
     "index_timeout": _seconds(600, zero=False),
+    "llm_timeout": _seconds(3600, zero=False),
     "lock_timeout": _seconds(3600, zero=True),
     "search_timeout": _seconds(3600, zero=True),
     "index_url": _url(bare_host=True),
@@ -322,6 +327,7 @@ _NUMBERS = {
     "wrap",
     "stale_days",
     "index_timeout",
+    "llm_timeout",
     "lock_timeout",
     "search_timeout",
     "watch_idle_exit",

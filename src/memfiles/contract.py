@@ -250,7 +250,7 @@ def error_object(
     field: str | None = None,
     problems: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Why a command refused: code (parse, op, config, usage, lock, index, refused, io, ambiguous), the
+    """Why a command refused: code (parse, op, config, usage, lock, index, refused, io, ambiguous, drafter), the
     message, and whichever of path/line, op (1-based position in a batch) and field, or config key applies.
     `problems` lists the parts of the refusal, each a problem object (`problem`): every problem of a batch
     (the first of which the top-level op and field name), both places of an ambiguous id, each

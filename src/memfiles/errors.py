@@ -124,6 +124,13 @@ class WriteFailed(MemfilesError):
         super().__init__(f"{self.path}: {message}")
 
 
+class DrafterError(MemfilesError):
+    """The LLM drafter (`--drafter llm`, hooks_drafter) failed: it cannot be reached, refused the request,
+    timed out, or answered what cannot be used. Nothing of its domain was written."""
+
+    code = "drafter"
+
+
 class ConfigError(MemfilesError):
     """Configuration that cannot be used: unknown keys, bad values, no project root.
 

@@ -106,7 +106,8 @@ def distil(
       memfiles distil --domain synthesis --explain
       memfiles distil --all --min-records 10 --json
     """
-    from memfiles.services.distill import distil_domain
+    from memfiles.errors import DrafterError
+    from memfiles.services.distill import distil_domain, not_drafted
     from memfiles.services.experiences import check_domain, load_experiences, valid_domains
 
     if domains and all_:
@@ -127,14 +128,25 @@ def distil(
             from memfiles.services.drafter import LlmDrafter
 
             draft = LlmDrafter(app.settings)
-        reports = [
-            distil_domain(app.project, d, min_records=min_records, dry_run=dry_run, drafter=draft) for d in chosen
-        ]
+        reports = []
+        failed = []
+        for d in chosen:  # each domain is its own write: one the drafter failed on does not undo the others
+            try:
+                reports.append(distil_domain(app.project, d, min_records=min_records, dry_run=dry_run, drafter=draft))
+            except DrafterError as error:
+                if len(chosen) == 1:
+                    raise
+                reports.append(not_drafted(app.project, d, error))
+                failed.append(d)
     for report in reports:
         for line in report.warnings:
             warn(line)
+    if failed:
+        warn(f"not distilled, the drafter failed: {', '.join(failed)} (the other domains were; exit 1)")
     if as_json:
         print_json({"domains": [r.as_json() for r in reports]})
+        if failed:
+            raise SystemExit(1)
         return
     if not reports:
         click.echo("no domains yet: distil reads memory/<domain>/experiences.jsonl, and there is none", err=True)
@@ -154,6 +166,8 @@ def distil(
                 f"{report.domain:<14} {data['records_read']:>7} {_pct(data['signoff_rate']):>7} {new:>4}"
                 f" {len(data['annotated']):>9}  {state}"
             )
+    if failed:
+        raise SystemExit(1)
 
 
 @click.command()

@@ -117,12 +117,19 @@ def _pruned_knowns(project: Project, rel: str) -> list[tuple[str, str, Known]]:
     return found
 
 
-def _llm_findings(filer: Filer, findings: list[Any], records: list[Record]) -> None:
-    """File the drafter's findings: the same section and symptom confirms, anything else is new."""
+def _llm_findings(filer: Filer, findings: list[Any], records: list[Record], warnings: list[str]) -> None:
+    """File the drafter's findings: the same section and symptom confirms, anything else is new. A tool
+    flag is filed as successful only on a signed-off run, as the rules drafter files it."""
     by_key = {r.key: r for r in records}
     for finding in findings:
         runs = [by_key[k] for k in finding.evidence if k in by_key]
         if not runs:
+            continue
+        if finding.section == FLAGS and not any(record.signoff for record in runs):
+            cited = ", ".join(record.key for record in runs)
+            warnings.append(
+                f"the drafter's flag {finding.title!r} cites no signed-off run ({cited}): not filed as successful"
+            )
             continue
         known, score, why = filer.best(finding.section, finding.title)
         if known is None:
@@ -271,6 +278,15 @@ def distil_domain(
         return _distil_read(project, domain, rel, experiences, report, dry_run, drafter, use_model)
 
 
+def not_drafted(project: Project, domain: str, error: Exception) -> DomainReport:
+    """The report of a domain the drafter failed on (`distil --all`): skipped, saying why; nothing written."""
+    rel = f"memory/{domain}/knowledge.md"
+    experiences = load_experiences(project.settings.memory_dir, domain, f"memory/{domain}/experiences.jsonl")
+    report = DomainReport(domain, rel, experiences.summary())
+    report.skipped = f"not distilled: {error}"
+    return report
+
+
 def _distil_read(
     project: Project,
     domain: str,
@@ -307,7 +323,7 @@ def _distil_read(
         findings = drafter(subset.summary(), subset)
         report.warnings.extend(getattr(drafter, "warnings", []))
         filer.sim.prepare([f.title for f in findings] + [s for k in knowns for s in k.symptoms])
-        _llm_findings(filer, findings, fresh)
+        _llm_findings(filer, findings, fresh, report.warnings)
     elif drafter is None:
         filer.prepare(fresh, [r for r in records if r not in fresh])
         for record in fresh:

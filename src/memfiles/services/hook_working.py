@@ -162,7 +162,10 @@ def draft_episode(settings: Settings, current: working.WorkingState) -> tuple[st
         },
         {"role": "user", "content": "Run (data):\n" + json.dumps(current.as_json(), ensure_ascii=False)},
     ]
-    answer = LlmDrafter(settings, timeout=20)._complete(messages)  # the distiller's endpoint, model and key
+    # The distiller's endpoint, model and key; one request of at most 20 s (llm_timeout, when shorter), so that
+    # a slow or hung model leaves time for the deterministic episode within the hook's 30 s write (4 attempts
+    # of 20 s lost the episode)
+    answer = LlmDrafter(settings, timeout=min(20.0, settings.llm_timeout), attempts=1)._complete(messages)
     try:
         ops = parse_answer(answer)
     except ValueError as error:
