@@ -216,6 +216,8 @@ class TestWhatTheModelIsGiven:
             warned = " | ".join(report["warnings"])
             assert "'Timing closes with --max-fanout 16' cites no signed-off run (r1)" in warned
             assert "'A quirk from nowhere' names no run of this batch (evidence: no-such-run): not filed" in warned
+            ignored = {d["run"] for d in report["decisions"] if d["action"] == "ignored"}
+            assert ignored == {"r3", "r4"}  # cited by no finding: said in --explain, not left out
         finally:
             model.close()
 

@@ -121,6 +121,10 @@ def _llm_findings(filer: Filer, findings: list[Any], records: list[Record], warn
     """File the drafter's findings: the same section and symptom confirms, anything else is new. A tool
     flag is filed as successful only on a signed-off run, as the rules drafter files it."""
     by_key = {r.key: r for r in records}
+    cited = {key for finding in findings for key in finding.evidence}
+    for record in records:  # every run has its decision (--explain), those the model said nothing of too
+        if record.key not in cited:
+            filer.decide(record, "run", "", "ignored", None, None, "the drafter cited this run in no finding")
     for finding in findings:
         runs = [by_key[k] for k in finding.evidence if k in by_key]
         if not runs:
