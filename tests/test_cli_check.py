@@ -333,6 +333,7 @@ class TestRefs:
                     f"# see {at}D-404",
                     f"# {at}doc:patterns/memory#why-ids and {at}doc:patterns/memory#nope",
                     f"# {at}skill:realm#layers {at}skill:ghost",
+                    f"# {at}D-9, as the id is spelled nowhere",
                 ]
             ),
         )
@@ -344,9 +345,10 @@ class TestRefs:
             f"src/app.py:3: ref-dangling {at}D-404: no entry D-404",
             f"src/app.py:4: ref-dangling {at}doc:patterns/memory#nope: doc patterns/memory has no heading #nope",
             f"src/app.py:5: ref-dangling {at}skill:ghost: no skill ghost under skills/",
+            f"src/app.py:6: ref-dangling {at}D-9: no entry D-009",  # as every command spells it (it said D-9)
         ]
         everything = json.loads(run("refs", str(root / "src"), "--json").stdout)["findings"]
-        assert len(everything) == 7 and run("refs", str(root / "src")).exit_code == 0
+        assert len(everything) == 8 and run("refs", str(root / "src")).exit_code == 0
         assert [(f["code"], f["id"], f["detail"]["column"]) for f in everything[:3]] == [
             ("ref-ok", "D-001", 10),
             ("ref-retired", "D-002", 7),

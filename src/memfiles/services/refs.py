@@ -14,7 +14,7 @@ from typing import Any
 
 from memfiles.contract import Finding, entry_ref, finding
 from memfiles.format.grammar import ID_PATTERN
-from memfiles.format.ids import RETIRED, id_key
+from memfiles.format.ids import RETIRED, canonical_id, id_key
 from memfiles.format.toc import Slugger
 from memfiles.services.audit import located_ref, replaces, successor_chain
 from memfiles.services.read import Reading, read_project
@@ -153,7 +153,7 @@ class _Targets:
     def resolve(self, match: re.Match[str], project: Project) -> tuple[str, str | None, dict[str, Any], str]:
         """(code, id, target, message) for one reference."""
         if match.group("id"):
-            return self._entry(match.group("id"))
+            return self._entry(match.group("id"), project.settings.schema.id_width)
         if match.group("doc"):
             kind, name, anchor, base = "doc", match.group("doc"), match.group("doc_anchor"), self.docs
             path = _resolve_target(base, name, ["{name}", "{name}.md", "{name}/README.md", "{name}/index.md"])
@@ -175,9 +175,11 @@ class _Targets:
         known = (*self.by_id, *self.reading.pruned.records, *self.reading.loaded.unreadable_ids)
         return next((entry_id for entry_id in known if id_key(entry_id) == key), ref)
 
-    def _entry(self, written: str) -> tuple[str, str | None, dict[str, Any], str]:
+    def _entry(self, written: str, width: int) -> tuple[str, str | None, dict[str, Any], str]:
         ref = self._spelled(written)
         code, entry_id, target, message = self._known(ref)
+        if code == "ref-dangling":  # the id as every command spells it: `@@D-9` names D-009, which is not there
+            return code, entry_id, target, f"no entry {canonical_id(ref, width)}"
         if ref != written:
             message += f" (write it @@{ref})"
         return code, entry_id, target, message
