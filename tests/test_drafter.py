@@ -11,119 +11,6 @@ from tests.conftest import Run
 from tests.test_distill import base_records, knowledge, write_log
 
 
-class TestLlmDrafter:
-    def test_answers_are_found_bare_fenced_or_in_prose(self) -> None:
-        """parse_answer takes bare JSON, one fenced block or JSON inside prose; two blocks are refused."""
-        from memfiles.services.drafter import parse_answer
-
-        ops = '{"ops": [{"op": "add"}]}'
-        assert parse_answer(ops) == [{"op": "add"}]
-        assert parse_answer(f"Here you go:\n```json\n{ops}\n```\nDone.") == [{"op": "add"}]
-        assert parse_answer(f"Sure. {ops} Hope it helps.") == [{"op": "add"}]
-        assert parse_answer('[{"op": "add"}]') == [{"op": "add"}]
-        with pytest.raises(ValueError, match="more than one code block"):
-            parse_answer(f"```\n{ops}\n```\n```\n{ops}\n```")
-        with pytest.raises(ValueError, match="not valid JSON"):
-            parse_answer("no json here")
-
-    def test_refused_answer_is_retried_once_then_written_and_deduplicated(self, run: Run, root: Path) -> None:
-        """A local fake endpoint: the first answer lacks a body and is refused with the reason; the second is
-        normalised (title on one line, clipped) and written; a second distillation adds nothing."""
-        import http.server
-        import threading
-
-        seen: list[dict] = []
-        good = {
-            "ops": [
-                {
-                    "op": "add",
-                    "section": "Known Failure Patterns",
-                    "evidence": ["r1", "r2"],
-                    "title": "Hold violations\nafter placement " + "on the write port " * 10,
-                    "body": "**Hold fails after placement.** Fanout was unbounded. Cap it at 16.",
-                }
-            ]
-        }
-        answers = [
-            'Here:\n```json\n{"ops": [{"op": "add", "section": "Known Failure Patterns", "title": "x"}]}\n```',
-            json.dumps(good),
-            json.dumps(good),
-        ]
-
-        class Fake(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                seen.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                reply = json.dumps({"choices": [{"message": {"content": answers[len(seen) - 1]}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        server = http.server.HTTPServer(("127.0.0.1", 0), Fake)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        try:
-            write_log(root, "synthesis", base_records())
-            (root / "memory" / "memfiles.toml").write_text(f'llm_url = "http://127.0.0.1:{server.server_port}/v1"\n')
-            result = run("distil", "--domain", "synthesis", "--drafter", "llm", "--json")
-            assert result.exit_code == 0, result.output
-            assert len(seen) == 2 and "refused" in seen[1]["messages"][-1]["content"]
-            assert "add needs body" in seen[1]["messages"][-1]["content"]
-            decisions = json.loads(result.stdout)["domains"][0]["decisions"]
-            assert {d["finding"] for d in decisions} == {"symptom"}  # the contract's word, not the section's name
-            entry = knowledge(root).entries[0]
-            assert "\n" not in entry.title and len(entry.title) <= 120 and entry.title.endswith("…")
-            assert entry.evidence == ("r2",) and entry.failed == ("r1",) and entry.confirmed == "1"
-            assert "Seen in 1 run" in " ".join(entry.body.split())
-            again = json.loads(run("distil", "--domain", "synthesis", "--drafter", "llm", "--json").stdout)
-            assert sum(len(v) for v in again["domains"][0]["added"].values()) == 0
-            assert knowledge(root).entries[0].evidence == ("r2",)
-        finally:
-            server.shutdown()
-
-
-class TestDistilErrors:
-    def test_unreachable_drafter_fails_cleanly_and_writes_nothing(self, run: Run, root: Path) -> None:
-        """--drafter llm with nothing listening: exit 2 naming the endpoint; no knowledge file."""
-        write_log(root, "synthesis", base_records())
-        (root / "memory" / "memfiles.toml").write_text('llm_url = "http://127.0.0.1:9/v1"\n')
-        result = run("distil", "--domain", "synthesis", "--drafter", "llm")
-        assert result.exit_code == 2 and "http://127.0.0.1:9/v1" in result.stderr
-        assert not (root / "memory" / "synthesis" / "knowledge.md").exists()
-
-    def test_a_model_that_never_answers_is_asked_once(self, run: Run, root: Path) -> None:
-        """A model that takes the connection and never answers held distil 8 minutes (4 attempts of 120 s,
-        not configurable). Now one request of llm_timeout, then exit 2 (`drafter`) naming the setting."""
-        import socket
-
-        listener = socket.socket()
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(8)
-        try:
-            write_log(root, "synthesis", base_records())
-            url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
-            (root / "memory" / "memfiles.toml").write_text(f'llm_url = "{url}"\nllm_timeout = 1\n')
-            result = run("distil", "--domain", "synthesis", "--drafter", "llm", "--json")
-        finally:
-            listener.close()
-        error = json.loads(result.stdout)["error"]
-        assert result.exit_code == 2 and error["code"] == "drafter"
-        assert "did not answer within 1 s (llm_timeout)" in error["message"]
-        assert not (root / "memory" / "synthesis" / "knowledge.md").exists()
-
-    def test_drafter_without_url_and_missing_choice_are_usage_errors(self, run: Run, root: Path) -> None:
-        """--drafter llm with no llm_url configured, or neither --domain nor --all: exit 2."""
-        write_log(root, "synthesis", base_records())
-        no_url = run("distil", "--domain", "synthesis", "--drafter", "llm")
-        assert no_url.exit_code == 2 and "llm_url" in no_url.stderr
-        as_json = run("distil", "--domain", "synthesis", "--drafter", "llm", "--json")
-        assert json.loads(as_json.stdout)["error"]["key"] == "llm_url"
-        assert run("distil").exit_code == 2
-
-
 class Model:
     """A local OpenAI-compatible endpoint whose answer is `answer(request body)`: (HTTP status, content)."""
 
@@ -166,6 +53,107 @@ def records_of(body: dict) -> list[dict]:
     return json.loads(text.split("\n", 1)[1])["records"]
 
 
+def add_op(section: str, title: str, body: str, evidence: object) -> dict:
+    return {"op": "add", "section": section, "title": title, "body": body, "evidence": evidence}
+
+
+class TestLlmDrafter:
+    def test_answers_are_found_bare_fenced_or_in_prose(self) -> None:
+        """parse_answer takes bare JSON, one fenced block or JSON inside prose; two blocks are refused."""
+        from memfiles.services.drafter import parse_answer
+
+        ops = '{"ops": [{"op": "add"}]}'
+        assert parse_answer(ops) == [{"op": "add"}]
+        assert parse_answer(f"Here you go:\n```json\n{ops}\n```\nDone.") == [{"op": "add"}]
+        assert parse_answer(f"Sure. {ops} Hope it helps.") == [{"op": "add"}]
+        assert parse_answer('[{"op": "add"}]') == [{"op": "add"}]
+        with pytest.raises(ValueError, match="more than one code block"):
+            parse_answer(f"```\n{ops}\n```\n```\n{ops}\n```")
+        with pytest.raises(ValueError, match="not valid JSON"):
+            parse_answer("no json here")
+
+    def test_refused_answer_is_retried_once_then_written_and_deduplicated(self, run: Run, root: Path) -> None:
+        """A local fake endpoint: the first answer lacks a body and is refused with the reason; the second is
+        normalised (title on one line, clipped) and written; a second distillation adds nothing."""
+        good = {
+            "ops": [
+                {
+                    "op": "add",
+                    "section": "Known Failure Patterns",
+                    "evidence": ["r1", "r2"],
+                    "title": "Hold violations\nafter placement " + "on the write port " * 10,
+                    "body": "**Hold fails after placement.** Fanout was unbounded. Cap it at 16.",
+                }
+            ]
+        }
+        answers = [
+            'Here:\n```json\n{"ops": [{"op": "add", "section": "Known Failure Patterns", "title": "x"}]}\n```',
+            json.dumps(good),
+            json.dumps(good),
+        ]
+
+        model = Model(lambda body: (200, answers[len(model.seen) - 1]))
+        seen = model.seen
+        try:
+            write_log(root, "synthesis", base_records())
+            (root / "memory" / "memfiles.toml").write_text(f'llm_url = "{model.url}"\n')
+            result = run("distil", "--domain", "synthesis", "--drafter", "llm", "--json")
+            assert result.exit_code == 0, result.output
+            assert len(seen) == 2 and "refused" in seen[1]["messages"][-1]["content"]
+            assert "add needs body" in seen[1]["messages"][-1]["content"]
+            decisions = json.loads(result.stdout)["domains"][0]["decisions"]
+            filed = {d["finding"] for d in decisions if d["action"] != "ignored"}  # r3, r4: cited by no finding
+            assert filed == {"symptom"}  # the contract's word, not the section's name
+            entry = knowledge(root).entries[0]
+            assert "\n" not in entry.title and len(entry.title) <= 120 and entry.title.endswith("…")
+            assert entry.evidence == ("r2",) and entry.failed == ("r1",) and entry.confirmed == "1"
+            assert "Seen in 1 run" in " ".join(entry.body.split())
+            again = json.loads(run("distil", "--domain", "synthesis", "--drafter", "llm", "--json").stdout)
+            assert sum(len(v) for v in again["domains"][0]["added"].values()) == 0
+            assert knowledge(root).entries[0].evidence == ("r2",)
+        finally:
+            model.close()
+
+
+class TestDistilErrors:
+    def test_unreachable_drafter_fails_cleanly_and_writes_nothing(self, run: Run, root: Path) -> None:
+        """--drafter llm with nothing listening: exit 2 naming the endpoint; no knowledge file."""
+        write_log(root, "synthesis", base_records())
+        (root / "memory" / "memfiles.toml").write_text('llm_url = "http://127.0.0.1:9/v1"\n')
+        result = run("distil", "--domain", "synthesis", "--drafter", "llm")
+        assert result.exit_code == 2 and "http://127.0.0.1:9/v1" in result.stderr
+        assert not (root / "memory" / "synthesis" / "knowledge.md").exists()
+
+    def test_a_model_that_never_answers_is_asked_once(self, run: Run, root: Path) -> None:
+        """A model that takes the connection and never answers held distil 8 minutes (4 attempts of 120 s,
+        not configurable). Now one request of llm_timeout, then exit 2 (`drafter`) naming the setting."""
+        import socket
+
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        try:
+            write_log(root, "synthesis", base_records())
+            url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+            (root / "memory" / "memfiles.toml").write_text(f'llm_url = "{url}"\nllm_timeout = 1\n')
+            result = run("distil", "--domain", "synthesis", "--drafter", "llm", "--json")
+        finally:
+            listener.close()
+        error = json.loads(result.stdout)["error"]
+        assert result.exit_code == 2 and error["code"] == "drafter"
+        assert "did not answer within 1 s (llm_timeout)" in error["message"]
+        assert not (root / "memory" / "synthesis" / "knowledge.md").exists()
+
+    def test_drafter_without_url_and_missing_choice_are_usage_errors(self, run: Run, root: Path) -> None:
+        """--drafter llm with no llm_url configured, or neither --domain nor --all: exit 2."""
+        write_log(root, "synthesis", base_records())
+        no_url = run("distil", "--domain", "synthesis", "--drafter", "llm")
+        assert no_url.exit_code == 2 and "llm_url" in no_url.stderr
+        as_json = run("distil", "--domain", "synthesis", "--drafter", "llm", "--json")
+        assert json.loads(as_json.stdout)["error"]["key"] == "llm_url"
+        assert run("distil").exit_code == 2
+
+
 class TestWhatTheModelIsGiven:
     """Walk-through (twelfth session): the drafter sent a summary without run ids, then dropped every finding
     that named none, in silence; a flag cited by a failed run alone was filed as successful; a domain the
@@ -177,27 +165,20 @@ class TestWhatTheModelIsGiven:
             hold = [r["run"] for r in runs if any("hold" in issue.lower() for issue in r["issues"])]
             failed = [r["run"] for r in runs if not r["signoff"]]
             ops = [
-                {
-                    "op": "add",
-                    "section": "Known Failure Patterns",
-                    "title": "Hold violations after placement",
-                    "body": "**Hold fails after placement.** One enable drove 400 flops. Cap the fanout at 16.",
-                    "evidence": ",".join(hold),  # a string, not a list: read as the runs it names
-                },
-                {
-                    "op": "add",
-                    "section": "Successful Tool Flags",
-                    "title": "Timing closes with --max-fanout 16",
-                    "body": "**--max-fanout 16.** It closed timing.",
-                    "evidence": failed,  # failed runs only: not a successful flag
-                },
-                {
-                    "op": "add",
-                    "section": "PDK / Tool Quirks",
-                    "title": "A quirk from nowhere",
-                    "body": "**No run says this.** Made up.",
-                    "evidence": ["no-such-run"],
-                },
+                add_op(
+                    "Known Failure Patterns",
+                    "Hold violations after placement",
+                    "**Hold fails after placement.** One enable drove 400 flops. Cap the fanout at 16.",
+                    ",".join(hold),  # a string, not a list: read as the runs it names
+                ),
+                # failed runs only: not a successful flag
+                add_op(
+                    "Successful Tool Flags",
+                    "Timing closes with --max-fanout 16",
+                    "**--max-fanout 16.** Closed.",
+                    failed,
+                ),
+                add_op("PDK / Tool Quirks", "A quirk from nowhere", "**No run says this.** Made up.", ["no-such-run"]),
             ]
             return 200, json.dumps({"ops": ops})
 
@@ -225,15 +206,8 @@ class TestWhatTheModelIsGiven:
         def by_domain(body: dict) -> tuple[int, str]:
             if json.loads(body["messages"][1]["content"].split("\n", 1)[1])["summary"]["domain"] == "broken":
                 return 500, "{}"
-            ops = [
-                {
-                    "op": "add",
-                    "section": "Known Failure Patterns",
-                    "title": "Hold violations after placement",
-                    "body": "**Hold fails after placement.** Cap the fanout at 16.",
-                    "evidence": ["r2"],
-                }
-            ]
+            title, body = "Hold violations after placement", "**Hold fails after placement.** Cap the fanout at 16."
+            ops = [add_op("Known Failure Patterns", title, body, ["r2"])]
             return 200, json.dumps({"ops": ops})
 
         model = Model(by_domain)
