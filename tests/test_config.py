@@ -70,6 +70,16 @@ BAD_SETTINGS = [
         "must keep 'promoted': `memfiles promote` reads recorded episodes",
     ),
     ("[kinds.working]\nstatuses = ['active']", "kinds.working.statuses", "must keep 'done', 'blocked', 'ended'"),
+    (
+        "[kinds.working]\nstatuses = ['ended', 'active', 'done', 'blocked']",
+        "kinds.working.statuses",
+        "must start with 'active', the status a new working gets",
+    ),
+    (
+        "[kinds.episode]\nstatuses = ['promoted', 'recorded']",
+        "kinds.episode.statuses",
+        "must start with 'recorded'",
+    ),
     ("[kinds.risk]\nprefix = 'R'\nfile = 'persona.md'", "kinds.risk.file", "memory/persona.md is the agents' persona"),
     ("[kinds.risk]\nprefix = 'R'\nfile = 'working/risks.md'", "kinds.risk.file", "holds runs' working memory only"),
     ("[kinds.working]\nfile = 'runs.md'", "kinds.working.file", "holds runs' working memory only"),

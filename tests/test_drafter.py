@@ -144,6 +144,39 @@ class TestDistilErrors:
         assert "did not answer within 1 s (llm_timeout)" in error["message"]
         assert not (root / "memory" / "synthesis" / "knowledge.md").exists()
 
+    def test_a_model_trickling_its_answer_is_held_to_llm_timeout_in_all(self, run: Run, root: Path) -> None:
+        """llm_timeout bounded each read of the socket, not the answer: a model sending a byte every few
+        seconds held a 5 s llm_timeout 33 s. The answer as a whole now gets llm_timeout (1 s here)."""
+        import socket
+        import threading
+        import time
+
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        stop = threading.Event()
+
+        def trickle() -> None:
+            connection, _ = listener.accept()
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+            while not stop.is_set():
+                connection.sendall(b" ")
+                time.sleep(0.3)
+            connection.close()
+
+        threading.Thread(target=trickle, daemon=True).start()
+        try:
+            write_log(root, "synthesis", base_records())
+            url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+            (root / "memory" / "memfiles.toml").write_text(f'llm_url = "{url}"\nllm_timeout = 1\n')
+            result = run("distil", "--domain", "synthesis", "--drafter", "llm", "--json")
+        finally:
+            stop.set()
+            listener.close()
+        error = json.loads(result.stdout)["error"]
+        assert result.exit_code == 2 and "did not answer within 1 s (llm_timeout)" in error["message"]
+
     def test_drafter_without_url_and_missing_choice_are_usage_errors(self, run: Run, root: Path) -> None:
         """--drafter llm with no llm_url configured, or neither --domain nor --all: exit 2."""
         write_log(root, "synthesis", base_records())
@@ -171,13 +204,17 @@ class TestWhatTheModelIsGiven:
                     "**Hold fails after placement.** One enable drove 400 flops. Cap the fanout at 16.",
                     ",".join(hold),  # a string, not a list: read as the runs it names
                 ),
-                # failed runs only: not a successful flag
+                # r2 signed off using it: filed on r2 alone (r1 did not sign off)
                 add_op(
                     "Successful Tool Flags",
-                    "Timing closes with --max-fanout 16",
+                    "--max-fanout 16 closes hold",
                     "**--max-fanout 16.** Closed.",
-                    failed,
+                    ["r1", " r2"],
                 ),
+                # failed runs only: not a successful flag
+                add_op("Successful Tool Flags", "Timing closes with abc -D 1250", "**abc -D 1250.** Closed.", failed),
+                # a signed-off run that never used the flag: not filed either
+                add_op("Successful Tool Flags", "Timing closes with abc -X 9", "**abc -X 9.** Closed.", ["r3"]),
                 add_op("PDK / Tool Quirks", "A quirk from nowhere", "**No run says this.** Made up.", ["no-such-run"]),
             ]
             return 200, json.dumps({"ops": ops})
@@ -192,38 +229,49 @@ class TestWhatTheModelIsGiven:
             assert [r["run"] for r in given] == ["r1", "r2", "r3", "r4", "r5"]
             assert {"run", "date", "signoff", "issues", "fixes"} <= set(given[0]) and given[0]["signoff"] is False
             report = json.loads(result.stdout)["domains"][0]
-            assert [e.title for e in knowledge(root).entries] == ["Hold violations after placement"]
-            assert knowledge(root).entries[0].failed == ("r1",)
+            filed = {e.title: e for e in knowledge(root).entries}
+            assert set(filed) == {"Hold violations after placement", "--max-fanout 16 closes hold"}
+            assert filed["Hold violations after placement"].failed == ("r1",)
+            assert filed["--max-fanout 16 closes hold"].evidence == ("r2",)  # " r2" trimmed, as a string's ids
             warned = " | ".join(report["warnings"])
-            assert "'Timing closes with --max-fanout 16' cites no signed-off run (r1)" in warned
+            assert "'Timing closes with abc -D 1250': no run it cites (r1) signed off using a flag it names" in warned
+            assert "'Timing closes with abc -X 9': no run it cites (r3) signed off" in warned
             assert "'A quirk from nowhere' names no run of this batch (evidence: no-such-run): not filed" in warned
             ignored = {d["run"] for d in report["decisions"] if d["action"] == "ignored"}
-            assert ignored == {"r3", "r4"}  # cited by no finding: said in --explain, not left out
+            assert ignored == {"r3", "r4"}  # r3 cited only by a flag not filed: said in --explain, not left out
         finally:
             model.close()
 
     def test_a_domain_the_drafter_fails_on_does_not_hide_the_others(self, run: Run, root: Path) -> None:
+        """--all: a domain written before the endpoint failed is reported (exit 1); the domains after it are
+        not asked (each would wait as long, for nothing); every domain failed is the refusal (exit 2)."""
+        asked: list[str] = []
+
         def by_domain(body: dict) -> tuple[int, str]:
-            if json.loads(body["messages"][1]["content"].split("\n", 1)[1])["summary"]["domain"] == "broken":
+            domain = json.loads(body["messages"][1]["content"].split("\n", 1)[1])["summary"]["domain"]
+            asked.append(domain)
+            if domain == "timing":
                 return 500, "{}"
             title, body = "Hold violations after placement", "**Hold fails after placement.** Cap the fanout at 16."
-            ops = [add_op("Known Failure Patterns", title, body, ["r2"])]
-            return 200, json.dumps({"ops": ops})
+            return 200, json.dumps({"ops": [add_op("Known Failure Patterns", title, body, ["r2"])]})
 
         model = Model(by_domain)
         try:
-            write_log(root, "broken", base_records())
-            write_log(root, "synthesis", base_records())
+            for domain in ("synthesis", "timing", "zlast"):
+                write_log(root, domain, base_records())
             (root / "memory" / "memfiles.toml").write_text(f'llm_url = "{model.url}"\n')
             result = run("distil", "--all", "--drafter", "llm", "--json")
             assert result.exit_code == 1, result.output
             reports = {r["domain"]: r for r in json.loads(result.stdout)["domains"]}
-            assert reports["broken"]["skipped"].startswith("not distilled: the drafter at")
-            assert "HTTP 500" in reports["broken"]["skipped"]
-            assert not (root / "memory" / "broken" / "knowledge.md").exists()
+            assert reports["timing"]["skipped"].startswith("not distilled: the drafter at")
+            assert "HTTP 500" in reports["timing"]["skipped"]
+            assert reports["zlast"]["skipped"] == "not distilled: not asked: the drafter failed on timing"
+            assert set(asked) == {"synthesis", "timing"}
+            assert not (root / "memory" / "timing" / "knowledge.md").exists()
+            assert not (root / "memory" / "zlast" / "knowledge.md").exists()
             assert [e.title for e in knowledge(root).entries] == ["Hold violations after placement"]
-            assert "not distilled, the drafter failed: broken" in result.stderr
-            alone = run("distil", "--domain", "broken", "--drafter", "llm", "--json")
+            assert "not distilled, the drafter failed: timing, zlast" in result.stderr
+            alone = run("distil", "--domain", "timing", "--drafter", "llm", "--json")
             assert alone.exit_code == 2 and json.loads(alone.stdout)["error"]["code"] == "drafter"
         finally:
             model.close()

@@ -606,15 +606,16 @@ class TestServerMode:
         self, filled: Path, run: Run, chroma_server: str, monkeypatch, tmp_path_factory: pytest.TempPathFactory
     ) -> None:
         """Every project on a server used one collection (per model): a second project's search returned the
-        first one's entries under paths it does not have, and its backfill removed them. Each project (by
-        its folder's name, or index_collection) now has its own."""
+        first one's entries under paths it does not have, and its backfill removed them. Each project now
+        has its own (its folder's name and a key of its place, or index_collection), two folders of one
+        name (here) included."""
         from click.testing import CliRunner
 
         from memfiles.cli.main import cli
 
         monkeypatch.setenv("MEMFILES_CHROMA_URL", chroma_server)
-        other = tmp_path_factory.mktemp("shopping")
-        (other / "memory").mkdir()
+        other = tmp_path_factory.mktemp("elsewhere") / filled.name
+        (other / "memory").mkdir(parents=True)
 
         def run_in(root: Path, *args: str):
             return CliRunner().invoke(cli, ["--root", str(root), *args], catch_exceptions=False)
@@ -635,6 +636,7 @@ class TestServerMode:
             ("http://127.0.0.1", "http://127.0.0.1:8000/api/v2"),
             ("http://[::1]:18765", "http://[::1]:18765/api/v2"),
             ("https://chroma.example:443/base/", "https://chroma.example:443/base/api/v2"),
+            ("https://chroma.example/base", "https://chroma.example:443/base/api/v2"),
         ],
     )
     def test_the_url_reaches_chromadb_whole(self, given: str, resolved: str) -> None:

@@ -505,8 +505,8 @@ def _own_table(table: dict[str, Any], shown: str) -> dict[str, Any]:
     return nested
 
 
-# Statuses memfiles' own commands write to entries of a kind; a [kinds.NAME] table may add statuses to
-# these kinds, never take these away.
+# Statuses memfiles' own commands write to entries of a kind, the first the one a new entry gets; a
+# [kinds.NAME] table may add statuses to these kinds, never take these away or put another first.
 WRITTEN_STATUSES = {"episode": ("recorded", "promoted"), "working": ("active", "done", "blocked", "ended")}
 WRITTEN_STATUSES_WHY = {
     "episode": "`memfiles promote` reads recorded episodes and marks them promoted",
@@ -559,6 +559,12 @@ def _kinds(table: Any, source: str | None) -> tuple[Kind, ...]:
                 f"{key}.statuses",
                 f"must keep {', '.join(repr(status) for status in needed)}: {WRITTEN_STATUSES_WHY[name]},"
                 f" got {_shown(list(spec['statuses']))}",
+            )
+        if name in WRITTEN_STATUSES and statuses[0] != WRITTEN_STATUSES[name][0]:  # the status a new one gets
+            raise fail(
+                f"{key}.statuses",
+                f"must start with {WRITTEN_STATUSES[name][0]!r}, the status a new {name} gets, got"
+                f" {_shown(list(spec['statuses']))}",
             )
         file = spec.get("file", base.file if base else f"{name}s.md")
         path = PurePosixPath(file.replace("\\", "/")) if isinstance(file, str) else None

@@ -126,9 +126,14 @@ class WriteFailed(MemfilesError):
 
 class DrafterError(MemfilesError):
     """The LLM drafter (`--drafter llm`, hooks_drafter) failed: it cannot be reached, refused the request,
-    timed out, or answered what cannot be used. Nothing of its domain was written."""
+    timed out, or answered what cannot be used. Nothing of its domain was written. `unreachable`: the
+    endpoint itself failed (not one answer), so asking it about another domain would fail the same way."""
 
     code = "drafter"
+
+    def __init__(self, message: str, unreachable: bool = False) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable
 
 
 class ConfigError(MemfilesError):

@@ -129,15 +129,21 @@ def distil(
 
             draft = LlmDrafter(app.settings)
         reports = []
-        failed = []
+        failed: list[str] = []
+        errors: list[DrafterError] = []
         for d in chosen:  # each domain is its own write: one the drafter failed on does not undo the others
+            if errors and errors[-1].unreachable:  # the endpoint failed: asking again costs as much, for nothing
+                reports.append(not_drafted(app.project, d, f"not asked: the drafter failed on {failed[0]}"))
+                failed.append(d)
+                continue
             try:
                 reports.append(distil_domain(app.project, d, min_records=min_records, dry_run=dry_run, drafter=draft))
             except DrafterError as error:
-                if len(chosen) == 1:
-                    raise
                 reports.append(not_drafted(app.project, d, error))
                 failed.append(d)
+                errors.append(error)
+        if errors and len(failed) == len(chosen):  # no domain written: the refusal, as for one domain
+            raise errors[0]
     for report in reports:
         for line in report.warnings:
             warn(line)

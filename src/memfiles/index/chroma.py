@@ -188,13 +188,14 @@ def store_lock(settings: Settings, timeout: float) -> FileLock:
 
 
 def server_address(url: str) -> str:
-    """index_url as chromadb's client takes it whole: scheme, host (an IPv6 one in brackets), port (8000
-    when none is given) and path (a server behind a proxy's prefix). Given the host alone, chromadb dropped
-    the path and broke on `::1`."""
+    """index_url as chromadb's client takes it whole: scheme, host (an IPv6 one in brackets), port (when none
+    is given: Chroma's 8000 over http, 443 over https, a server behind a proxy) and path (a proxy's prefix).
+    Given the host alone, chromadb dropped the path and broke on `::1`."""
     parsed = urlparse(url if "://" in url else f"http://{url}")
     host = parsed.hostname or "127.0.0.1"
     host = f"[{host}]" if ":" in host else host
-    return f"{parsed.scheme}://{host}:{parsed.port or 8000}{parsed.path.rstrip('/')}"
+    port = parsed.port or (443 if parsed.scheme == "https" else 8000)
+    return f"{parsed.scheme}://{host}:{port}{parsed.path.rstrip('/')}"
 
 
 def _client(settings: Settings, url: str | None) -> Any:
@@ -222,14 +223,20 @@ _OPENED: dict[str, tuple[int, int] | None] = {}
 
 def served_name(settings: Settings, name: str) -> str:
     """The collection `name` on a Chroma server, with the project's part: `index_collection`, else the root
-    folder's name. One server may hold many projects' indexes, and a backfill removes from its collection
-    every entry its files do not hold: two projects in one collection searched and removed each other's
-    entries. Clones of one project (one folder name, or one index_collection) share theirs."""
+    folder's name and a key of its place (this machine, its full path). One server may hold many projects'
+    indexes, and a backfill removes from its collection every entry its files do not hold: two projects in
+    one collection searched and removed each other's entries, two folders named `app` as well. Clones of
+    one project share theirs by giving one index_collection."""
+    if settings.index_collection:
+        return f"{name}-{settings.index_collection}"
+    import hashlib
     import re
+    import socket
 
-    project = settings.index_collection or re.sub(r"[^a-z0-9._-]+", "-", settings.root.name.lower())
-    project = re.sub(r"\.{2,}", ".", project)[:40].strip("-._")  # Chroma refuses `..` and a name ending in one
-    return f"{name}-{project or 'project'}"
+    folder = re.sub(r"[^a-z0-9._-]+", "-", settings.root.name.lower())
+    folder = re.sub(r"\.{2,}", ".", folder)[:30].strip("-._") or "project"  # Chroma refuses `..`, a bad end
+    place = hashlib.sha256(f"{socket.gethostname()}\0{settings.root.resolve()}".encode()).hexdigest()[:8]
+    return f"{name}-{folder}-{place}"
 
 
 def store_exists(settings: Settings) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 from memfiles.format.parse import parse
 from memfiles.format.wrap import one_line
-from memfiles.services.experiences import Experiences, Record, load_experiences
+from memfiles.services.experiences import Experiences, Record, load_experiences, tool_flags
 from memfiles.services.filing import Decision, Filer
 from memfiles.services.knowledge import FLAGS, NOTES, QUIRKS, SECTIONS, Known, known_from, sentence
 from memfiles.services.matching import Similarity
@@ -119,22 +119,25 @@ def _pruned_knowns(project: Project, rel: str) -> list[tuple[str, str, Known]]:
 
 def _llm_findings(filer: Filer, findings: list[Any], records: list[Record], warnings: list[str]) -> None:
     """File the drafter's findings: the same section and symptom confirms, anything else is new. A tool
-    flag is filed as successful only on a signed-off run, as the rules drafter files it."""
+    flag is filed as successful only on a signed-off run that used a flag the finding names, as the rules
+    drafter files it. Every run gets its decision (--explain), those no filed finding cites too."""
     by_key = {r.key: r for r in records}
-    cited = {key for finding in findings for key in finding.evidence}
-    for record in records:  # every run has its decision (--explain), those the model said nothing of too
-        if record.key not in cited:
-            filer.decide(record, "run", "", "ignored", None, None, "the drafter cited this run in no finding")
+    decided: set[str] = set()
     for finding in findings:
         runs = [by_key[k] for k in finding.evidence if k in by_key]
         if not runs:
             continue
-        if finding.section == FLAGS and not any(record.signoff for record in runs):
-            cited = ", ".join(record.key for record in runs)
-            warnings.append(
-                f"the drafter's flag {finding.title!r} cites no signed-off run ({cited}): not filed as successful"
-            )
-            continue
+        if finding.section == FLAGS:
+            text = f"{finding.title} {finding.body}"
+            used = [r for r in runs if r.signoff and any(flag.text in text for flag in tool_flags(r))]
+            if not used:
+                cited = ", ".join(record.key for record in runs)
+                warnings.append(
+                    f"the drafter's flag {finding.title!r}: no run it cites ({cited}) signed off using a flag it"
+                    " names: not filed as successful"
+                )
+                continue
+            runs = used
         known, score, why = filer.best(finding.section, finding.title)
         if known is None:
             lead = re.match(r"^\*\*(.+?)\*\*", finding.body.strip())
@@ -150,6 +153,10 @@ def _llm_findings(filer: Filer, findings: list[Any], records: list[Record], warn
             known.note("evidence" if record.signoff or finding.section == QUIRKS else "failed", record.key, record.when)
             kind = {FLAGS: "flag", QUIRKS: "quirk"}.get(finding.section, "symptom")  # Decision.finding's words
             filer.decide(record, kind, finding.title, action, known, score, f"drafter: {why}")
+            decided.add(record.key)
+    for record in records:
+        if record.key not in decided:
+            filer.decide(record, "run", "", "ignored", None, None, "no finding of the drafter that was filed cites it")
 
 
 def _ops(knowns: list[Known], domain: str, rel: str, spelled: dict[str, str] | None = None) -> list[dict[str, Any]]:
@@ -282,12 +289,12 @@ def distil_domain(
         return _distil_read(project, domain, rel, experiences, report, dry_run, drafter, use_model)
 
 
-def not_drafted(project: Project, domain: str, error: Exception) -> DomainReport:
+def not_drafted(project: Project, domain: str, why: object) -> DomainReport:
     """The report of a domain the drafter failed on (`distil --all`): skipped, saying why; nothing written."""
     rel = f"memory/{domain}/knowledge.md"
     experiences = load_experiences(project.settings.memory_dir, domain, f"memory/{domain}/experiences.jsonl")
     report = DomainReport(domain, rel, experiences.summary())
-    report.skipped = f"not distilled: {error}"
+    report.skipped = f"not distilled: {why}"
     return report
 
 

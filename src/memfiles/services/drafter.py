@@ -152,20 +152,46 @@ class LlmDrafter:
             except _TimedOut:
                 raise DrafterError(
                     f"the drafter at {self.settings.llm_url} did not answer within {self.timeout:g} s (llm_timeout);"
-                    " nothing of this domain was written: try again later, raise llm_timeout, or use --drafter rules"
+                    " nothing of this domain was written: try again later, raise llm_timeout, or use --drafter rules",
+                    unreachable=True,
                 ) from None
             except _Retry as error:
                 problem = str(error)
                 if attempt == self.attempts:
                     raise DrafterError(
                         f"the drafter at {self.settings.llm_url} failed {self.attempts} times, the last: {problem};"
-                        " nothing of this domain was written: try again later, or use --drafter rules"
+                        " nothing of this domain was written: try again later, or use --drafter rules",
+                        unreachable=True,
                     ) from None
                 time.sleep(error.wait if error.wait is not None else self.backoff * 2 ** (attempt - 1))
         try:
             return str(data["choices"][0]["message"]["content"])
         except (KeyError, IndexError, TypeError) as error:
             raise DrafterError(f"the drafter answered in an unknown shape: {str(data)[:200]}") from error
+
+    def _fetch(self, request: urllib.request.Request) -> bytes:
+        """The answer's bytes within `timeout` in all: urlopen's timeout bounds each read of the socket, and a
+        model trickling a byte every few seconds held a 5 s llm_timeout 33 s. Past the deadline the request
+        is left to a daemon thread (it cannot keep the process from ending) and TimeoutError is raised."""
+        import threading
+
+        done: dict[str, Any] = {}
+
+        def fetch() -> None:
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    done["raw"] = response.read()
+            except BaseException as error:  # handed to the caller's thread as it is
+                done["error"] = error
+
+        worker = threading.Thread(target=fetch, name="memfiles-drafter", daemon=True)
+        worker.start()
+        worker.join(self.timeout)
+        if worker.is_alive():
+            raise TimeoutError(f"no answer within {self.timeout:g} s")
+        if "error" in done:
+            raise done["error"]
+        return done["raw"]
 
     def _post(self, body: bytes) -> Any:
         request = urllib.request.Request(
@@ -177,8 +203,7 @@ class LlmDrafter:
         if key:
             request.add_header("Authorization", f"Bearer {key}")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read()
+            raw = self._fetch(request)
         except urllib.error.HTTPError as error:
             reason = f"HTTP {error.code} {error.reason}"
             if error.code in RETRY_STATUS:
@@ -186,7 +211,9 @@ class LlmDrafter:
                 raise _Retry(reason, min(float(after), 30.0) if after.isdigit() else None) from None
             hint = ": check MEMFILES_LLM_API_KEY" if error.code in (401, 403) else ""
             where = self.settings.llm_url
-            raise DrafterError(f"the drafter at {where} refused the request ({reason}){hint}") from None
+            raise DrafterError(
+                f"the drafter at {where} refused the request ({reason}){hint}", unreachable=True
+            ) from None
         except urllib.error.URLError as error:
             if isinstance(error.reason, TimeoutError):
                 raise _TimedOut from None
@@ -243,7 +270,8 @@ class LlmDrafter:
         findings = []
         for op in ops:
             given = op["evidence"]
-            given = [part.strip() for part in given.split(",")] if isinstance(given, str) else list(given)
+            parts = given.split(",") if isinstance(given, str) else given
+            given = [str(part).strip() for part in parts]
             cited = [key for key in given if key in known]
             if not cited:
                 named = ", ".join(str(key) for key in given) or "none"
