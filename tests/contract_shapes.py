@@ -120,7 +120,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "entries": "[entry]",
         "warnings": "[str]",
     },
-    "memsearch": {"query": "str", "hits": "[hit]"},
+    "memsearch": {"query": "str", "hits": "[hit]", "warnings": "[str]"},
     "memsearch --batch": {"id": "any", "query": "str", "hits": "[hit]"},
     "backfill": {
         "indexed": "int",

@@ -237,6 +237,9 @@ class TestBackfillAndWritePath:
         assert "T-001" not in ids_of(result)
         assert "the index is behind the files: memory/todos.md changed since its last sync" in result.stderr
         assert "1 entry no file holds any more left out" in result.stderr
+        # and in the JSON, for an agent that reads stdout alone (it held query and hits only)
+        warned = " ".join(json.loads(result.stdout)["warnings"])
+        assert "the index is behind the files: memory/todos.md changed since its last sync" in warned
         # a write's own index update compares only the file it wrote: the hand edit is still seen
         assert run("add", "-k", "fact", "-t", "Staging has its own keys", "-a", "ops", "--body", "b").exit_code == 0
         result = memsearch("on-call rota", "--json")

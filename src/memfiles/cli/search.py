@@ -70,7 +70,9 @@ class _SearchCommand(JsonErrorsCommand):
     help="Ranking: fused (default), BM25 only, or embeddings only.",
 )
 @click.option("--chroma-url", envvar="MEMFILES_CHROMA_URL", help="Use the Chroma server at this URL.")
-@click.option("--json", "as_json", is_flag=True, help='Print {"query", "hits"} for machines (docs/json.md).')
+@click.option(
+    "--json", "as_json", is_flag=True, help='Print {"query", "hits", "warnings"} for machines (docs/json.md).'
+)
 @root_option
 def memsearch(
     query: str | None,
@@ -134,7 +136,7 @@ def memsearch(
     hits = results[0]
     assert query is not None
     if as_json:
-        print_json({"query": query, "hits": hits})
+        print_json({"query": query, "hits": hits, "warnings": list(client.warnings)})
         return
     if not hits:
         click.echo(NO_HITS, err=True)

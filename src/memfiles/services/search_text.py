@@ -47,7 +47,7 @@ def rendered(
     err = "".join(f"memfiles: warning: {message}\n" for message in warnings)
     err += "".join(f"memfiles: {note}\n" for note in notes)
     if as_json:
-        return json_text({"query": query, "hits": hits}), err
+        return json_text({"query": query, "hits": hits, "warnings": list(warnings)}), err
     if not hits:
         err += NO_HITS + "\n"
     return "".join(line + "\n" for line in hit_lines(hits, query)), err
