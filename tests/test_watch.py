@@ -211,14 +211,17 @@ class TestUsage:
 class TestIdleExit:
     def test_a_watcher_with_no_query_and_no_change_stops_itself(self, watcher: Watcher, root: Path) -> None:
         """--idle-exit: after that many seconds with nothing asked and nothing changed, the watcher stops
-        on its own; a ping (a client only asking whether a watcher runs) does not count as use."""
+        on its own; a ping (a client only asking whether a watcher runs) does not count as use, nor does a
+        status (a status bar polling it kept the watcher and its model in memory for good)."""
         watcher.stop()
         watcher.stop = lambda: None  # type: ignore[method-assign]
         settings = load_settings(root)
         with watching(root, idle_exit=1.0) as idle:
             deadline = time.monotonic() + 60
-            while not idle.stopping.is_set() and time.monotonic() < deadline:  # pinged all along, every 0.2 s
-                request(settings, {"op": "ping"}, timeout=30)
+            turn = 0
+            while not idle.stopping.is_set() and time.monotonic() < deadline:  # asked all along, every 0.2 s
+                request(settings, {"op": "status" if turn % 2 else "ping"}, timeout=30)
+                turn += 1
                 time.sleep(0.2)
             assert idle.stopping.is_set()
 
@@ -234,7 +237,8 @@ class TestIdleExit:
             turn = 0
             while time.monotonic() < busy_until:
                 if turn % 2:
-                    assert request(settings, {"op": "status"}, timeout=30) is not None
+                    asked = {"op": "search", "queries": [["edited", 1]], "filters": {}}
+                    assert request(settings, asked, timeout=30) is not None
                 else:
                     write_atomic(notes, memory_file(entry("K-010", f"Edited {turn} times", "b")))
                 turn += 1

@@ -23,7 +23,9 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     gone = watcher.stale() or ("it was asked to stop" if watcher.stopping.is_set() else None)
     if gone:  # it exits now: the client goes on without a watcher (services/ipc.py request)
         return {"ok": False, "gone": True, "error": f"the watcher is exiting: {gone}"}
-    if op != "ping":  # a ping only asks whether it runs (a client choosing its path), not for work
+    # a ping only asks whether it runs (a client choosing its path), and status how it is (a prompt or a
+    # status bar polling it kept an idle watcher, and its model, in memory for good): neither is work
+    if op not in ("ping", "status"):
         watcher.active()
     if op == "ping":
         return {"ok": True, "pid": os.getpid(), "ready": watcher.ready.is_set(), "failed": watcher.failed}
