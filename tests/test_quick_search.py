@@ -323,6 +323,43 @@ class TestWatcherLeftBehind:
         finally:
             subprocess.run([str(bin_dir / "memfiles"), "watch", "--stop"], env=env, capture_output=True, timeout=120)
 
+    def test_a_changed_idle_exit_holds_after_the_restart_it_causes(self, run: Run, root: Path) -> None:
+        """watch_idle_exit changed while a watcher left behind runs: it starts again on the new settings, but
+        kept the idle exit written on its command line (it exited after the old 600 s, or the old 6). It
+        now reads the setting at each start."""
+        from memfiles.services.ipc import request
+        from memfiles.services.watch.daemon import log_path
+
+        for kind, title, area, body in ENTRIES:
+            assert run("add", "-k", kind, "-t", title, "-a", area, "--body", body).exit_code == 0
+        assert run("backfill").exit_code == 0
+        config = root / "memory" / "memfiles.toml"
+        config.write_text("watch_idle_exit = 600\n")
+        env = {**os.environ, "MEMFILES_ROOT": str(root), "MEMFILES_SEARCH_WATCH": "1"}
+        env.pop("MEMFILES_WATCH_IDLE_EXIT", None)
+        settings = load_settings(root)
+        bin_dir = Path(sys.executable).parent
+        try:
+            first = subprocess.run(
+                [str(bin_dir / "memsearch"), "signing keys"], capture_output=True, text=True, env=env, timeout=600
+            )
+            assert first.returncode == 0 and "started a watcher in the background" in first.stderr, first.stderr
+            for _ in range(1200):
+                if request(settings, {"op": "ping"}, timeout=5) is not None:
+                    break
+                threading.Event().wait(0.25)
+            config.write_text("watch_idle_exit = 2\n")
+            gone = False
+            for _ in range(1200):  # it notices, starts again on the new settings, waits two idle seconds, exits
+                threading.Event().wait(0.25)
+                text = log_path(settings).read_text() if log_path(settings).exists() else ""
+                if "idle exit after 2 s" in text:
+                    gone = True
+                    break
+            assert gone, log_path(settings).read_text()
+        finally:
+            subprocess.run([str(bin_dir / "memfiles"), "watch", "--stop"], env=env, capture_output=True, timeout=120)
+
     def test_a_write_without_watcher_leaves_one_that_indexes_it(self, run: Run, root: Path) -> None:
         """With search_watch on, `add` with an index and no watcher does not open the store: it starts a
         watcher, says so, and the watcher indexes the new entry as it catches up."""

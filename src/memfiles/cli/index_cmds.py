@@ -112,6 +112,9 @@ def _skipped(app: App, unreadable: list[str]) -> list[dict]:
     help="Exit after this many seconds without a query or a change to the memory files (0: never).",
 )
 @click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), hidden=True)
+# A watcher left behind (memsearch, a write, a hook) takes its idle exit from watch_idle_exit as it starts,
+# each start: the number on its command line outlived a change of the setting, which restarts it.
+@click.option("--idle-exit-setting", "idle_from_settings", is_flag=True, hidden=True)
 @pass_app
 def watch(
     app: App,
@@ -121,6 +124,7 @@ def watch(
     reconcile_every: float,
     idle_exit: float,
     log_file: Path | None,
+    idle_from_settings: bool,
 ) -> None:
     """Keep the index in step with the memory files, and answer memsearch warm.
 
@@ -157,6 +161,8 @@ def watch(
         raise
     if settings.index_url:
         raise CommandError("the watcher serves the embedded index; with a Chroma server (index_url) it is not needed")
+    if idle_from_settings:
+        idle_exit = settings.watch_idle_exit
     with errors_to_exit():
         idle_seconds()  # a bad MEMFILES_WATCH_IDLE is refused here, not in a background process
     if not 0 <= idle_exit <= WATCH_IDLE_EXIT_MAX:  # nan and inf too: a typo must not mean "never" silently

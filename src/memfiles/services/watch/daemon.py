@@ -138,7 +138,7 @@ def spawn_background(settings: Settings) -> int | None:
     one watcher per project (WatcherRunning)."""
     try:
         ensure_private_dir(settings.index_dir)
-        command = watch_command(settings, "--idle-exit", f"{settings.watch_idle_exit:g}")
+        command = watch_command(settings, "--idle-exit-setting")  # read again at each start (config restarts)
         # appended, not truncated: a second spawn racing a running watcher must not wipe what it printed
         with open(out_path(settings), "ab") as out:
             child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
