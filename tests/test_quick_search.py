@@ -94,6 +94,23 @@ class TestSameOutput:
         if "--json" in args:
             check_command("memsearch", json.loads(out))
 
+    def test_a_pruned_id_is_said_by_both_paths(
+        self, watched: Path, run: Run, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A search for a pruned id gave unrelated hits matched on its digits and no word of the prune: both
+        paths now warn, on stderr and in the JSON, byte for byte alike."""
+        assert run("prune", "D-001", "--reason", "moved to the ops handbook").exit_code == 0
+        for _ in range(200):  # the watcher syncs the prune
+            answered, out, err = thin(capsys, "D-001", "--json")
+            if answered and "D-001" not in [hit["entry"]["id"] for hit in json.loads(out)["hits"]]:
+                break
+            threading.Event().wait(0.1)
+        said = "D-001 was pruned (moved to the ops handbook): memfiles show D-001 gives it as it was"
+        assert said in json.loads(out)["warnings"] and said in err
+        assert (0, out, err) == full("D-001", "--json")
+        answered, out, err = thin(capsys, "d-1")
+        assert answered and said in err and (0, out, err) == full("d-1")
+
     def test_thin_client_imports_neither_click_nor_numpy(self, watched: Path) -> None:
         """A query answered through the watcher loads none of click, numpy, chromadb or the format, nor even
         json, socket, pathlib or re."""

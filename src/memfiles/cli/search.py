@@ -123,6 +123,10 @@ def memsearch(
         items = _batch(batch_file) if batch_file is not None else [(None, query or "", k)]
         client = connect(settings)
         results = client.search([(q, n) for _, q, n in items], filters, mode)
+        if batch_file is None:  # a pruned id asked for: said, not only unrelated hits on its digits
+            from memfiles.services.search_text import pruned_notes
+
+            client.warnings = [*client.warnings, *pruned_notes(settings.memory_dir, query or "", results[0])]
         for message in client.warnings:
             warn(message)
         started = leave_watcher(settings, client, "so that the next search is fast")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 
@@ -17,6 +18,31 @@ def snippet(body: str, query: str, width: int = 160) -> str:
     start = max(0, at - width // 3)
     piece = flat[start : start + width]
     return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
+
+
+def pruned_notes(memory_dir: Path, query: str, hits: list[dict[str, Any]]) -> list[str]:
+    """For each id the query names that no hit carries and the pruned ledger holds: a warning saying so
+    (a search for a pruned id gave unrelated hits matched on its digits, and no word of the prune)."""
+    from memfiles.format.ids import id_key, id_keys_in
+
+    named = [key for key in dict.fromkeys(id_keys_in(query)) if key is not None]
+    found = {id_key(hit["entry"]["id"]) for hit in hits}
+    missing = [key for key in named if key not in found]
+    if not missing:
+        return []
+    from memfiles.errors import ParseError
+    from memfiles.store.ledger import Ledger
+
+    try:
+        records = Ledger(memory_dir / "pruned.jsonl").read()
+    except (ParseError, OSError):
+        return []  # check names a broken ledger; a search goes on without it
+    notes = []
+    for record in records:
+        if id_key(str(record["id"])) in missing:
+            reason = f" ({record['reason']})" if record.get("reason") else ""
+            notes.append(f"{record['id']} was pruned{reason}: memfiles show {record['id']} gives it as it was")
+    return notes
 
 
 def json_text(value: Any) -> str:

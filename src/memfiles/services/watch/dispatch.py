@@ -133,7 +133,7 @@ def _memsearch(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     from memfiles.errors import MemfilesError
     from memfiles.services.index_client import unreadable_warnings
     from memfiles.services.search_request import request_filters
-    from memfiles.services.search_text import rendered
+    from memfiles.services.search_text import pruned_notes, rendered
 
     try:  # the full command's rules: kinds by name or prefix, statuses any case, an unknown one refused
         filters = request_filters(watcher.project.settings.schema, request)
@@ -144,6 +144,7 @@ def _memsearch(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
         found = keeper.searcher.search(str(request["query"]), int(request["k"]), filters, request.get("mode", "hybrid"))
         hits = hit_objects(found)  # candidates without evidence are not hits (services/hits.py)
         warnings = unreadable_warnings(dict(keeper.catalog.broken))
+    warnings += pruned_notes(watcher.project.settings.memory_dir, str(request["query"]), hits)
     out, err = rendered(str(request["query"]), hits, bool(request.get("json")), warnings)
     return {"ok": True, "out": out, "err": err}
 
