@@ -121,7 +121,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "warnings": "[str]",
     },
     "memsearch": {"query": "str", "hits": "[hit]", "warnings": "[str]"},
-    "memsearch --batch": {"id": "any", "query": "str", "hits": "[hit]"},
+    "memsearch --batch": {"id": "any", "query": "str", "hits": "[hit]", "warnings": "[str]"},
     "backfill": {
         "indexed": "int",
         "retagged": "int",

@@ -170,12 +170,15 @@ class TestDistilErrors:
             write_log(root, "synthesis", base_records())
             url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
             (root / "memory" / "memfiles.toml").write_text(f'llm_url = "{url}"\nllm_timeout = 1\n')
+            started = time.monotonic()
             result = run("distil", "--domain", "synthesis", "--drafter", "llm", "--json")
+            waited = time.monotonic() - started
         finally:
             stop.set()
             listener.close()
         error = json.loads(result.stdout)["error"]
         assert result.exit_code == 2 and "did not answer within 1 s (llm_timeout)" in error["message"]
+        assert waited < 60, waited  # a bound, not a timing: it took 300 s when each read had the whole timeout
 
     def test_drafter_without_url_and_missing_choice_are_usage_errors(self, run: Run, root: Path) -> None:
         """--drafter llm with no llm_url configured, or neither --domain nor --all: exit 2."""
@@ -204,17 +207,18 @@ class TestWhatTheModelIsGiven:
                     "**Hold fails after placement.** One enable drove 400 flops. Cap the fanout at 16.",
                     ",".join(hold),  # a string, not a list: read as the runs it names
                 ),
-                # r2 signed off using it: filed on r2 alone (r1 did not sign off)
+                # r2 signed off using it (written `--max-fanout 16` there): filed on r2 alone (r1 did not sign off)
                 add_op(
                     "Successful Tool Flags",
-                    "--max-fanout 16 closes hold",
-                    "**--max-fanout 16.** Closed.",
+                    "--max-fanout=16 closes hold",
+                    "**--max-fanout=16.** Closed.",
                     ["r1", " r2"],
                 ),
                 # failed runs only: not a successful flag
                 add_op("Successful Tool Flags", "Timing closes with abc -D 1250", "**abc -D 1250.** Closed.", failed),
-                # a signed-off run that never used the flag: not filed either
+                # a signed-off run that never used the flag: not filed either (r2 used abc -D 1250, not 12500)
                 add_op("Successful Tool Flags", "Timing closes with abc -X 9", "**abc -X 9.** Closed.", ["r3"]),
+                add_op("Successful Tool Flags", "Timing closes with abc -D 12500", "**abc -D 12500.**", ["r2"]),
                 add_op("PDK / Tool Quirks", "A quirk from nowhere", "**No run says this.** Made up.", ["no-such-run"]),
             ]
             return 200, json.dumps({"ops": ops})
@@ -230,12 +234,13 @@ class TestWhatTheModelIsGiven:
             assert {"run", "date", "signoff", "issues", "fixes"} <= set(given[0]) and given[0]["signoff"] is False
             report = json.loads(result.stdout)["domains"][0]
             filed = {e.title: e for e in knowledge(root).entries}
-            assert set(filed) == {"Hold violations after placement", "--max-fanout 16 closes hold"}
+            assert set(filed) == {"Hold violations after placement", "--max-fanout=16 closes hold"}
             assert filed["Hold violations after placement"].failed == ("r1",)
-            assert filed["--max-fanout 16 closes hold"].evidence == ("r2",)  # " r2" trimmed, as a string's ids
+            assert filed["--max-fanout=16 closes hold"].evidence == ("r2",)  # " r2" trimmed, as a string's ids
             warned = " | ".join(report["warnings"])
             assert "'Timing closes with abc -D 1250': no run it cites (r1) signed off using a flag it names" in warned
             assert "'Timing closes with abc -X 9': no run it cites (r3) signed off" in warned
+            assert "'Timing closes with abc -D 12500': no run it cites (r2) signed off" in warned
             assert "'A quirk from nowhere' names no run of this batch (evidence: no-such-run): not filed" in warned
             ignored = {d["run"] for d in report["decisions"] if d["action"] == "ignored"}
             assert ignored == {"r3", "r4"}  # r3 cited only by a flag not filed: said in --explain, not left out
@@ -273,5 +278,34 @@ class TestWhatTheModelIsGiven:
             assert "not distilled, the drafter failed: timing, zlast" in result.stderr
             alone = run("distil", "--domain", "timing", "--drafter", "llm", "--json")
             assert alone.exit_code == 2 and json.loads(alone.stdout)["error"]["code"] == "drafter"
+        finally:
+            model.close()
+
+    def test_a_request_one_domain_cannot_make_does_not_stop_the_next(self, run: Run, root: Path) -> None:
+        """A 400 (a domain's records too long for the model, say) is that domain's: the next is asked
+        (review: every status but 401/403/404 had stopped --all). 401 stops it, and names the key."""
+
+        def by_domain(body: dict) -> tuple[int, str]:
+            domain = json.loads(body["messages"][1]["content"].split("\n", 1)[1])["summary"]["domain"]
+            if domain == "big":
+                return 400, "{}"
+            if domain == "locked":
+                return 401, "{}"
+            title, body = "Hold violations after placement", "**Hold fails after placement.** Cap the fanout at 16."
+            return 200, json.dumps({"ops": [add_op("Known Failure Patterns", title, body, ["r2"])]})
+
+        model = Model(by_domain)
+        try:
+            for domain in ("big", "locked", "synthesis"):
+                write_log(root, domain, base_records())
+            (root / "memory" / "memfiles.toml").write_text(f'llm_url = "{model.url}"\n')
+            result = run("distil", "--domain", "big", "--domain", "synthesis", "--drafter", "llm", "--json")
+            assert result.exit_code == 1, result.output
+            assert [e.title for e in knowledge(root).entries] == ["Hold violations after placement"]
+            stopped = run("distil", "--domain", "locked", "--domain", "big", "--drafter", "llm", "--json")
+            error = json.loads(stopped.stdout)["error"]
+            assert (
+                stopped.exit_code == 2 and "HTTP 401" in error["message"] and "MEMFILES_LLM_API_KEY" in error["message"]
+            )
         finally:
             model.close()

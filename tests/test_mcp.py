@@ -207,6 +207,8 @@ def test_show_reads_past_a_broken_file_and_shows_a_pruned_entry(root: Path, run:
         assert pruned["title"] == "Drop the cache" and pruned["pruned"]["reason"] == "done elsewhere"
         text = (await client.read_resource("memfiles://T-2")).contents[0].text
         assert "was pruned on" in text and "done elsewhere" in text and "### T-002: Drop the cache" in text
+        searched = data(await client.call_tool("search", {"query": "T-002"}))  # as memsearch says it
+        assert "T-002 was pruned (done elsewhere): memfiles show T-002 gives it as it was" in searched["warnings"]
 
     drive(root, scenario, "--no-watch")
 

@@ -154,6 +154,22 @@ class TestInProcess:
         """The in-process path loads neither click nor chromadb nor torch."""
         assert loaded_by("here", ("click", "chromadb", "torch")) == "[]"
 
+    def test_a_pruned_id_is_said_in_process_too(
+        self, indexed: Path, run: Run, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """With no watcher the in-process path answers (the first search of all): it said nothing of a
+        pruned id the full command warns of (review). The same bytes; a --batch line carries it too."""
+        assert run("prune", "D-001", "--reason", "moved to the ops handbook").exit_code == 0
+        said = "D-001 was pruned (moved to the ops handbook): memfiles show D-001 gives it as it was"
+        answered, out, err = plain(capsys, "D-001", "--json")
+        assert answered and said in json.loads(out)["warnings"] and said in err
+        assert (0, out, err) == full("D-001", "--json")
+        batch = indexed / "q.jsonl"
+        batch.write_text('{"id": "a", "query": "d-1"}\n{"id": "b", "query": "signing keys"}\n')
+        code, out, _err = full("--batch", str(batch))
+        lines = [json.loads(line) for line in out.splitlines()]
+        assert code == 0 and said in lines[0]["warnings"] and said not in lines[1]["warnings"]
+
     def test_what_it_cannot_word_goes_to_the_full_command(
         self, indexed: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:

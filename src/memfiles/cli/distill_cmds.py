@@ -133,7 +133,7 @@ def distil(
         errors: list[DrafterError] = []
         for d in chosen:  # each domain is its own write: one the drafter failed on does not undo the others
             if errors and errors[-1].unreachable:  # the endpoint failed: asking again costs as much, for nothing
-                reports.append(not_drafted(app.project, d, f"not asked: the drafter failed on {failed[0]}"))
+                reports.append(not_drafted(app.project, d, f"not asked: the drafter failed on {failed[-1]}"))
                 failed.append(d)
                 continue
             try:
@@ -143,7 +143,7 @@ def distil(
                 failed.append(d)
                 errors.append(error)
         if errors and len(failed) == len(chosen):  # no domain written: the refusal, as for one domain
-            raise errors[0]
+            raise errors[-1]  # the last: an endpoint that failed stopped the domains after it
     for report in reports:
         for line in report.warnings:
             warn(line)

@@ -166,7 +166,10 @@ def here(argv: list[str]) -> bool:
         _print(json_text(error_for(error)) if args["json"] else "", f"memfiles: {error}\n")
         raise SystemExit(error.exit_code) from None
     started = leave_watcher(settings, client, "so that the next search is fast")
-    _print(*rendered(query, hits, bool(args["json"]), client.warnings, (started,) if started else ()))
+    from memfiles.services.search_text import pruned_notes
+
+    warnings = [*client.warnings, *pruned_notes(settings.memory_dir, settings.schema.prefixes, query, hits)]
+    _print(*rendered(query, hits, bool(args["json"]), warnings, (started,) if started else ()))
     return True
 
 

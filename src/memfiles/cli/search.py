@@ -60,7 +60,7 @@ class _SearchCommand(JsonErrorsCommand):
     "--batch",
     "batch_file",
     type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
-    help='JSON lines {"id", "query", "k"} in; one {"id", "query", "hits"} line out per query.',
+    help='JSON lines {"id", "query", "k"} in; one {"id", "query", "hits", "warnings"} line out per query.',
 )
 @click.option(
     "--mode",
@@ -106,6 +106,7 @@ def memsearch(
     from memfiles.format.validate import is_date
     from memfiles.services.index_client import connect, leave_watcher
     from memfiles.services.search_request import request_filters
+    from memfiles.services.search_text import pruned_notes
 
     # --batch answers in JSON lines whatever the flags, so its refusals are JSON too
     with errors_to_exit(as_json or batch_file is not None, one_line=batch_file is not None):
@@ -123,18 +124,22 @@ def memsearch(
         items = _batch(batch_file) if batch_file is not None else [(None, query or "", k)]
         client = connect(settings)
         results = client.search([(q, n) for _, q, n in items], filters, mode)
+        prefixes = settings.schema.prefixes
+        noted = [
+            pruned_notes(settings.memory_dir, prefixes, text, hits)
+            for (_, text, _), hits in zip(items, results, strict=True)
+        ]
         if batch_file is None:  # a pruned id asked for: said, not only unrelated hits on its digits
-            from memfiles.services.search_text import pruned_notes
-
-            client.warnings = [*client.warnings, *pruned_notes(settings.memory_dir, query or "", results[0])]
+            client.warnings = [*client.warnings, *noted[0]]
         for message in client.warnings:
             warn(message)
         started = leave_watcher(settings, client, "so that the next search is fast")
         if started is not None:
             click.echo(f"memfiles: {started}", err=True)
         if batch_file is not None:
-            for (item_id, text, _), hits in zip(items, results, strict=True):
-                line = json.dumps({"id": item_id, "query": text, "hits": hits}, ensure_ascii=False)
+            for (item_id, text, _), hits, notes in zip(items, results, noted, strict=True):
+                said = [*client.warnings, *notes]  # each line as a single query's JSON carries them
+                line = json.dumps({"id": item_id, "query": text, "hits": hits, "warnings": said}, ensure_ascii=False)
                 sys.stdout.write(line + "\n")
             return
     hits = results[0]

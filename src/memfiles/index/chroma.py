@@ -223,19 +223,18 @@ _OPENED: dict[str, tuple[int, int] | None] = {}
 
 def served_name(settings: Settings, name: str) -> str:
     """The collection `name` on a Chroma server, with the project's part: `index_collection`, else the root
-    folder's name and a key of its place (this machine, its full path). One server may hold many projects'
-    indexes, and a backfill removes from its collection every entry its files do not hold: two projects in
-    one collection searched and removed each other's entries, two folders named `app` as well. Clones of
-    one project share theirs by giving one index_collection."""
+    folder's name and a key of its full path (not of the machine: a container gets a new host name each
+    run). One server may hold many projects' indexes, and a backfill removes from its collection every
+    entry its files do not hold: two projects in one collection searched and removed each other's entries,
+    two folders named `app` as well. Clones of one project share theirs by giving one index_collection."""
     if settings.index_collection:
         return f"{name}-{settings.index_collection}"
     import hashlib
     import re
-    import socket
 
     folder = re.sub(r"[^a-z0-9._-]+", "-", settings.root.name.lower())
     folder = re.sub(r"\.{2,}", ".", folder)[:30].strip("-._") or "project"  # Chroma refuses `..`, a bad end
-    place = hashlib.sha256(f"{socket.gethostname()}\0{settings.root.resolve()}".encode()).hexdigest()[:8]
+    place = hashlib.sha256(str(settings.root.resolve()).encode()).hexdigest()[:8]
     return f"{name}-{folder}-{place}"
 
 

@@ -127,6 +127,9 @@ class Tools:
         warnings: list[str] = []
         raw, _source = filtered_search(self.settings, [(query, filters, k)], warnings=warnings)
         hits = to_hits(EntryReader(self.project), raw[0], query, k)
+        from memfiles.services.search_text import pruned_notes  # a pruned id asked for, as memsearch says it
+
+        warnings += pruned_notes(self.settings.memory_dir, self.settings.schema.prefixes, query, hits)
         return {"query": query, "hits": hits, "warnings": warnings}
 
     def show(self, entry_id: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from memfiles.format.parse import parse
 from memfiles.format.wrap import one_line
 from memfiles.services.experiences import Experiences, Record, load_experiences, tool_flags
 from memfiles.services.filing import Decision, Filer
+from memfiles.services.flags import find_flags
 from memfiles.services.knowledge import FLAGS, NOTES, QUIRKS, SECTIONS, Known, known_from, sentence
 from memfiles.services.matching import Similarity
 from memfiles.store.fileio import read_memory_text
@@ -127,9 +128,11 @@ def _llm_findings(filer: Filer, findings: list[Any], records: list[Record], warn
         runs = [by_key[k] for k in finding.evidence if k in by_key]
         if not runs:
             continue
-        if finding.section == FLAGS:
-            text = f"{finding.title} {finding.body}"
-            used = [r for r in runs if r.signoff and any(flag.text in text for flag in tool_flags(r))]
+        if finding.section == FLAGS:  # flags compared as flags (`--max-fanout=16` is `--max-fanout 16`), not text
+            named = find_flags(f"{finding.title}\n{finding.body}")
+            used = [
+                r for r in runs if r.signoff and any(mine.covers(theirs) for mine in named for theirs in tool_flags(r))
+            ]
             if not used:
                 cited = ", ".join(record.key for record in runs)
                 warnings.append(

@@ -211,9 +211,10 @@ class LlmDrafter:
                 raise _Retry(reason, min(float(after), 30.0) if after.isdigit() else None) from None
             hint = ": check MEMFILES_LLM_API_KEY" if error.code in (401, 403) else ""
             where = self.settings.llm_url
-            raise DrafterError(
-                f"the drafter at {where} refused the request ({reason}){hint}", unreachable=True
-            ) from None
+            # 401/403 (the key) and 404 (the URL) fail every domain alike; a 400 or 413 may be this domain's
+            # records (too long for the model's context), and the next domain is still worth asking
+            unreachable = error.code in (401, 403, 404)
+            raise DrafterError(f"the drafter at {where} refused the request ({reason}){hint}", unreachable) from None
         except urllib.error.URLError as error:
             if isinstance(error.reason, TimeoutError):
                 raise _TimedOut from None

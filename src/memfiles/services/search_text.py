@@ -20,29 +20,55 @@ def snippet(body: str, query: str, width: int = 160) -> str:
     return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
 
 
-def pruned_notes(memory_dir: Path, query: str, hits: list[dict[str, Any]]) -> list[str]:
-    """For each id the query names that no hit carries and the pruned ledger holds: a warning saying so
-    (a search for a pruned id gave unrelated hits matched on its digits, and no word of the prune)."""
+PRUNED_NOTES = 3  # at most this many ids named in one query are looked up in the ledger
+
+
+def pruned_notes(memory_dir: Path, prefixes: Any, query: str, hits: list[dict[str, Any]]) -> list[str]:
+    """For each id of a known kind (`prefixes`) the query names that no hit carries and the pruned ledger
+    holds: a warning saying so (a search for a pruned id gave unrelated hits matched on its digits, and no
+    word of the prune). `UTF-8` or `SHA-256` is no id unless U or SHA is a kind's prefix; the ledger is read
+    once per change of the file."""
     from memfiles.format.ids import id_key, id_keys_in
 
-    named = [key for key in dict.fromkeys(id_keys_in(query)) if key is not None]
     found = {id_key(hit["entry"]["id"]) for hit in hits}
-    missing = [key for key in named if key not in found]
+    named = [key for key in dict.fromkeys(id_keys_in(query)) if key is not None and key[0] in prefixes]
+    missing = [key for key in named if key not in found][:PRUNED_NOTES]
     if not missing:
         return []
-    from memfiles.errors import ParseError
-    from memfiles.store.ledger import Ledger
-
-    try:
-        records = Ledger(memory_dir / "pruned.jsonl").read()
-    except (ParseError, OSError):
-        return []  # check names a broken ledger; a search goes on without it
+    records = _pruned(memory_dir / "pruned.jsonl")
     notes = []
-    for record in records:
-        if id_key(str(record["id"])) in missing:
+    for key in missing:
+        record = records.get(key)
+        if record is not None:
             reason = f" ({record['reason']})" if record.get("reason") else ""
             notes.append(f"{record['id']} was pruned{reason}: memfiles show {record['id']} gives it as it was")
     return notes
+
+
+_PRUNED: dict[str, tuple[tuple[int, int], dict[Any, dict[str, Any]]]] = {}  # path -> (mtime, size), records
+
+
+def _pruned(path: Path) -> dict[Any, dict[str, Any]]:
+    """The pruned ledger's records by id key, read again only when the file changed (a watcher answers many
+    searches); {} when there is none or it does not read (check names a broken ledger)."""
+    from memfiles.errors import ParseError
+    from memfiles.format.ids import id_key
+    from memfiles.store.ledger import Ledger
+
+    try:
+        stat = path.stat()
+    except OSError:
+        return {}
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    known = _PRUNED.get(str(path))
+    if known is not None and known[0] == stamp:
+        return known[1]
+    try:
+        records = {id_key(str(record["id"])): record for record in Ledger(path).read()}
+    except (ParseError, OSError):
+        records = {}
+    _PRUNED[str(path)] = (stamp, records)
+    return records
 
 
 def json_text(value: Any) -> str:

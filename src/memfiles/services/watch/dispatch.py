@@ -144,7 +144,8 @@ def _memsearch(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
         found = keeper.searcher.search(str(request["query"]), int(request["k"]), filters, request.get("mode", "hybrid"))
         hits = hit_objects(found)  # candidates without evidence are not hits (services/hits.py)
         warnings = unreadable_warnings(dict(keeper.catalog.broken))
-    warnings += pruned_notes(watcher.project.settings.memory_dir, str(request["query"]), hits)
+    settings = watcher.project.settings
+    warnings += pruned_notes(settings.memory_dir, settings.schema.prefixes, str(request["query"]), hits)
     out, err = rendered(str(request["query"]), hits, bool(request.get("json")), warnings)
     return {"ok": True, "out": out, "err": err}
 
