@@ -47,6 +47,21 @@ class Model:
         self.server.shutdown()
 
 
+def by_domain(refused: dict[str, int], asked: list[str] | None = None) -> Model:
+    """A model that answers each domain in `refused` with that HTTP status, and any other with one finding."""
+
+    def answer(body: dict) -> tuple[int, str]:
+        domain = json.loads(body["messages"][1]["content"].split("\n", 1)[1])["summary"]["domain"]
+        if asked is not None:
+            asked.append(domain)
+        if domain in refused:
+            return refused[domain], "{}"
+        title, text = "Hold violations after placement", "**Hold fails after placement.** Cap the fanout at 16."
+        return 200, json.dumps({"ops": [add_op("Known Failure Patterns", title, text, ["r2"])]})
+
+    return Model(answer)
+
+
 def records_of(body: dict) -> list[dict]:
     """The records a request gave the model (its last user message: JSON after the first line)."""
     text = body["messages"][1]["content"]
@@ -252,15 +267,7 @@ class TestWhatTheModelIsGiven:
         not asked (each would wait as long, for nothing); every domain failed is the refusal (exit 2)."""
         asked: list[str] = []
 
-        def by_domain(body: dict) -> tuple[int, str]:
-            domain = json.loads(body["messages"][1]["content"].split("\n", 1)[1])["summary"]["domain"]
-            asked.append(domain)
-            if domain == "timing":
-                return 500, "{}"
-            title, body = "Hold violations after placement", "**Hold fails after placement.** Cap the fanout at 16."
-            return 200, json.dumps({"ops": [add_op("Known Failure Patterns", title, body, ["r2"])]})
-
-        model = Model(by_domain)
+        model = by_domain({"timing": 500}, asked)
         try:
             for domain in ("synthesis", "timing", "zlast"):
                 write_log(root, domain, base_records())
@@ -285,16 +292,7 @@ class TestWhatTheModelIsGiven:
         """A 400 (a domain's records too long for the model, say) is that domain's: the next is asked
         (review: every status but 401/403/404 had stopped --all). 401 stops it, and names the key."""
 
-        def by_domain(body: dict) -> tuple[int, str]:
-            domain = json.loads(body["messages"][1]["content"].split("\n", 1)[1])["summary"]["domain"]
-            if domain == "big":
-                return 400, "{}"
-            if domain == "locked":
-                return 401, "{}"
-            title, body = "Hold violations after placement", "**Hold fails after placement.** Cap the fanout at 16."
-            return 200, json.dumps({"ops": [add_op("Known Failure Patterns", title, body, ["r2"])]})
-
-        model = Model(by_domain)
+        model = by_domain({"big": 400, "locked": 401})
         try:
             for domain in ("big", "locked", "synthesis"):
                 write_log(root, domain, base_records())

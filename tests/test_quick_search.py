@@ -292,6 +292,14 @@ class TestHandsOver:
         assert thin(capsys, "anything") == (False, "", "")
 
 
+def leave_a_watcher(bin_dir: Path, env: dict[str, str]) -> None:
+    """A memsearch that finds no watcher, and says it left one behind."""
+    first = subprocess.run(
+        [str(bin_dir / "memsearch"), "signing keys"], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert first.returncode == 0 and "started a watcher in the background" in first.stderr, first.stderr
+
+
 class TestWatcherLeftBehind:
     def test_a_search_without_watcher_leaves_one_and_the_next_is_thin(
         self, run: Run, root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
@@ -340,10 +348,7 @@ class TestWatcherLeftBehind:
         settings = load_settings(root)
         bin_dir = Path(sys.executable).parent
         try:
-            first = subprocess.run(
-                [str(bin_dir / "memsearch"), "signing keys"], capture_output=True, text=True, env=env, timeout=600
-            )
-            assert first.returncode == 0 and "started a watcher in the background" in first.stderr, first.stderr
+            leave_a_watcher(bin_dir, env)
             seen = False
             for _ in range(1200):  # it starts, catches up, waits two idle seconds and exits
                 answer = request(settings, {"op": "ping"}, timeout=5)
@@ -373,10 +378,7 @@ class TestWatcherLeftBehind:
         settings = load_settings(root)
         bin_dir = Path(sys.executable).parent
         try:
-            first = subprocess.run(
-                [str(bin_dir / "memsearch"), "signing keys"], capture_output=True, text=True, env=env, timeout=600
-            )
-            assert first.returncode == 0 and "started a watcher in the background" in first.stderr, first.stderr
+            leave_a_watcher(bin_dir, env)
             for _ in range(1200):
                 if request(settings, {"op": "ping"}, timeout=5) is not None:
                     break
