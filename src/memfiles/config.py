@@ -52,7 +52,8 @@ class Settings:
     index_timeout: float = 2.0
     index_url: str | None = None
     # On a Chroma server (index_url), which may hold many projects' indexes: the project's part of its
-    # collection's name. Clones that give the same one share an index; default: the root folder's name.
+    # collection's name. Clones that give the same one share an index; default: the root folder's name and
+    # a key of its full path (index/chroma.py served_name).
     index_collection: str | None = None
     model: str | None = None
     docs_dir: str = "docs"
