@@ -42,6 +42,8 @@ BAD_SETTINGS = [
     ('index_url = "http://user:pw@host:8000"', "index_url", "with no user, query or fragment"),
     ('index_url = "http://host:8000/?tenant=x"', "index_url", "with no user, query or fragment"),
     ('index_collection = "my project"', "index_collection", "must be 1-40 letters, digits"),
+    ("llm_timeout = 0", "llm_timeout", "above 0 up to 3600"),
+    ('llm_timeout = "2m"', "llm_timeout", 'got "2m"'),
     ('index_collection = "a..b"', "index_collection", "(no '..')"),
     ('index_collection = "-team"', "index_collection", 'got "-team"'),
     ("index_collection = 7", "index_collection", "got 7"),
@@ -351,6 +353,8 @@ BAD_ENV = [
     ("MEMFILES_INDEX_TIMEOUT", "nan", 'got "nan"'),
     ("MEMFILES_INDEX_TIMEOUT", "1e9", 'got "1e9"'),
     ("MEMFILES_CHROMA_URL", "ht tp://x", "http:// or https:// URL (or host:port)"),
+    ("MEMFILES_LLM_TIMEOUT", "soon", 'got "soon"'),
+    ("MEMFILES_INDEX_COLLECTION", "a b", "must be 1-40 letters, digits"),
     ("MEMFILES_CHROMA_URL", "http://", 'got "http://"'),
     ("MEMFILES_LLM_URL", "localhost:8080", "http:// or https:// URL"),
     ("MEMFILES_WATCH_IDLE_EXIT", "2h", 'from 0 up to 604800, got "2h"'),
@@ -390,6 +394,16 @@ class TestCommandLine:
             assert result.stderr == (
                 "memfiles: memory/memfiles.toml: id_width: must be a whole number from 1 to 9, got -3\n"
             )
+        assert snapshot(root) == before
+
+    def test_settings_that_cannot_be_read_refuse_a_write_and_change_nothing(self, run: Run, root: Path) -> None:
+        """memory/memfiles.toml as a folder (it was skipped, and the write went on with the defaults): exit 2
+        naming it, nothing written."""
+        (root / "memory" / "memfiles.toml").mkdir()
+        before = snapshot(root)
+        result = run("add", "-k", "D", "-t", "t", "-a", "a", "--body", "b")
+        assert result.exit_code == 2
+        assert result.stderr == "memfiles: memory/memfiles.toml: cannot be read as settings: it is a folder\n"
         assert snapshot(root) == before
 
     def test_bad_environment_variable_refuses_list(self, run: Run, monkeypatch) -> None:

@@ -269,7 +269,7 @@ class TestWhatTheModelIsGiven:
 
         model = by_domain({"timing": 500}, asked)
         try:
-            for domain in ("synthesis", "timing", "zlast"):
+            for domain in ("synthesis", "timing", "zlast", "zzlast"):
                 write_log(root, domain, base_records())
             (root / "memory" / "memfiles.toml").write_text(f'llm_url = "{model.url}"\n')
             result = run("distil", "--all", "--drafter", "llm", "--json")
@@ -278,11 +278,13 @@ class TestWhatTheModelIsGiven:
             assert reports["timing"]["skipped"].startswith("not distilled: the drafter at")
             assert "HTTP 500" in reports["timing"]["skipped"]
             assert reports["zlast"]["skipped"] == "not distilled: not asked: the drafter failed on timing"
+            # the domain that stopped it, not the last one skipped (review of the last read)
+            assert reports["zzlast"]["skipped"] == "not distilled: not asked: the drafter failed on timing"
             assert set(asked) == {"synthesis", "timing"}
             assert not (root / "memory" / "timing" / "knowledge.md").exists()
             assert not (root / "memory" / "zlast" / "knowledge.md").exists()
             assert [e.title for e in knowledge(root).entries] == ["Hold violations after placement"]
-            assert "not distilled, the drafter failed: timing, zlast" in result.stderr
+            assert "not distilled, the drafter failed: timing, zlast, zzlast" in result.stderr
             alone = run("distil", "--domain", "timing", "--drafter", "llm", "--json")
             assert alone.exit_code == 2 and json.loads(alone.stdout)["error"]["code"] == "drafter"
         finally:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 
 
@@ -9,7 +11,8 @@ class MemfilesError(Exception):
     """Base of every error memfiles raises for a reason it can explain."""
 
     exit_code = 2
-    # The `code` of the JSON error object (docs/json.md): usage, parse, op, config, lock, index, refused, io.
+    # The `code` of the JSON error object (docs/json.md): usage, parse, op, config, lock, index, refused, io,
+    # ambiguous, drafter.
     code = "usage"
 
 
@@ -176,3 +179,17 @@ class IndexUnavailable(MemfilesError):
     """The semantic index cannot be reached, is busy, or does not exist yet."""
 
     code = "index"
+
+
+def os_error(error: OSError) -> MemfilesError:
+    """An OSError that reached a command (a state file that is a folder, a full disk) as an `io` error
+    naming its file, relative to the current folder when it lies below it."""
+    reason = (error.strerror or str(error)).lower()
+    if error.filename is None:
+        unnamed = MemfilesError(reason)
+        unnamed.code = "io"
+        return unnamed
+    path = Path(os.fsdecode(error.filename))
+    with contextlib.suppress(ValueError):
+        path = path.resolve().relative_to(Path.cwd().resolve())
+    return ReadError(path, reason)

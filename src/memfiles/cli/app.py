@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +15,7 @@ import click
 from memfiles.cli.argv import json_requested
 from memfiles.config import Settings, load_settings
 from memfiles.contract import error_for, error_object
-from memfiles.errors import MemfilesError, ReadError
+from memfiles.errors import MemfilesError, os_error  # os_error: re-exported, as callers use it
 from memfiles.store.project import Project
 
 
@@ -57,20 +55,6 @@ def error_json(error: Exception) -> dict[str, Any]:
     if isinstance(error, click.UsageError):
         return error_object("usage", error.format_message())
     return error_for(error)
-
-
-def os_error(error: OSError) -> MemfilesError:
-    """An OSError that reached a command (a state file that is a folder, a full disk) as an `io` error
-    naming its file, relative to the current folder when it lies below it."""
-    reason = (error.strerror or str(error)).lower()
-    if error.filename is None:
-        unnamed = MemfilesError(reason)
-        unnamed.code = "io"
-        return unnamed
-    path = Path(os.fsdecode(error.filename))
-    with contextlib.suppress(ValueError):
-        path = path.resolve().relative_to(Path.cwd().resolve())
-    return ReadError(path, reason)
 
 
 def _wants_json() -> bool:

@@ -131,9 +131,10 @@ def distil(
         reports = []
         failed: list[str] = []
         errors: list[DrafterError] = []
+        stopped_on = None  # the domain on which the endpoint itself failed: the ones after it are not asked
         for d in chosen:  # each domain is its own write: one the drafter failed on does not undo the others
-            if errors and errors[-1].unreachable:  # the endpoint failed: asking again costs as much, for nothing
-                reports.append(not_drafted(app.project, d, f"not asked: the drafter failed on {failed[-1]}"))
+            if stopped_on is not None:  # asking again would cost as much, for nothing
+                reports.append(not_drafted(app.project, d, f"not asked: the drafter failed on {stopped_on}"))
                 failed.append(d)
                 continue
             try:
@@ -142,6 +143,7 @@ def distil(
                 reports.append(not_drafted(app.project, d, error))
                 failed.append(d)
                 errors.append(error)
+                stopped_on = d if error.unreachable else None
         if errors and len(failed) == len(chosen):  # no domain written: the refusal, as for one domain
             raise errors[-1]  # the last: an endpoint that failed stopped the domains after it
     for report in reports:

@@ -23,7 +23,7 @@ from pydantic import Field
 from memfiles import __version__
 from memfiles.config import Settings
 from memfiles.contract import error_for, error_object
-from memfiles.errors import MemfilesError
+from memfiles.errors import MemfilesError, os_error
 from memfiles.format.ids import normalize_id
 from memfiles.services.recall import DEFAULT_K, TRIGGERS
 from memfiles.store.project import Project
@@ -52,8 +52,6 @@ def _guard(call: Callable[[], T]) -> T:
     except MemfilesError as error:
         raise ToolError(str(error)) from error
     except OSError as error:  # a state file that is a folder, a full disk: `io`, naming the file, as the CLI says
-        from memfiles.cli.app import os_error
-
         said = os_error(error)
         raise ToolError(str(said)) from said
 
