@@ -8,11 +8,15 @@ TORCH ?= torch==2.13.0
 
 .PHONY: install demo deps test lint bench clean
 
+# --no-cache-dir: the wheels are not copied into ~/.cache/pip as well (torch alone is hundreds of MB; a
+# CI run once ran out of disk space there, mid-install).
+PIP := $(PY) -m pip install -q --no-cache-dir
+
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q $(TORCH)
-	$(PY) -m pip install -q -e '.[index,lsp,mcp,dev]'
+	$(PIP) --upgrade pip
+	$(PIP) $(TORCH)
+	$(PIP) -e '.[index,lsp,mcp,dev]'
 	touch $@
 
 install: $(VENV)/.installed
