@@ -57,6 +57,22 @@ class TestAdd:
         assert item[0].startswith("- item") and all(line.startswith("  item") for line in item[1:])
         assert " ".join(line.strip() for line in item) == listing
 
+    def test_a_list_item_written_across_lines_is_reflowed_whole(self, run: Run, root: Path) -> None:
+        """A list item a person wrapped a little wider than 100 columns: its paragraph is re-flowed as one,
+        not each line cut alone (which left a stub of a word or two under every long line). A hard break
+        and the next item are kept; an item of short lines is left as written."""
+        long = "- " + " ".join(["alpha"] * 17) + "\n  " + " ".join(["beta"] * 20) + "\n  " + "gamma " * 17
+        body = f"{long.rstrip()}  \n  after the break\n- short one\n  kept as written\n"
+        result = run("add", "-k", "L", "-t", "Reflow", "-a", "format", input=body)
+        assert result.exit_code == 0, result.output
+        lines = parse((root / "memory" / "lessons.md").read_text()).entries[0].body.split("\n")
+        assert all(len(line) <= 100 for line in lines)
+        assert all(len(line) > 60 for line in lines[:-4]), lines  # no stubs: every line but the item's last is full
+        assert lines[-4].endswith("gamma  ") and lines[-3:] == ["  after the break", "- short one", "  kept as written"]
+        words = " ".join(line.strip() for line in lines[:-3]).split()
+        assert words == ["-"] + ["alpha"] * 17 + ["beta"] * 20 + ["gamma"] * 17
+        assert run("check").exit_code == 0
+
     def test_a_body_awaited_on_an_open_stdin_is_announced(self, root: Path, tmp_path: Path) -> None:
         """`add` with no --body and a standard input its caller left open (an agent's tool keeping the pipe):
         after a while, stderr says the body is awaited and how to give it, and the body sent then is

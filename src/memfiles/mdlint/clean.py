@@ -5,8 +5,9 @@ what memfiles writes passes the lint rule set (docs/lint.md). Each step is one a
 Markdown cannot see: tabs become spaces, trailing spaces go, a bare URL gets the angle brackets that
 make it the same link, `#tag` at a line start is escaped so it stays text, `*`/`+` bullets become the
 `-` the metadata uses, a list, heading or fence gets the blank line around it that it has in the
-rendering anyway, and a long list item or quote line is wrapped under its own marker. Code (fenced or
-indented) is left as written apart from trailing spaces. Stdlib only: no PyMarkdown on the write path.
+rendering anyway, and a long list item (its whole paragraph) or quote line is wrapped under its own
+marker. Code (fenced or indented) is left as written apart from trailing spaces. Stdlib only: no
+PyMarkdown on the write path.
 
 `fix_markup` is every step but wrapping; fmt uses it (fmt never re-wraps a body: @@D-006).
 """
@@ -252,13 +253,48 @@ def clean_body(text: str, width: int) -> str:
     lines = cleaned.split("\n")
     roles = _fence_roles(lines)
     out: list[str] = []
-    for index, line in enumerate(lines):
+    index = 0
+    while index < len(lines):
+        line = lines[index]
         code = line.startswith("    ") and (not out or not out[-1].strip() or out[-1].startswith("    "))
-        if roles[index] or code or len(line) <= width or " " not in line.strip():
-            out.append(line)
-            continue
-        out.extend(wrap_line(line, width))
+        end = _item_end(lines, roles, index) if not roles[index] and not code else index + 1
+        run = lines[index:end]
+        if roles[index] or code or all(len(part) <= width for part in run) or " " not in line.strip():
+            out.extend(run)
+        else:
+            # A list item's paragraph is re-flowed whole: wrapping each of its lines alone would leave a
+            # stub of a word or two under every long one. Joined by spaces, it renders the same.
+            out.extend(wrap_line(" ".join([line.rstrip(), *(part.strip() for part in run[1:])]) + _tail(run), width))
+        index = end
     return "\n".join(out)
+
+
+_UNDERLINE = re.compile(r"^ {0,3}(?:=+|-+) *$")
+
+
+def _tail(run: list[str]) -> str:
+    """The hard break a run's last line ends with ("  "), kept through the re-flow."""
+    return "  " if len(run) > 1 and run[-1].endswith("  ") else ""
+
+
+def _item_end(lines: list[str], roles: list[str], start: int) -> int:
+    """Past the last line of the paragraph a list item starts at `start`: the lines after it indented
+    exactly under its text that go on with the same paragraph (no blank line, block, code or hard
+    break between). `start + 1` for any other line."""
+    item = _LIST.match(lines[start])
+    end = start + 1
+    if item is None:
+        return end
+    indent = " " * len(item.group(0))
+    while end < len(lines) and not roles[end] and not lines[end - 1].endswith(("  ", "\\")):
+        line = lines[end]
+        text = line[len(indent) :]
+        if not line.startswith(indent) or text[:1] in ("", " ") or not _is_paragraph(text):
+            break
+        if _UNDERLINE.match(text) or _THEMATIC.match(text):
+            break
+        end += 1
+    return end
 
 
 # --- when the clean-up's output can be trusted without PyMarkdown -------------------------------------
