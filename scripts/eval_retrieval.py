@@ -370,7 +370,12 @@ def experiments(
         ),
     ]
     if passages:
-        rows.append(("LOCO: everything min-max, dense = best passage", lambda s: s.passages))
+        # The rule (thirteenth session, written before this run's numbers): scoring an entry by its best
+        # passage is worth storing passages in the index only if the first row below beats "everything +
+        # neighbours" of the same run on every held-out collection.
+        others = lambda s: not s.prf and not s.rm3_docs and not s.adaptive  # noqa: E731
+        rows.append(("LOCO: everything + neighbours + best passage (chosen or not)", others))
+        rows.append(("LOCO: everything + neighbours, dense = best passage", lambda s: others(s) and s.passages))
     if prf:
         rows.append(
             ("LOCO: everything + dense PRF (β 0, 0.5 or 1 chosen too)", lambda s: not s.passages and not s.rm3_docs)

@@ -391,7 +391,7 @@ def grid(
         settings = [Setting(**{**asdict(s), "adaptive": 1.0}) for s in settings]
     plain = list(settings)
     if passages:
-        settings += [Setting(**{**asdict(s), "passages": True}) for s in plain if s.framing]
+        settings += [Setting(**{**asdict(s), "passages": True}) for s in plain]
     if prf:
         settings += [Setting(**{**asdict(s), "prf": beta}) for s in plain for beta in PRF_BETAS]
     if rm3:
