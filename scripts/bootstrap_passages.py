@@ -1,0 +1,73 @@
+"""Best-passage scoring against the plain grid under query resampling (thirteenth session).
+
+`eval_retrieval.py loco --passages` reads, in one run, LOCO with best-passage scoring free (1.061x /
+1.058x / 1.120x plain RRF held out, CACM / CISI / SeaMonkey) against 1.049x / 1.072x / 1.088x without
+it. A single run's fold choice is one draw (L-071), so this redoes both procedures on the same bootstrap
+samples of each collection's judged queries (paired: `bootstrap_loco` draws the same samples for both
+from its seed) and prints how often each reaches 1.05x, and how often passages do better.
+
+    python scripts/eval_retrieval.py loco --passages --save-sweep /tmp/sweep.pkl
+    python scripts/bootstrap_passages.py /tmp/sweep.pkl
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import sys
+from pathlib import Path
+
+import numpy as np
+from eval_retrieval import NAMES, plain
+from retrieval_sweep import best, bootstrap_loco
+
+
+def with_passages(setting) -> bool:  # type: ignore[no-untyped-def]
+    """The plain grid with best-passage scoring free (the `--passages` row "chosen or not")."""
+    return not setting.prf and not setting.rm3_docs and not setting.adaptive
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("sweep", type=Path, help="the pickle eval_retrieval.py --passages --save-sweep wrote")
+    parser.add_argument("--resamples", type=int, default=1000)
+    args = parser.parse_args()
+    saved = pickle.loads(args.sweep.read_bytes())
+    queries, rrf = saved["queries"], {n: np.asarray(saved["rrf"][n]) for n in NAMES}
+    if not any(s.passages for s in queries):
+        sys.exit(f"{args.sweep}: no passage settings in it; run eval_retrieval.py loco --passages --save-sweep")
+    runs = {
+        "plain grid": bootstrap_loco(queries, rrf, NAMES, plain, args.resamples),
+        "grid + best passage": bootstrap_loco(queries, rrf, NAMES, with_passages, args.resamples),
+    }
+    print(f"{args.resamples} bootstrap samples of each collection's judged queries, the same for both procedures\n")
+    print("| procedure | held out | median ÷ RRF | 95% of samples between | samples ≥ 1.05× |")
+    print("|---|---|---|---|---|")
+    for label, ratios in runs.items():
+        for name in NAMES:
+            r = ratios[name]
+            low, mid, high = np.percentile(r, [2.5, 50, 97.5])
+            print(f"| {label} | {name} | {mid:.3f}× | {low:.3f}× to {high:.3f}× | {np.mean(r >= 1.05):.0%} |")
+    print()
+    for label, ratios in runs.items():
+        every = np.all([ratios[n] >= 1.05 for n in NAMES], axis=0)
+        print(f"{label}: ≥ 1.05× on every collection in {np.mean(every):.0%} of the samples")
+    results, baselines = saved["results"], saved["baselines"]
+    print("\nWhat the rule would ship (best mean nDCG@10 over all three; not held out):")
+    for label, allowed in (
+        ("plain grid", plain),
+        ("with passages", lambda s: with_passages(s) and s.passages),
+        ("with passages, depth 50", lambda s: with_passages(s) and s.passages and s.depth == 50),
+    ):
+        chosen = best(results, NAMES, allowed)
+        shown = ", ".join(f"{n} {results[chosen][n][0] / baselines[n]['RRF k=60'][0]:.3f}x" for n in NAMES)
+        print(f"  {label}: {chosen.label()} ({shown})")
+    print()
+    plain_r, passage_r = runs["plain grid"], runs["grid + best passage"]
+    for name in NAMES:
+        better, worse = np.mean(passage_r[name] > plain_r[name]), np.mean(passage_r[name] < plain_r[name])
+        print(f"{name}: passages higher in {better:.0%} of the samples, lower in {worse:.0%}")
+
+
+if __name__ == "__main__":
+    main()
