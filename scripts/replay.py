@@ -4,6 +4,7 @@ prepared for replaying it."""
 
 from __future__ import annotations
 
+import numpy as np
 from eval_retrieval import load, project
 from retrieval_sweep import Collection, Setting, prepare
 
@@ -35,3 +36,12 @@ def shipped_collection(name: str) -> tuple[Collection, dict[str, str], list[Inde
     with open_index(load_settings(folder)) as session:
         docs = [session.catalog.docs[i] for i in session.catalog.order]
     return collection, queries, docs
+
+
+def shipped_signals(collection: Collection) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+    """The shipped ranking's raw signals on `collection` (BM25 and cosine, one row per judged query),
+    each catalog row's corpus id, and the row of each corpus id."""
+    key = (SHIPPED.framing, SHIPPED.k1, SHIPPED.b, SHIPPED.title_weight)
+    ids = np.asarray(collection.corpus_ids)
+    row_of = {c: n for n, c in enumerate(collection.corpus_ids)}
+    return collection.lexical[key], collection.dense[SHIPPED.framing], ids, row_of

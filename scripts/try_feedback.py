@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 from eval_retrieval import NAMES
-from replay import SHIPPED, shipped_collection
+from replay import SHIPPED, shipped_collection, shipped_signals
 from retrieval_sweep import candidates, fused, per_query
 
 from memfiles.index.score import nearest, neighbourly
@@ -57,11 +57,8 @@ def main() -> None:
     for name in NAMES:
         started = time.perf_counter()
         collection, _, _ = shipped_collection(name)
-        key = (setting.framing, setting.k1, setting.b, setting.title_weight)
-        lexical, dense = collection.lexical[key], collection.dense[setting.framing]
+        lexical, dense, ids, row_of = shipped_signals(collection)
         matrix = collection.matrix.astype(np.float32)
-        ids = np.asarray(collection.corpus_ids)
-        row_of = {c: n for n, c in enumerate(collection.corpus_ids)}
         plain = np.zeros(len(collection.qids))
         fed = {(m, beta): np.zeros(len(collection.qids)) for m in FEEDBACK_DOCS for beta in BETAS}
         for n, qid in enumerate(collection.qids):

@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 from eval_retrieval import NAMES
-from replay import SHIPPED, shipped_collection
+from replay import SHIPPED, shipped_collection, shipped_signals
 from retrieval_sweep import candidates, fused, per_query
 from scipy import sparse
 
@@ -63,12 +63,9 @@ def main() -> None:
     for name in NAMES:
         started = time.perf_counter()
         collection, _, docs = shipped_collection(name)
-        key = (setting.framing, setting.k1, setting.b, setting.title_weight)
-        lexical, dense = collection.lexical[key], collection.dense[setting.framing]
+        lexical, dense, ids, row_of = shipped_signals(collection)
         matrix = collection.matrix.astype(np.float64)
         words = weight_vectors(docs, setting)
-        ids = np.asarray(collection.corpus_ids)
-        row_of = {c: n for n, c in enumerate(collection.corpus_ids)}
         variants = [(None, k, a) for k, a in NEIGHBOURS] + [(mix, k, a) for mix in MIXES for k, a in NEIGHBOURS]
         figures = {v: np.zeros(len(collection.qids)) for v in variants}
         for n, qid in enumerate(collection.qids):
