@@ -73,6 +73,18 @@ class TestAdd:
         assert words == ["-"] + ["alpha"] * 17 + ["beta"] * 20 + ["gamma"] * 17
         assert run("check").exit_code == 0
 
+    def test_a_quote_written_across_lines_is_reflowed_and_a_lone_hard_break_kept(self, run: Run, root: Path) -> None:
+        """A quote's lines under the same `>` are one paragraph too; a one-line item over the width that ends
+        in a hard break keeps it (the line after it stays a line of its own in the rendering)."""
+        quote = "> " + " ".join(["delta"] * 17) + "\n> " + " ".join(["eps"] * 5)
+        item = "- " + " ".join(["zeta"] * 20) + "  \n  after the break"
+        result = run("add", "-k", "L", "-t", "Quote", "-a", "format", input=f"{quote}\n\n{item}\n")
+        assert result.exit_code == 0, result.output
+        lines = parse((root / "memory" / "lessons.md").read_text()).entries[0].body.split("\n")
+        assert lines[:2] == ["> " + " ".join(["delta"] * 16), "> delta " + " ".join(["eps"] * 5)], lines
+        assert lines[-3:] == ["- " + " ".join(["zeta"] * 19), "  zeta  ", "  after the break"], lines
+        assert run("check").exit_code == 0
+
     def test_a_body_awaited_on_an_open_stdin_is_announced(self, root: Path, tmp_path: Path) -> None:
         """`add` with no --body and a standard input its caller left open (an agent's tool keeping the pipe):
         after a while, stderr says the body is awaited and how to give it, and the body sent then is

@@ -257,14 +257,15 @@ def clean_body(text: str, width: int) -> str:
     while index < len(lines):
         line = lines[index]
         code = line.startswith("    ") and (not out or not out[-1].strip() or out[-1].startswith("    "))
-        end = _item_end(lines, roles, index) if not roles[index] and not code else index + 1
+        end, prefix = _paragraph_run(lines, roles, index) if not roles[index] and not code else (index + 1, "")
         run = lines[index:end]
         if roles[index] or code or all(len(part) <= width for part in run) or " " not in line.strip():
             out.extend(run)
         else:
-            # A list item's paragraph is re-flowed whole: wrapping each of its lines alone would leave a
-            # stub of a word or two under every long one. Joined by spaces, it renders the same.
-            out.extend(wrap_line(" ".join([line.rstrip(), *(part.strip() for part in run[1:])]) + _tail(run), width))
+            # A list item's or quote's paragraph is re-flowed whole: wrapping each of its lines alone would
+            # leave a stub of a word or two under every long one. Joined by spaces, it renders the same.
+            joined = " ".join([line.rstrip(), *(part[len(prefix) :].strip() for part in run[1:])])
+            out.extend(wrap_line(joined + _tail(run), width))
         index = end
     return "\n".join(out)
 
@@ -274,27 +275,34 @@ _UNDERLINE = re.compile(r"^ {0,3}(?:=+|-+) *$")
 
 def _tail(run: list[str]) -> str:
     """The hard break a run's last line ends with ("  "), kept through the re-flow."""
-    return "  " if len(run) > 1 and run[-1].endswith("  ") else ""
+    return "  " if run[-1].endswith("  ") else ""
 
 
-def _item_end(lines: list[str], roles: list[str], start: int) -> int:
-    """Past the last line of the paragraph a list item starts at `start`: the lines after it indented
-    exactly under its text that go on with the same paragraph (no blank line, block, code or hard
-    break between). `start + 1` for any other line."""
-    item = _LIST.match(lines[start])
+def _paragraph_run(lines: list[str], roles: list[str], start: int) -> tuple[int, str]:
+    """(past its last line, the prefix its other lines carry) of the paragraph a list item or quote
+    line starts at `start`: the lines after it that go on with the same paragraph under the same prefix
+    (for an item, the spaces that indent its text; for a quote, the same `>` marker), with no blank
+    line, block, fence or hard break between. `(start + 1, "")` for any other line."""
+    first = lines[start]
+    item, quote = _LIST.match(first), _QUOTE.match(first)
+    if item is not None:
+        prefix = " " * len(item.group(0))
+    elif quote is not None and _is_paragraph(first[quote.end() :]):
+        prefix = quote.group(1)
+    else:
+        return start + 1, ""
     end = start + 1
-    if item is None:
-        return end
-    indent = " " * len(item.group(0))
     while end < len(lines) and not roles[end] and not lines[end - 1].endswith(("  ", "\\")):
         line = lines[end]
-        text = line[len(indent) :]
-        if not line.startswith(indent) or text[:1] in ("", " ") or not _is_paragraph(text):
+        text = line[len(prefix) :]
+        marker = _QUOTE.match(line)
+        same = line.startswith(prefix) if item is not None else marker is not None and marker.group(1) == prefix
+        if not same or text[:1] in ("", " ") or not _is_paragraph(text):
             break
         if _UNDERLINE.match(text) or _THEMATIC.match(text):
             break
         end += 1
-    return end
+    return end, prefix
 
 
 # --- when the clean-up's output can be trusted without PyMarkdown -------------------------------------
