@@ -213,33 +213,79 @@ def _escape(word: str) -> str:
     return word
 
 
+# A word that would open an HTML block if a wrap put it first, one of the kinds that interrupt a paragraph
+# (CommonMark 4.6, kinds 1-6: `<div>`, `</p>`, `<pre`, `<!--`, `<?php`); never moved there.
+_BLOCK_TAGS = (
+    "address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details|dialog|dir|"
+    "div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h[1-6]|head|header|hr|html|iframe|"
+    "legend|li|link|main|menu|menuitem|nav|noframes|ol|optgroup|option|p|param|search|section|summary|"
+    "table|tbody|td|tfoot|th|thead|title|tr|track|ul"
+)
+_HTML_START = re.compile(rf"^<(?:[!?]|(?:script|pre|style|textarea)(?:>|$)|/?(?:{_BLOCK_TAGS})(?:/?>|$))", re.I)
+
+
+def _unmovable(word: str) -> bool:
+    """A word no wrap may put at the start of a line: it would start a block there."""
+    return _risky_start(word) or bool(_HTML_START.match(word))
+
+
+def _words(text: str) -> list[tuple[str, bool]]:
+    """`text` cut where a wrap may break it, each piece with whether it starts inside a code span: at
+    every run of white space outside code, and at single spaces inside it (a code span's longer runs of
+    spaces are its content, and a line end there would render as one space)."""
+    spans = _code_spans(text)
+    pieces, begin = [], 0
+    for gap in re.finditer(r"\s+", text):
+        if _outside(spans, gap.start()) or gap.group(0) == " ":
+            pieces.append((text[begin : gap.start()], not _outside(spans, begin)))
+            begin = gap.end()
+    pieces.append((text[begin:], not _outside(spans, begin)))
+    return [(word, code) for word, code in pieces if word]
+
+
 def wrap_line(line: str, width: int) -> list[str]:
-    """A long list item, quote or paragraph line wrapped at `width` under its own marker."""
+    """A long list item, quote or paragraph line wrapped at `width` under its own marker.
+
+    No line is made to start with a word that would open a block there, nor to end in a backslash (a
+    hard break): the break moves one word earlier, or a word outside code is escaped, or, where neither
+    is safe, the line stays long. The hard break a line ends in stays, and fits in `width` too."""
     parts = _prefixes(line)
     if parts is None:
         return [line]
     first, rest, text = parts
     hard_break = line.endswith("  ")
-    spans = _code_spans(text)
     lines: list[str] = []
-    current, has_words, position = first, False, 0
-    for word in text.split():
-        position = text.find(word, position)
-        in_code = not _outside(spans, position)
-        position += len(word)
-        risky = _risky_start(word)
-        if has_words and len(current) + 1 + len(word) > width and not (in_code and risky):
-            head, _, last = current.rpartition(" ")
-            if risky and head.strip() and len(head) > len(first) and not _risky_start(last):
-                lines.append(head)  # break one word earlier, so the risky word does not start a line
-                current = rest + last + " " + word
+    prefix, current = first, []
+
+    def length() -> int:
+        return len(prefix) + sum(len(word) for word in current) + max(0, len(current) - 1)
+
+    def shiftable() -> bool:
+        """Whether the current line's last word may move down: it may start a line, and the word
+        before it may end one."""
+        return len(current) > 1 and not _unmovable(current[-1]) and not current[-2].endswith("\\")
+
+    def close(keep: int) -> None:
+        nonlocal prefix, current
+        lines.append(prefix + " ".join(current[:keep]))
+        prefix, current = rest, current[keep:]
+
+    for word, in_code in _words(text):
+        if current and length() + 1 + len(word) > width:
+            risky, ends_badly = _unmovable(word), current[-1].endswith("\\")
+            if (risky or ends_badly) and shiftable():
+                close(len(current) - 1)  # break one word earlier, so neither line starts or ends badly
+                current.append(word)
+            elif ends_badly or (risky and (in_code or _HTML_START.match(word))):
+                current.append(word)  # no safe place to break here: the line stays long
             else:
-                lines.append(current)
-                current = rest + (_escape(word) if risky else word)
+                close(len(current))
+                current.append(_escape(word) if risky else word)
         else:
-            current += (" " if has_words else "") + word
-        has_words = True
-    lines.append(current)
+            current.append(word)
+    if hard_break and length() + 2 > width and shiftable():
+        close(len(current) - 1)  # the two spaces of the hard break must fit too
+    lines.append(prefix + " ".join(current))
     if hard_break:
         lines[-1] += "  "
     return lines
@@ -257,6 +303,7 @@ def clean_body(text: str, width: int) -> str:
     while index < len(lines):
         line = lines[index]
         code = line.startswith("    ") and (not out or not out[-1].strip() or out[-1].startswith("    "))
+        code = code or _opens_with_code(line)
         end, prefix = _paragraph_run(lines, roles, index) if not roles[index] and not code else (index + 1, "")
         run = lines[index:end]
         if roles[index] or code or all(len(part) <= width for part in run) or " " not in line.strip():
@@ -278,6 +325,12 @@ def _tail(run: list[str]) -> str:
     return "  " if run[-1].endswith("  ") else ""
 
 
+def _opens_with_code(line: str) -> bool:
+    """A list item whose marker is followed by five spaces or more: its text is indented code (CommonMark)."""
+    item = _LIST.match(line)
+    return item is not None and len(item.group(3)) > 4
+
+
 def _paragraph_run(lines: list[str], roles: list[str], start: int) -> tuple[int, str]:
     """(past its last line, the prefix its other lines carry) of the paragraph a list item or quote
     line starts at `start`: the lines after it that go on with the same paragraph under the same prefix
@@ -286,19 +339,23 @@ def _paragraph_run(lines: list[str], roles: list[str], start: int) -> tuple[int,
     first = lines[start]
     item, quote = _LIST.match(first), _QUOTE.match(first)
     if item is not None:
-        prefix = " " * len(item.group(0))
-    elif quote is not None and _is_paragraph(first[quote.end() :]):
-        prefix = quote.group(1)
+        prefix, opening = " " * len(item.group(0)), first[item.end() :]
+    elif quote is not None:
+        prefix, opening = quote.group(1), first[quote.end() :]
     else:
         return start + 1, ""
+    if not _is_paragraph(opening) or _HTML_START.match(opening) or "  " in opening.rstrip() or "\t" in opening:
+        return start + 1, ""  # it opens another block, or holds lined-up spaces (as below): left to wrap_line
     end = start + 1
     while end < len(lines) and not roles[end] and not lines[end - 1].endswith(("  ", "\\")):
         line = lines[end]
         text = line[len(prefix) :]
         marker = _QUOTE.match(line)
         same = line.startswith(prefix) if item is not None else marker is not None and marker.group(1) == prefix
-        if not same or text[:1] in ("", " ") or not _is_paragraph(text):
-            break
+        if not same or text[:1] in ("", " ", "<") or not _is_paragraph(text):
+            break  # a line starting with `<` may open an HTML block, which interrupts the paragraph
+        if "  " in text.rstrip() or "\t" in text:
+            break  # spaces someone lined up, or a code span's: re-flowing would collapse them
         if _UNDERLINE.match(text) or _THEMATIC.match(text):
             break
         end += 1

@@ -1,0 +1,94 @@
+"""The write path's re-flow of long list items and quotes (mdlint/clean.py): what it must never do.
+
+The cases come from a review of the change that re-flows an item's or a quote's whole paragraph; each
+is a body whose rendering the re-flow would otherwise have changed, or a line it left over the width.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memfiles.format.wrap import normalize_body
+from memfiles.mdlint.clean import clean_body
+from tests.conftest import Run
+
+ITEM = "- " + " ".join(["alpha"] * 17)  # 103 columns: over the width, so its paragraph is re-flowed
+BETA = " ".join(["beta"] * 18)
+
+
+def stored(body: str) -> list[str]:
+    return clean_body(normalize_body(body, 100), 100).split("\n")
+
+
+def test_an_html_line_under_an_item_stays_a_line_of_its_own() -> None:
+    """`<!-- note -->` or `<details>` under an item's text opens an HTML block there; joined to the text
+    above it would become inline HTML inside the paragraph."""
+    assert stored(f"{ITEM}\n  <!-- note -->")[-1] == "  <!-- note -->"
+    assert stored(f"{ITEM}\n  <details>\n  <summary>x</summary>")[-2:] == ["  <details>", "  <summary>x</summary>"]
+
+
+def test_spaces_inside_a_code_span_are_kept() -> None:
+    """A code span's run of spaces is its content: neither the join nor the wrap may collapse it."""
+    assert stored(f"{ITEM}\n  with `a  b` inside")[-1] == "  with `a  b` inside"
+    lines = stored("- " + "alpha " * 14 + "`x  y` " + "omega " * 5)
+    assert "`x  y`" in lines[0] and all(len(line) <= 100 for line in lines)
+
+
+def test_a_hard_break_is_kept_and_fits_in_the_width() -> None:
+    lines = stored(f"{ITEM}\n  {BETA} xy  \n  after")
+    assert all(len(line) <= 100 for line in lines), lines
+    assert lines[-2:] == ["  xy  ", "  after"]
+
+
+@pytest.mark.parametrize(
+    ("word", "what"),
+    [
+        ("`a > b`", "a quote marker inside code, which no backslash can escape"),
+        ("<div>", "an HTML block start"),
+        ("<!--", "an HTML comment, which would hide the rest of the text"),
+    ],
+)
+def test_no_line_starts_with_a_word_that_opens_a_block(word: str, what: str) -> None:
+    lines = stored(f"{ITEM}\n  {BETA} {word} gamma delta")
+    assert all(len(line) <= 100 for line in lines), (what, lines)
+    first_words = [line.split()[0] for line in lines[1:]]
+    assert not any(w in (">", "<div>", "<!--") for w in first_words), (what, lines)
+    assert " ".join(" ".join(lines).split()) == " ".join(f"{ITEM} {BETA} {word} gamma delta".split())
+
+
+@pytest.mark.parametrize("word", ["\\", "C:\\"])
+def test_no_line_ends_in_a_backslash_the_text_did_not_end_with(word: str) -> None:
+    """A backslash at a line's end is a hard break; in the middle of text it is a character."""
+    lines = stored(f"{ITEM}\n  {BETA} {word} gamma delta")
+    assert not any(line.endswith("\\") for line in lines), lines
+
+
+def test_an_item_that_opens_with_indented_code_is_left_as_written() -> None:
+    """Five spaces after the marker: the item's text is code (CommonMark), which no wrap may touch."""
+    body = "-     code " + "alpha " * 16 + "alpha\n      more code"
+    assert stored(body) == body.split("\n")
+
+
+def test_an_item_that_opens_a_fence_is_not_joined_with_the_code_under_it() -> None:
+    body = "1) ~~~ info\n   " + "delta " * 17 + "<?php x\n   more"
+    lines = stored(body)
+    assert lines[0] == "1) ~~~ info"
+
+
+def test_the_reviewed_bodies_are_stored_and_pass_check(run: Run, root: Path) -> None:
+    """Each case above through `add`, then `check`: stored, and nothing found."""
+    bodies = [
+        f"{ITEM}\n  <!-- note -->",
+        f"{ITEM}\n  with `a  b` inside",
+        f"{ITEM}\n  {BETA} xy  \n  after",
+        f"{ITEM}\n  {BETA} `a > b` gamma delta",
+        f"{ITEM}\n  {BETA} <div> gamma *delta*",
+        f"{ITEM}\n  {BETA} C:\\ gamma delta",
+    ]
+    for number, body in enumerate(bodies):
+        result = run("add", "-k", "L", "-t", f"Reviewed {number}", "-a", "format", input=body + "\n")
+        assert result.exit_code == 0, (body, result.output)
+    result = run("check")
+    assert result.exit_code == 0, result.output
