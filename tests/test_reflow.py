@@ -92,3 +92,48 @@ def test_the_reviewed_bodies_are_stored_and_pass_check(run: Run, root: Path) -> 
         assert result.exit_code == 0, (body, result.output)
     result = run("check")
     assert result.exit_code == 0, result.output
+
+
+def words(count: int) -> str:
+    return " ".join(["alpha"] * count)
+
+
+def test_a_quote_whose_first_line_is_one_word_is_still_wrapped() -> None:
+    lines = stored(">word\n>" + words(17) + " more")
+    assert len(lines) == 2 and all(len(line) <= 100 for line in lines) and lines[0].startswith("> word alpha")
+
+
+@pytest.mark.parametrize("space", ["\u00a0", "\u202f"])
+def test_a_no_break_space_is_text_not_a_place_to_break(space: str) -> None:
+    assert stored("- " + words(17) + f"\n  10{space}km")[-1].endswith(f"10{space}km")
+
+
+@pytest.mark.parametrize("word", ["***", "___", "_"])
+def test_a_wrap_never_leaves_a_thematic_break_alone_on_a_line(word: str) -> None:
+    lines = stored("- " + words(17) + "\n  " + words(14) + f" abcdefgh {word}")
+    assert lines[-1].strip() != word, lines
+
+
+def test_an_angle_bracketed_link_destination_is_never_cut() -> None:
+    lines = stored("- " + words(17) + "\n  " + words(13) + " abcd [l](<u v>) more")
+    assert any("[l](<u v>)" in line for line in lines), lines
+
+
+def test_the_break_moves_back_past_several_words_that_cannot_start_a_line() -> None:
+    """`<details> <summary>`: neither may start a line, so the break goes before `in`, not nowhere."""
+    lines = stored("- " + words(17) + "\n  " + words(12) + " wrap it in <details> <summary> tags")
+    assert all(len(line) <= 100 for line in lines), lines
+    assert not any(line.lstrip().startswith(("<details>", "<summary>")) for line in lines), lines
+
+
+def test_a_wrap_that_would_open_a_fence_is_not_made() -> None:
+    """A line opening with a ``` code span, cut before its closing backticks, would open a fence: it is
+    left as written (and `add` then names the line and the rule)."""
+    body = "``` " + words(16) + " ``` more"
+    assert stored(body) == [body]
+
+
+def test_source_counts_as_an_html_block_tag() -> None:
+    """PyMarkdown and GitHub still read `<source` as an HTML block start (the older CommonMark list)."""
+    lines = stored("- " + words(15) + " gamma <source src=x> delta")
+    assert not any(line.lstrip().startswith("<source") for line in lines), lines

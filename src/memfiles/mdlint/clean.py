@@ -25,7 +25,10 @@ _HEADING = re.compile(r"^ {0,3}#{1,6}(?: |$)")
 _HASH_WORD = re.compile(r"^( {0,3})(#+)(?=[^\s#])")
 _QUOTE = re.compile(r"^( {0,3}>+ ?)")
 _URL = re.compile(r"(?:https?|ftps?)://[^\s<>`\"]+")
-_RISKY = re.compile(r"^(?:#|[-*+]$|\d{1,9}[.)]$|>|\||=+$|-+$|\[\^?[^\]]*\]:)")
+_RISKY = re.compile(r"^(?:#|[-*+]$|\d{1,9}[.)]$|>|\||=+$|-+$|\*{2,}$|_+$|\[\^?[^\]]*\]:)")
+
+# The white space a wrap may break at or drop: a no-break space (U+00A0, U+202F) is text, not a gap.
+_SPACES = " \t"
 
 
 def _risky_start(word: str) -> bool:
@@ -193,19 +196,19 @@ def _prefixes(line: str) -> tuple[str, str, str] | None:
     quote = _QUOTE.match(line)
     if quote:
         prefix = quote.group(1) if quote.group(1).endswith(" ") else quote.group(1) + " "
-        return prefix, prefix, line[quote.end() :].strip()
+        return prefix, prefix, line[quote.end() :].strip(_SPACES)
     item = _LIST.match(line)
     if item:
-        return item.group(0), " " * len(item.group(0)), line[item.end() :].strip()
+        return item.group(0), " " * len(item.group(0)), line[item.end() :].strip(_SPACES)
     if _HEADING.match(line) or line.lstrip().startswith("|"):
         return None
-    indent = line[: len(line) - len(line.lstrip())]
-    return indent, indent, line.strip()
+    indent = line[: len(line) - len(line.lstrip(_SPACES))]
+    return indent, indent, line.strip(_SPACES)
 
 
 def _escape(word: str) -> str:
     """`word` as it can start a continuation line and stay text (`\\#12`, `1\\.`, `\\-`)."""
-    if word[0] in "#>|=*+-`~[":
+    if word[0] in "#>|=*+-_`~[":
         return "\\" + word
     match = re.match(r"^(\d{1,9})([.)])$", word)
     if match:
@@ -218,7 +221,7 @@ def _escape(word: str) -> str:
 _BLOCK_TAGS = (
     "address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details|dialog|dir|"
     "div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h[1-6]|head|header|hr|html|iframe|"
-    "legend|li|link|main|menu|menuitem|nav|noframes|ol|optgroup|option|p|param|search|section|summary|"
+    "legend|li|link|main|menu|menuitem|nav|noframes|ol|optgroup|option|p|param|search|section|source|summary|"
     "table|tbody|td|tfoot|th|thead|title|tr|track|ul"
 )
 _HTML_START = re.compile(rf"^<(?:[!?]|(?:script|pre|style|textarea)(?:>|$)|/?(?:{_BLOCK_TAGS})(?:/?>|$))", re.I)
@@ -229,13 +232,21 @@ def _unmovable(word: str) -> bool:
     return _risky_start(word) or bool(_HTML_START.match(word))
 
 
+# An angle-bracketed link destination, `[l](<u v>)`: a line end may not fall inside it.
+_BRACKETED_DESTINATION = re.compile(r"\]\(<[^<>\n]*>")
+
+
 def _words(text: str) -> list[tuple[str, bool]]:
     """`text` cut where a wrap may break it, each piece with whether it starts inside a code span: at
-    every run of white space outside code, and at single spaces inside it (a code span's longer runs of
-    spaces are its content, and a line end there would render as one space)."""
+    every run of spaces or tabs outside code, and at single spaces inside it (a code span's longer runs of
+    spaces are its content, and a line end there would render as one space); never inside an
+    angle-bracketed link destination."""
     spans = _code_spans(text)
+    whole = [m.span() for m in _BRACKETED_DESTINATION.finditer(text)]
     pieces, begin = [], 0
-    for gap in re.finditer(r"\s+", text):
+    for gap in re.finditer(r"[ \t]+", text):
+        if not _outside(whole, gap.start()):
+            continue
         if _outside(spans, gap.start()) or gap.group(0) == " ":
             pieces.append((text[begin : gap.start()], not _outside(spans, begin)))
             begin = gap.end()
@@ -247,8 +258,9 @@ def wrap_line(line: str, width: int) -> list[str]:
     """A long list item, quote or paragraph line wrapped at `width` under its own marker.
 
     No line is made to start with a word that would open a block there, nor to end in a backslash (a
-    hard break): the break moves one word earlier, or a word outside code is escaped, or, where neither
-    is safe, the line stays long. The hard break a line ends in stays, and fits in `width` too."""
+    hard break): the break moves as many words earlier as it takes, or a word outside code is escaped,
+    or, where neither is safe, the line stays long. The hard break a line ends in stays, and fits in
+    `width` too. A wrap that would turn the first line into a fence's opening is not made."""
     parts = _prefixes(line)
     if parts is None:
         return [line]
@@ -260,10 +272,13 @@ def wrap_line(line: str, width: int) -> list[str]:
     def length() -> int:
         return len(prefix) + sum(len(word) for word in current) + max(0, len(current) - 1)
 
-    def shiftable() -> bool:
-        """Whether the current line's last word may move down: it may start a line, and the word
-        before it may end one."""
-        return len(current) > 1 and not _unmovable(current[-1]) and not current[-2].endswith("\\")
+    def safe_break() -> int | None:
+        """The most words the current line can keep when the rest moves down: the first word moved
+        may start a line and the last word kept may end one; None when no such break exists."""
+        for keep in range(len(current) - 1, 0, -1):
+            if not _unmovable(current[keep]) and not current[keep - 1].endswith("\\"):
+                return keep
+        return None
 
     def close(keep: int) -> None:
         nonlocal prefix, current
@@ -273,21 +288,26 @@ def wrap_line(line: str, width: int) -> list[str]:
     for word, in_code in _words(text):
         if current and length() + 1 + len(word) > width:
             risky, ends_badly = _unmovable(word), current[-1].endswith("\\")
-            if (risky or ends_badly) and shiftable():
-                close(len(current) - 1)  # break one word earlier, so neither line starts or ends badly
+            keep = safe_break() if risky or ends_badly else len(current)
+            if keep is not None:
+                close(keep)  # the words after `keep` move down with `word`, so no line starts or ends badly
                 current.append(word)
-            elif ends_badly or (risky and (in_code or _HTML_START.match(word))):
+            elif ends_badly or in_code or _HTML_START.match(word):
                 current.append(word)  # no safe place to break here: the line stays long
             else:
                 close(len(current))
-                current.append(_escape(word) if risky else word)
+                current.append(_escape(word))
         else:
             current.append(word)
-    if hard_break and length() + 2 > width and shiftable():
-        close(len(current) - 1)  # the two spaces of the hard break must fit too
+    if hard_break and length() + 2 > width:
+        keep = safe_break()  # the two spaces of the hard break must fit too
+        if keep is not None:
+            close(keep)
     lines.append(prefix + " ".join(current))
     if hard_break:
         lines[-1] += "  "
+    if len(lines) > 1 and opens_fence(lines[0].lstrip(" ")) and not opens_fence(line.lstrip(" ")):
+        return [line]  # cut before its closing backticks, a code span at the line's start would open a fence
     return lines
 
 
@@ -306,12 +326,12 @@ def clean_body(text: str, width: int) -> str:
         code = code or _opens_with_code(line)
         end, prefix = _paragraph_run(lines, roles, index) if not roles[index] and not code else (index + 1, "")
         run = lines[index:end]
-        if roles[index] or code or all(len(part) <= width for part in run) or " " not in line.strip():
+        if roles[index] or code or all(len(part) <= width for part in run) or " " not in " ".join(run).strip():
             out.extend(run)
         else:
             # A list item's or quote's paragraph is re-flowed whole: wrapping each of its lines alone would
             # leave a stub of a word or two under every long one. Joined by spaces, it renders the same.
-            joined = " ".join([line.rstrip(), *(part[len(prefix) :].strip() for part in run[1:])])
+            joined = " ".join([line.rstrip(_SPACES), *(part[len(prefix) :].strip(_SPACES) for part in run[1:])])
             out.extend(wrap_line(joined + _tail(run), width))
         index = end
     return "\n".join(out)
