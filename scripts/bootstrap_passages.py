@@ -18,13 +18,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from eval_retrieval import NAMES, plain
+from eval_retrieval import NAMES, plain, plain_or_passages
 from retrieval_sweep import best, bootstrap_loco
-
-
-def with_passages(setting) -> bool:  # type: ignore[no-untyped-def]
-    """The plain grid with best-passage scoring free (the `--passages` row "chosen or not")."""
-    return not setting.prf and not setting.rm3_docs and not setting.adaptive
 
 
 def main() -> None:
@@ -38,7 +33,7 @@ def main() -> None:
         sys.exit(f"{args.sweep}: no passage settings in it; run eval_retrieval.py loco --passages --save-sweep")
     runs = {
         "plain grid": bootstrap_loco(queries, rrf, NAMES, plain, args.resamples),
-        "grid + best passage": bootstrap_loco(queries, rrf, NAMES, with_passages, args.resamples),
+        "grid + best passage": bootstrap_loco(queries, rrf, NAMES, plain_or_passages, args.resamples),
     }
     print(f"{args.resamples} bootstrap samples of each collection's judged queries, the same for both procedures\n")
     print("| procedure | held out | median ÷ RRF | 95% of samples between | samples ≥ 1.05× |")
@@ -56,8 +51,8 @@ def main() -> None:
     print("\nWhat the rule would ship (best mean nDCG@10 over all three; not held out):")
     for label, allowed in (
         ("plain grid", plain),
-        ("with passages", lambda s: with_passages(s) and s.passages),
-        ("with passages, depth 50", lambda s: with_passages(s) and s.passages and s.depth == 50),
+        ("with passages", lambda s: plain_or_passages(s) and s.passages),
+        ("with passages, depth 50", lambda s: plain_or_passages(s) and s.passages and s.depth == 50),
     ):
         chosen = best(results, NAMES, allowed)
         shown = ", ".join(f"{n} {results[chosen][n][0] / baselines[n]['RRF k=60'][0]:.3f}x" for n in NAMES)

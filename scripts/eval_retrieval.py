@@ -314,6 +314,12 @@ def plain(setting) -> bool:
     return not setting.passages and not setting.prf and not setting.rm3_docs and not setting.adaptive
 
 
+def plain_or_passages(setting) -> bool:
+    """A setting of the ranking as the index has it, or the same with the dense signal scored by best
+    passage (`--passages`)."""
+    return not setting.prf and not setting.rm3_docs and not setting.adaptive
+
+
 # Every parameter free but score regularisation (the rows of the sessions before it).
 FREE_BUT_NEIGHBOURS = dict(weight=1, k1=1, b=1, title_weight=1, depth=1, framing=1, method=1)
 
@@ -373,9 +379,10 @@ def experiments(
         # The rule (thirteenth session, written before this run's numbers): scoring an entry by its best
         # passage is worth storing passages in the index only if the first row below beats "everything +
         # neighbours" of the same run on every held-out collection.
-        others = lambda s: not s.prf and not s.rm3_docs and not s.adaptive  # noqa: E731
-        rows.append(("LOCO: everything + neighbours + best passage (chosen or not)", others))
-        rows.append(("LOCO: everything + neighbours, dense = best passage", lambda s: others(s) and s.passages))
+        rows.append(("LOCO: everything + neighbours + best passage (chosen or not)", plain_or_passages))
+        rows.append(
+            ("LOCO: everything + neighbours, dense = best passage", lambda s: plain_or_passages(s) and s.passages)
+        )
     if prf:
         rows.append(
             ("LOCO: everything + dense PRF (β 0, 0.5 or 1 chosen too)", lambda s: not s.passages and not s.rm3_docs)

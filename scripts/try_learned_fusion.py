@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 from eval_retrieval import NAMES, load, project
-from retrieval_sweep import BS, K1S, TITLE_WEIGHTS, candidates, per_query, prepare
+from retrieval_sweep import BS, K1S, TITLE_WEIGHTS, candidates, fused, per_query, prepare
 from scipy.optimize import minimize
 from scipy.special import expit
 
@@ -40,27 +40,13 @@ FEATURES = ("lex", "dense", "lex~", "dense~", "lex z", "dense z")
 SHIPPED_WEIGHTS = np.array([0.25, 0.25, 0.25, 0.25, 0.0, 0.0])  # the shipped ranking in these features
 
 
-def _minmax(values: np.ndarray) -> np.ndarray:
-    low, high = values.min(), values.max()
-    return (values - low) / (high - low) if high > low else np.ones_like(values)
-
-
-def _zscore(values: np.ndarray) -> np.ndarray:
-    spread = values.std()
-    return (values - values.mean()) / spread if spread > 0 else np.zeros_like(values)
-
-
 def features(lexical: np.ndarray, dense: np.ndarray, vectors: np.ndarray) -> np.ndarray:
-    """(candidates, 6): the features of one query's candidates."""
-    lex, den = _minmax(lexical), _minmax(dense)
-    rows, shares = score.nearest(vectors, NEIGHBOURS)
-    if len(lex) < score.NEIGHBOUR_POOL or not rows.shape[1]:
-        lex_near, den_near = lex, den  # a small pool keeps its ranks as fused, as the index does
-    else:
-        some = shares.sum(axis=1) > 0
-        lex_near = np.where(some, (shares * lex[rows]).sum(axis=1), lex)
-        den_near = np.where(some, (shares * den[rows]).sum(axis=1), den)
-    return np.stack([lex, den, lex_near, den_near, _zscore(lexical), _zscore(dense)], axis=1)
+    """(candidates, 6): the features of one query's candidates. The neighbours' means are the index's own
+    score regularisation with its whole weight on the neighbours (a small pool keeps its values)."""
+    lex, den = fused(lexical, dense, "minmax")
+    near = score.nearest(vectors, NEIGHBOURS)
+    lex_near, den_near = score.neighbourly(lex, near, 1.0), score.neighbourly(den, near, 1.0)
+    return np.stack([lex, den, lex_near, den_near, *fused(lexical, dense, "zscore")], axis=1)
 
 
 class Queries:

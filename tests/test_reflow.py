@@ -12,7 +12,7 @@ import pytest
 
 from memfiles.format.wrap import normalize_body
 from memfiles.mdlint.clean import clean_body
-from tests.conftest import Run
+from tests.conftest import Run, snapshot
 
 ITEM = "- " + " ".join(["alpha"] * 17)  # 103 columns: over the width, so its paragraph is re-flowed
 BETA = " ".join(["beta"] * 18)
@@ -137,3 +137,15 @@ def test_source_counts_as_an_html_block_tag() -> None:
     """PyMarkdown and GitHub still read `<source` as an HTML block start (the older CommonMark list)."""
     lines = stored("- " + words(15) + " gamma <source src=x> delta")
     assert not any(line.lstrip().startswith("<source") for line in lines), lines
+
+
+def test_a_body_with_no_safe_wrap_is_refused_with_its_line_and_rule_and_nothing_written(run: Run, root: Path) -> None:
+    """Where no wrap is safe, `add` refuses rather than storing the body altered: exit 2, the body line and
+    the md013 rule named, no file changed."""
+    assert run("add", "-k", "L", "-t", "First", "-a", "format", "--body", "kept").exit_code == 0
+    before = snapshot(root)
+    result = run("add", "-k", "L", "-t", "Fence", "-a", "format", input="``` " + words(16) + " ``` more\n")
+    assert result.exit_code == 2, result.output
+    assert "body line 1" in result.output and "md013" in result.output, result.output
+    assert "Traceback" not in result.output
+    assert snapshot(root) == before

@@ -351,6 +351,12 @@ def _opens_with_code(line: str) -> bool:
     return item is not None and len(item.group(3)) > 4
 
 
+def _lined_up(text: str) -> bool:
+    """Spaces someone lined up, or a code span's, inside `text` (a trailing hard break aside): joined to
+    another line they would be re-flowed, so such a line ends a paragraph run."""
+    return "  " in text.rstrip() or "\t" in text
+
+
 def _paragraph_run(lines: list[str], roles: list[str], start: int) -> tuple[int, str]:
     """(past its last line, the prefix its other lines carry) of the paragraph a list item or quote
     line starts at `start`: the lines after it that go on with the same paragraph under the same prefix
@@ -364,8 +370,8 @@ def _paragraph_run(lines: list[str], roles: list[str], start: int) -> tuple[int,
         prefix, opening = quote.group(1), first[quote.end() :]
     else:
         return start + 1, ""
-    if not _is_paragraph(opening) or _HTML_START.match(opening) or "  " in opening.rstrip() or "\t" in opening:
-        return start + 1, ""  # it opens another block, or holds lined-up spaces (as below): left to wrap_line
+    if not _is_paragraph(opening) or _HTML_START.match(opening) or _lined_up(opening):
+        return start + 1, ""  # it opens another block, or holds lined-up spaces: left to wrap_line
     end = start + 1
     while end < len(lines) and not roles[end] and not lines[end - 1].endswith(("  ", "\\")):
         line = lines[end]
@@ -374,8 +380,8 @@ def _paragraph_run(lines: list[str], roles: list[str], start: int) -> tuple[int,
         same = line.startswith(prefix) if item is not None else marker is not None and marker.group(1) == prefix
         if not same or text[:1] in ("", " ", "<") or not _is_paragraph(text):
             break  # a line starting with `<` may open an HTML block, which interrupts the paragraph
-        if "  " in text.rstrip() or "\t" in text:
-            break  # spaces someone lined up, or a code span's: re-flowing would collapse them
+        if _lined_up(text):
+            break
         if _UNDERLINE.match(text) or _THEMATIC.match(text):
             break
         end += 1
