@@ -8,6 +8,9 @@ from its seed) and prints how often each reaches 1.05x, and how often passages d
 
     python scripts/eval_retrieval.py loco --passages --save-sweep /tmp/sweep.pkl
     python scripts/bootstrap_passages.py /tmp/sweep.pkl
+
+`--idea sentences` does the same for a long request read by its best sentence too (fourteenth session,
+try_query_sentences.py), from `eval_retrieval.py loco --sentences --save-sweep`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from eval_retrieval import NAMES, plain, plain_or_passages
+from eval_retrieval import NAMES, plain, plain_or_passages, plain_or_sentences
 from retrieval_sweep import best, bootstrap_loco
 
 
@@ -26,14 +29,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("sweep", type=Path, help="the pickle eval_retrieval.py --passages --save-sweep wrote")
     parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--idea", choices=["passages", "sentences"], default="passages")
     args = parser.parse_args()
     saved = pickle.loads(args.sweep.read_bytes())
     queries, rrf = saved["queries"], {n: np.asarray(saved["rrf"][n]) for n in NAMES}
-    if not any(s.passages for s in queries):
-        sys.exit(f"{args.sweep}: no passage settings in it; run eval_retrieval.py loco --passages --save-sweep")
+    with_idea, label = (
+        (plain_or_passages, "best passage") if args.idea == "passages" else (plain_or_sentences, "best sentence")
+    )
+    on = lambda s: getattr(s, args.idea)  # noqa: E731
+    if not any(on(s) for s in queries):
+        sys.exit(f"{args.sweep}: no {args.idea} settings in it; run eval_retrieval.py loco --{args.idea} --save-sweep")
     runs = {
         "plain grid": bootstrap_loco(queries, rrf, NAMES, plain, args.resamples),
-        "grid + best passage": bootstrap_loco(queries, rrf, NAMES, plain_or_passages, args.resamples),
+        f"grid + {label}": bootstrap_loco(queries, rrf, NAMES, with_idea, args.resamples),
     }
     print(f"{args.resamples} bootstrap samples of each collection's judged queries, the same for both procedures\n")
     print("| procedure | held out | median ÷ RRF | 95% of samples between | samples ≥ 1.05× |")
@@ -51,17 +59,17 @@ def main() -> None:
     print("\nWhat the rule would ship (best mean nDCG@10 over all three; not held out):")
     for label, allowed in (
         ("plain grid", plain),
-        ("with passages", lambda s: plain_or_passages(s) and s.passages),
-        ("with passages, depth 50", lambda s: plain_or_passages(s) and s.passages and s.depth == 50),
+        (f"with {args.idea}", lambda s: with_idea(s) and on(s)),
+        (f"with {args.idea}, depth 50", lambda s: with_idea(s) and on(s) and s.depth == 50),
     ):
         chosen = best(results, NAMES, allowed)
         shown = ", ".join(f"{n} {results[chosen][n][0] / baselines[n]['RRF k=60'][0]:.3f}x" for n in NAMES)
         print(f"  {label}: {chosen.label()} ({shown})")
     print()
-    plain_r, passage_r = runs["plain grid"], runs["grid + best passage"]
+    plain_r, idea_r = runs["plain grid"], runs[f"grid + {label}"]
     for name in NAMES:
-        better, worse = np.mean(passage_r[name] > plain_r[name]), np.mean(passage_r[name] < plain_r[name])
-        print(f"{name}: passages higher in {better:.0%} of the samples, lower in {worse:.0%}")
+        better, worse = np.mean(idea_r[name] > plain_r[name]), np.mean(idea_r[name] < plain_r[name])
+        print(f"{name}: {args.idea} higher in {better:.0%} of the samples, lower in {worse:.0%}")
 
 
 if __name__ == "__main__":

@@ -311,13 +311,19 @@ def defaults():
 
 def plain(setting) -> bool:
     """A setting of the ranking as the index has it: no passages, no feedback of either kind."""
-    return not setting.passages and not setting.prf and not setting.rm3_docs and not setting.adaptive
+    return plain_or_passages(setting) and not setting.passages
 
 
 def plain_or_passages(setting) -> bool:
     """A setting of the ranking as the index has it, or the same with the dense signal scored by best
     passage (`--passages`)."""
-    return not setting.prf and not setting.rm3_docs and not setting.adaptive
+    return not setting.prf and not setting.rm3_docs and not setting.adaptive and not setting.sentences
+
+
+def plain_or_sentences(setting) -> bool:
+    """A setting of the ranking as the index has it, or the same with a long request's dense signal
+    mixed with its best sentence's (`--sentences`)."""
+    return not setting.prf and not setting.rm3_docs and not setting.adaptive and not setting.passages
 
 
 # Every parameter free but score regularisation (the rows of the sessions before it).
@@ -325,7 +331,14 @@ FREE_BUT_NEIGHBOURS = dict(weight=1, k1=1, b=1, title_weight=1, depth=1, framing
 
 
 def experiments(
-    results, names, rrf: dict[str, float], passages: bool, prf: bool = False, rm3: bool = False, adaptive: bool = False
+    results,
+    names,
+    rrf: dict[str, float],
+    passages: bool,
+    prf: bool = False,
+    rm3: bool = False,
+    adaptive: bool = False,
+    sentences: bool = False,
 ) -> None:
     """Held-out nDCG@10 of each idea: parameters chosen by LOCO among the settings it allows."""
     from retrieval_sweep import best, loco
@@ -338,6 +351,7 @@ def experiments(
         depth=100,
         method="minmax",
         passages=False,
+        sentences=False,
         prf=0.0,
         rm3_docs=0,
         neighbours=0,
@@ -383,9 +397,21 @@ def experiments(
         rows.append(
             ("LOCO: everything + neighbours, dense = best passage", lambda s: plain_or_passages(s) and s.passages)
         )
+    if sentences:
+        # The rule (fourteenth session, try_query_sentences.py, written before any of its numbers): a long
+        # request read by its best sentence too ships only if the first row below is at least
+        # "everything + neighbours" of the same run on every held-out collection, and higher more often
+        # than lower on the same bootstrap resamplings (bootstrap_passages.py --idea sentences).
+        rows.append(("LOCO: everything + neighbours + best sentence (chosen or not)", plain_or_sentences))
+        rows.append(
+            ("LOCO: everything + neighbours, best sentence forced on", lambda s: plain_or_sentences(s) and s.sentences)
+        )
     if prf:
         rows.append(
-            ("LOCO: everything + dense PRF (β 0, 0.5 or 1 chosen too)", lambda s: not s.passages and not s.rm3_docs)
+            (
+                "LOCO: everything + dense PRF (β 0, 0.5 or 1 chosen too)",
+                lambda s: not s.passages and not s.rm3_docs and not s.sentences,
+            )
         )
         rows.append(("LOCO: everything, dense PRF forced on (β chosen)", lambda s: s.prf > 0 and not s.rm3_docs))
         rows.append(
@@ -395,7 +421,9 @@ def experiments(
             )
         )
     if rm3:
-        rows.append(("LOCO: everything + RM3 (chosen or not)", lambda s: not s.passages and not s.prf))
+        rows.append(
+            ("LOCO: everything + RM3 (chosen or not)", lambda s: not s.passages and not s.prf and not s.sentences)
+        )
         rows.append(("LOCO: everything, RM3 forced on", lambda s: s.rm3_docs > 0 and not s.prf))
         rows.append(
             ("LOCO: everything min-max, RM3 forced on", lambda s: s.rm3_docs > 0 and not s.prf and s.method == "minmax")
@@ -406,14 +434,16 @@ def experiments(
     if adaptive:
 
         def plain_but_adaptive(s) -> bool:
-            return not s.passages and not s.prf and not s.rm3_docs
+            return not s.passages and not s.prf and not s.rm3_docs and not s.sentences
 
         rows.append(("LOCO: everything + neighbours + adaptive weight (g 0, 0.5 or 1 chosen too)", plain_but_adaptive))
         rows.append(
             ("LOCO: everything + neighbours, adaptive weight forced on", lambda s: plain_but_adaptive(s) and s.adaptive)
         )
     if rm3 and prf:
-        rows.append(("LOCO: everything + RM3 + dense PRF (each chosen or not)", lambda s: not s.passages))
+        rows.append(
+            ("LOCO: everything + RM3 + dense PRF (each chosen or not)", lambda s: not s.passages and not s.sentences)
+        )
         rows.append(("LOCO: everything, RM3 and dense PRF both forced on", lambda s: s.rm3_docs > 0 and s.prf > 0))
 
     # chosen by the worst ratio to RRF over the training collections, not the mean nDCG@10
@@ -518,6 +548,9 @@ def main() -> None:
     parser.add_argument("--no-sweep", action="store_true", help="the table only: no grid, no LOCO folds")
     parser.add_argument("--all-modes", action="store_true", help="also memsearch --mode lexical and dense")
     parser.add_argument("--passages", action="store_true", help="also try scoring an entry by its best passage")
+    parser.add_argument(
+        "--sentences", action="store_true", help="also try a long request's best sentence on the dense side"
+    )
     parser.add_argument("--prf", action="store_true", help="also try dense pseudo-relevance feedback")
     parser.add_argument("--rm3", action="store_true", help="also try lexical pseudo-relevance feedback (RM3)")
     parser.add_argument(
@@ -553,13 +586,31 @@ def main() -> None:
         print(f"{name}: {len(corpus):,} entries, {len(qrels)} judged queries", file=sys.stderr)
         if not args.no_sweep:
             prepared.append(
-                prepare(name, folder, to_corpus, queries, qrels, exclude, args.passages, args.small, args.rm3)
+                prepare(
+                    name,
+                    folder,
+                    to_corpus,
+                    queries,
+                    qrels,
+                    exclude,
+                    args.passages,
+                    args.small,
+                    args.rm3,
+                    sentences=args.sentences,
+                )
             )
     results = folds = None
     if prepared:
         from tqdm import tqdm
 
-        settings = grid(args.passages, small=args.small, prf=args.prf, rm3=args.rm3, adaptive=args.adaptive)
+        settings = grid(
+            args.passages,
+            small=args.small,
+            prf=args.prf,
+            rm3=args.rm3,
+            adaptive=args.adaptive,
+            sentences=args.sentences,
+        )
         queries_of: dict = {}
         results = sweep(
             prepared,
@@ -600,7 +651,7 @@ def main() -> None:
             uncertainty(queries_of, rrf_queries, names, args.resamples)
         if not args.small:
             rrf = {n: table[n]["RRF k=60"][0] for n in names}
-            experiments(results, names, rrf, args.passages, args.prf, args.rm3, args.adaptive)
+            experiments(results, names, rrf, args.passages, args.prf, args.rm3, args.adaptive, args.sentences)
     for name in names:
         print(f"\n| {name}: hybrid score (CLI, top 10 of each query) | hits | judged relevant |")
         print("|---|---|---|")

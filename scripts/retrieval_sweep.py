@@ -54,6 +54,7 @@ class Setting:
     depth: int
     method: str
     passages: bool = False
+    sentences: bool = False  # the dense signal of a request of several sentences mixed with its best sentence's
     prf: float = 0.0
     rm3_docs: int = 0  # 0: no lexical feedback
     rm3_terms: int = 0
@@ -68,7 +69,8 @@ class Setting:
         return (self.rm3_docs, self.rm3_terms, self.rm3_original, self.rm3_min_docs)
 
     def label(self) -> str:
-        extra = (" passages" if self.passages else "") + (f" prf β={self.prf:g}" if self.prf else "")
+        extra = (" passages" if self.passages else "") + (" sentences" if self.sentences else "")
+        extra += f" prf β={self.prf:g}" if self.prf else ""
         if self.rm3_docs:
             extra += (
                 f" rm3 docs={self.rm3_docs} terms={self.rm3_terms} original={self.rm3_original:g}"
@@ -96,6 +98,7 @@ class Collection:
     matrix: np.ndarray  # the stored vector of each catalog row (score regularisation reads them)
     dense: dict[bool, np.ndarray]  # framing -> (queries, rows) cosine
     passage_dense: dict[bool, np.ndarray]  # the same, an entry scored by its best passage
+    sentence_dense: dict[bool, np.ndarray]  # the same, a long request's cosine mixed with its best sentence's
     prf_dense: dict[tuple[bool, float], np.ndarray]  # (framing, beta) -> cosine of the fed-back query
     lexical: dict[tuple[bool, float, float, int], np.ndarray]  # (framing, k1, b, title weight) -> BM25
     rm3: dict[tuple, np.ndarray]  # (framing, k1, b, title weight) + Setting.rm3 -> BM25 of the expanded query
@@ -116,6 +119,7 @@ def prepare(
     small: bool,
     rm3: bool = False,
     bm25: tuple[float, float, int] | None = None,
+    sentences: bool = False,
 ) -> Collection:
     """Read one backfilled project's vectors and compute every raw signal the grid needs (`bm25`: only
     the BM25 of this (k1, b, title weight), for an experiment on one setting)."""
@@ -143,6 +147,10 @@ def prepare(
                 for row, pieces in best.items():
                     scores[:, row] = np.maximum(scores[:, row], (v @ pieces.T).max(axis=1))
                 passage_dense[framing] = scores
+        sentence_dense = {}
+        if sentences:
+            for framing, text in texts.items():
+                sentence_dense[bool(framing)] = by_sentence(session.embedder, text, dense[bool(framing)], matrix)
     row_of_corpus = {to_corpus[i]: n for n, i in enumerate(order)}
     prf_dense = {}
     for framing, v in vectors.items():
@@ -182,6 +190,7 @@ def prepare(
         matrix,
         dense,
         passage_dense,
+        sentence_dense,
         prf_dense,
         lexical,
         expanded,
@@ -247,6 +256,31 @@ def rm3_scores(
                     mixed = np.where(total > 0, weight * original + (1 - weight) * kept, original)
                     out[(fb_docs, fb_terms, weight, min_docs)] = np.asarray(bm25 @ mixed.T).T.astype(np.float32)
     return out
+
+
+# The mix try_query_sentences.py screened through (its rule, fourteenth session): a quarter of the whole
+# request's cosine, three quarters of its best sentence's.
+SENTENCE_MIX = 0.75
+
+
+def by_sentence(embedder, texts: list[str], whole: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """`whole` (the (requests, rows) cosines) with each request of several sentences scored instead by
+    (1 - SENTENCE_MIX) x its whole cosine + SENTENCE_MIX x the best of its sentences' cosines."""
+    from try_query_sentences import sentences
+
+    split = [sentences(t) for t in texts]
+    several = [n for n, parts in enumerate(split) if len(parts) > 1]
+    scores = whole.copy()
+    if not several:
+        return scores
+    vectors = embedder.encode([s for n in several for s in split[n]])
+    at = 0
+    for n in several:
+        count = len(split[n])
+        best = (vectors[at : at + count] @ matrix.T).max(axis=0)
+        scores[n] = (1 - SENTENCE_MIX) * whole[n] + SENTENCE_MIX * best
+        at += count
+    return scores
 
 
 def passage_vectors(embedder, docs, words: int = 150, most: int = 6) -> dict[int, np.ndarray]:
@@ -334,7 +368,13 @@ def evaluate(collection: Collection, base: Setting) -> dict[Setting, np.ndarray]
     if base.prf:
         dense = collection.prf_dense[(base.framing, base.prf)]
     else:
-        dense = (collection.passage_dense if base.passages else collection.dense)[base.framing]
+        dense = (
+            collection.passage_dense
+            if base.passages
+            else collection.sentence_dense
+            if base.sentences
+            else collection.dense
+        )[base.framing]
     row_of = {c: n for n, c in enumerate(collection.corpus_ids)}
     ids = np.asarray(collection.corpus_ids)
     variants = [
@@ -370,11 +410,17 @@ def evaluate(collection: Collection, base: Setting) -> dict[Setting, np.ndarray]
 
 
 def grid(
-    passages: bool, small: bool = False, prf: bool = False, rm3: bool = False, adaptive: bool = False
+    passages: bool,
+    small: bool = False,
+    prf: bool = False,
+    rm3: bool = False,
+    adaptive: bool = False,
+    sentences: bool = False,
 ) -> list[Setting]:
     """Every BM25 setting, depth and framing choice; weight and method ("*") are expanded by evaluate.
     `small`: the shipped BM25 setting and depth only (a smoke run). `passages`, `prf`: each of those
-    settings again with the dense signal scored by best passage, or by the fed-back query. `rm3`: the
+    settings again with the dense signal scored by best passage, or by the fed-back query; `sentences`:
+    by a long request's best sentence too (by_sentence). `rm3`: the
     settings at RM3_DEPTHS again with every RM3 parameter set (and with each dense PRF β too if `prf`)."""
     from memfiles.index import lexical, search
 
@@ -392,6 +438,8 @@ def grid(
     plain = list(settings)
     if passages:
         settings += [Setting(**{**asdict(s), "passages": True}) for s in plain]
+    if sentences:
+        settings += [Setting(**{**asdict(s), "sentences": True}) for s in plain]
     if prf:
         settings += [Setting(**{**asdict(s), "prf": beta}) for s in plain for beta in PRF_BETAS]
     if rm3:

@@ -111,8 +111,9 @@ def main() -> None:
         ]
         for label, values in figures.items():
             solo = alone_figures[label].mean()
+            up, down = int((values > plain + 1e-12).sum()), int((values < plain - 1e-12).sum())
             lines.append(
-                f"  {label:<15} hybrid {values.mean():.3f} ({values.mean() / base:.3f}x)"
+                f"  {label:<15} hybrid {values.mean():.4f} ({values.mean() / base:.4f}x, {up} up {down} down)"
                 f"   MiniLM alone {solo:.3f} ({solo / solo_base:.3f}x)"
             )
         print(*lines, f"  ({time.perf_counter() - started:.0f} s)", sep="\n", flush=True)
