@@ -214,6 +214,11 @@ class TestFence:
             (["    ```", "## x"], [False, False]),
             (["\t```", "## x"], [False, False]),
             (["   ~~~~", "~~~", "~~~~~"], [True, True, True]),
+            (["> ```", "> ## x", "> ```", "## x"], [True, True, True, False]),
+            (["> ```", "## x"], [True, False]),  # the quote ended, and the fence with it
+            (["> > ```", "> > x", "> end", "x"], [True, True, False, False]),
+            (["```", "> ```", "```"], [True, True, True]),  # a quote marker inside code is code
+            ([">```", ">x", "   > ```"], [True, True, True]),
         ],
     )
     def test_commonmark_fences(self, lines: list[str], inside: list[bool]) -> None:

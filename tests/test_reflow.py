@@ -149,3 +149,66 @@ def test_a_body_with_no_safe_wrap_is_refused_with_its_line_and_rule_and_nothing_
     assert "body line 1" in result.output and "md013" in result.output, result.output
     assert "Traceback" not in result.output
     assert snapshot(root) == before
+
+
+# --- code and HTML inside containers: kept as written -------------------------------------------------
+
+CODE = "x = compute(alpha, beta)  # " + words(16)  # 110 columns, with two spaces that are the code's
+
+
+def test_a_fence_inside_a_quote_is_code_and_kept_as_written() -> None:
+    """`> ```` opens a fence inside the quote: its lines are code, never re-flowed, and the fence gets a
+    quoted blank line (`>`) above and below, not a bare one that would end the quote."""
+    lines = stored(f"> Before:\n> ```py\n> {CODE}\n> ```\n> after")
+    assert lines == ["> Before:", ">", "> ```py", f"> {CODE}", "> ```", ">", "> after"]
+
+
+def test_a_quote_fence_ends_with_its_quote() -> None:
+    """A line with fewer quote markers ends the quote, and the fence in it: what follows is read afresh
+    (a nested quote's fence closed by `> text`, a top-level paragraph wrapped again)."""
+    lines = stored(f"> > ```\n> > {CODE}\n> end of the inner quote\n\n{words(20)}")
+    assert lines[:3] == ["> > ```", f"> > {CODE}", "> end of the inner quote"]
+    assert all(len(line) <= 100 for line in lines[3:]) and len(lines) == 6, lines
+
+
+def test_a_pre_block_keeps_every_line_and_space() -> None:
+    """Inside `<pre>` line breaks and spaces are the text's; a bullet, a URL and a `#` there are no
+    Markdown either: nothing is wrapped, bracketed, escaped or stripped."""
+    body = f"Text.\n\n<pre>\n{CODE}\n* https://example.com/x\n#42  \n</pre>\n\nAfter."
+    assert stored(body) == body.split("\n")
+
+
+def test_a_long_line_of_a_div_block_is_wrapped_plainly() -> None:
+    """A `<div>` block's line breaks are spaces: a long line is broken between words (never inside a
+    tag) and nothing is escaped, since nothing in the block is Markdown; the block ends at a blank line."""
+    lines = stored("<div>\n" + words(16) + ' abc #12 - <a href="x y" title="a b">link</a> ' + words(3) + "\n</div>")
+    assert lines[0] == "<div>" and lines[-1] == "</div>" and all(len(line) <= 100 for line in lines), lines
+    joined = " ".join(lines)
+    assert len(lines) == 4 and lines[2].startswith("#12 - <a"), lines  # no escape at a line start here
+    assert '<a href="x y" title="a b">link</a>' in joined and "\\" not in joined, lines
+
+
+def test_a_div_inside_a_list_item_wraps_under_the_item() -> None:
+    lines = stored("- <div> " + words(20) + "\n  </div>")
+    assert lines[0].startswith("- <div> ") and all(line.startswith("  ") for line in lines[1:]), lines
+    assert all(len(line) <= 100 for line in lines), lines
+
+
+def test_a_div_holding_a_pre_is_kept_as_written() -> None:
+    body = f"<div>\n<pre>\n{CODE}\n</pre>\n</div>"
+    assert stored(body) == body.split("\n")
+
+
+def test_a_quoted_fence_passes_add_and_check_and_a_long_pre_line_is_refused(run: Run, root: Path) -> None:
+    """Through the CLI: the quoted fence's long code line is stored as written and the file passes check;
+    a `<pre>` line over the width, which no wrap may touch, is refused with its line and the rule
+    (exit 2, nothing written)."""
+    result = run("add", "-k", "L", "-t", "Quoted code", "-a", "format", input=f"> Run:\n> ```\n> {CODE}\n> ```\n")
+    assert result.exit_code == 0, result.output
+    assert f"> {CODE}\n" in (root / "memory" / "lessons.md").read_text()
+    assert run("check").exit_code == 0
+    before = snapshot(root)
+    result = run("add", "-k", "L", "-t", "Pre", "-a", "format", input=f"Text.\n\n<pre>\n{CODE}\n</pre>\n")
+    assert result.exit_code == 2, result.output
+    assert "body line 4" in result.output and "md013" in result.output and "Traceback" not in result.output
+    assert snapshot(root) == before

@@ -150,25 +150,53 @@ def line_endings(text: str) -> LineEndings:
 # --- fences -----------------------------------------------------------------------------------------
 
 
+_QUOTE_MARKER_RE = re.compile(r" {0,3}> ?")
+
+
+def unquoted(line: str, most: int = -1) -> tuple[int, str]:
+    """(how many block quote markers `line` starts with, at most `most` of them if it is not -1; the
+    text after them). `> > x` is (2, "x"); a marker is `>` up to three spaces in, with the one space
+    after it that belongs to it."""
+    depth = 0
+    while depth != most:
+        marker = _QUOTE_MARKER_RE.match(line)
+        if marker is None:
+            break
+        line, depth = line[marker.end() :], depth + 1
+    return depth, line
+
+
 class Fence:
-    """Tracks CommonMark fenced code blocks line by line, so that nothing inside one is taken for structure."""
+    """Tracks CommonMark fenced code blocks line by line, so that nothing inside one is taken for structure.
+
+    A fence may stand inside a block quote (`> ```py`): its lines are then read past as many quote markers
+    as its opening line had, and a line with fewer ends the quote, and with it the fence (code is never a
+    lazy continuation), and is read afresh."""
 
     def __init__(self) -> None:
         self.marker: str | None = None
         self.opened_at = 0
+        self.depth = 0  # the block quote markers before the open fence's lines
+        self.opened = False  # the last line fed opened a fence
 
     def feed(self, line: str, lineno: int = 0) -> bool:
         """True when `line` is inside a fence, or opens or closes one."""
-        if self.marker is None:
-            match = _FENCE_OPEN_RE.match(line)
-            if match is None or (match.group(1)[0] == "`" and "`" in match.group(2)):
-                return False
-            self.marker = match.group(1)
-            self.opened_at = lineno
-            return True
-        close = _FENCE_CLOSE_RE.match(line)
-        if close and close.group(1)[0] == self.marker[0] and len(close.group(1)) >= len(self.marker):
-            self.marker = None
+        self.opened = False
+        if self.marker is not None:
+            depth, text = unquoted(line, self.depth)
+            if depth < self.depth:
+                self.marker = None  # the quote it stood in has ended
+            else:
+                close = _FENCE_CLOSE_RE.match(text)
+                if close and close.group(1)[0] == self.marker[0] and len(close.group(1)) >= len(self.marker):
+                    self.marker = None
+                return True
+        depth, text = unquoted(line)
+        match = _FENCE_OPEN_RE.match(text)
+        if match is None or (match.group(1)[0] == "`" and "`" in match.group(2)):
+            return False
+        self.marker, self.depth, self.opened = match.group(1), depth, True
+        self.opened_at = lineno
         return True
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from memfiles.format.grammar import Fence, code_lines, opens_fence
+from memfiles.format.grammar import Fence, code_lines, opens_fence, unquoted
 
 _LIST = re.compile(r"^( {0,3})([-*+]|\d{1,9}[.)])( +)(?=\S)")
 _BULLET = re.compile(r"^(\s*)[*+]( +)(?=\S)")
@@ -87,41 +87,40 @@ def _bracket_urls(line: str) -> str:
 
 def _fence_roles(lines: list[str]) -> list[str]:
     """For each line: "open", "close" or "in" for the lines of a fenced code block, "" outside one."""
-    fence = Fence()
-    roles = []
-    for number, line in enumerate(lines, start=1):
-        was_open = fence.marker is not None
-        inside = fence.feed(line, number)
-        if not inside:
-            roles.append("")
-        elif not was_open:
-            roles.append("open")
-        else:
-            roles.append("close" if fence.marker is None else "in")
-    return roles
+    return _blocks(lines)[0]
 
 
 def fix_markup(text: str) -> str:
     """Every clean-up step but wrapping; `text` is a body as the write path normalised it."""
     lines = text.split("\n")
-    roles = _fence_roles(lines)
+    roles, html = _blocks(lines)
     indented_code = code_lines(lines)  # fenced lines are in it too; `roles` comes first for those
     out: list[str] = []
     after_code = False  # the previous line belongs to an indented code block
     for index, line in enumerate(lines):
         role = roles[index]
-        top_level = not line.startswith(" ")
         if role:
-            if role == "open" and top_level and out and out[-1].strip():
-                out.append("")  # a fence gets a blank line above it (md031)
+            # A fence gets a blank line above and below it (md031): in a quote, a line of its markers only.
+            # In a quote, the blank line is one of its markers only, and only next to a line of the same
+            # quote: the line before may be a lazy continuation, which the quote's fence goes on after.
+            depth, text = unquoted(line)
+            top_level = not line.startswith(" ") and not text.startswith(" ")  # not in a list item
+            before = unquoted(out[-1]) if out else (0, "")
+            if role == "open" and top_level and before[1].strip() and before[0] >= depth:
+                out.append(">" * depth)
             out.append(line if role == "in" else line.rstrip())  # a code line is kept as written
-            following = lines[index + 1] if index + 1 < len(lines) else ""
-            if role == "close" and top_level and following.strip():
-                out.append("")  # and below it
+            after = unquoted(lines[index + 1]) if index + 1 < len(lines) else (0, "")
+            if role == "close" and top_level and after[1].strip() and after[0] >= depth:
+                out.append(">" * depth)
             continue
         if index in indented_code:
             out.append(line)  # as written: its tabs and trailing spaces are the code's
             after_code = True
+            continue
+        if index in html:
+            # as written: a bullet, a URL or a `#` in HTML is no Markdown; `<pre>`'s spaces are its text
+            out.append(line if html[index] is None else line.rstrip())
+            after_code = False
             continue
         line = line.expandtabs(4)
         following = lines[index + 1] if index + 1 < len(lines) else ""
@@ -226,6 +225,120 @@ _BLOCK_TAGS = (
 )
 _HTML_START = re.compile(rf"^<(?:[!?]|(?:script|pre|style|textarea)(?:>|$)|/?(?:{_BLOCK_TAGS})(?:/?>|$))", re.I)
 
+# The HTML blocks of CommonMark 4.6 as lines open them, each with what ends it: a line holding the end
+# string (that line included), or, for kinds 6 and 7, a blank line (not included). Kind 7 (any lone
+# complete tag) cannot interrupt a paragraph.
+_HTML_KINDS: tuple[tuple[re.Pattern[str], str | None], ...] = (
+    (re.compile(r"^<(?:script|pre|style|textarea)(?:[ \t>]|$)", re.I), "</"),
+    (re.compile(r"^<!--"), "-->"),
+    (re.compile(r"^<\?"), "?>"),
+    (re.compile(r"^<![A-Za-z]"), ">"),
+    (re.compile(r"^<!\[CDATA\["), "]]>"),
+    (re.compile(rf"^</?(?:{_BLOCK_TAGS})(?:[ \t>]|/>|$)", re.I), None),
+)
+_LONE_TAG = re.compile(
+    r"^(?:<[A-Za-z][A-Za-z0-9-]*(?:\s+[A-Za-z_:][\w.:-]*(?:\s*=\s*(?:[^\s\"'=<>`]+|'[^']*'|\"[^\"]*\"))?)*\s*/?>"
+    r"|</[A-Za-z][A-Za-z0-9-]*\s*>)\s*$"
+)
+_KIND_ONE_END = re.compile(r"</(?:script|pre|style|textarea)>", re.I)
+_KIND_ONE_START = re.compile(r"<(?:script|pre|style|textarea)(?:[\s>]|$)", re.I)
+
+
+def _blocks(lines: list[str]) -> tuple[list[str], dict[int, tuple[str, str] | None]]:
+    """The fenced code and HTML blocks of `lines`, in one pass, since either hides the other's opening:
+    for each line its fence role ("open", "close", "in" or ""), and the lines of HTML blocks.
+
+    HTML blocks are read past quote markers and a list item's marker or indent, never inside indented
+    code, and end with the quote they stand in. Inside one nothing is Markdown, so a break between words
+    changes nothing (a plain wrap, no escapes): each of its lines comes with the (first, other) prefixes a
+    wrap of it keeps, its container's. None instead: the line is kept as written, because its block holds
+    `<pre>`, `<textarea>`, `<script>` or `<style>`, whose line breaks are the text's, or is a comment or
+    the like (kinds 2-5), or the line does not start with its container's prefix."""
+    code = code_lines(lines)
+    fence = Fence()
+    roles: list[str] = []
+    found: dict[int, tuple[str, str] | None] = {}
+    block: list[int] = []
+    end: str | None = None  # inside an HTML block: what ends it ("" for a blank line)
+    depth, first, rest = 0, "", ""  # the block's quote depth, its first line's prefix and the others'
+    paragraph = False  # the line before is prose, which a kind-7 tag cannot interrupt
+
+    def close() -> None:
+        loose = end == "" and not any(_KIND_ONE_START.search(lines[n]) for n in block)
+        for n in block:
+            lead = first if n == block[0] else rest
+            found[n] = (lead, rest) if loose and lines[n].startswith(lead) else None
+        block.clear()
+
+    for index, line in enumerate(lines):
+        if end is not None and unquoted(line, depth)[0] < depth:
+            close()  # the quote it stood in ended, and the block with it
+            end = None
+        if end is None:
+            if fence.feed(line, index + 1):
+                roles.append("open" if fence.opened else "close" if fence.marker is None else "in")
+                paragraph = False
+                continue
+            roles.append("")
+            if index in code:
+                paragraph = False
+                continue
+            depth, inner = unquoted(line)
+            text = inner.lstrip(" ")
+            while item := _LIST.match(text):  # `- - <div>`: the block is the inner item's
+                text = text[item.end() :]
+            for start, closing in _HTML_KINDS:
+                if start.match(text):
+                    end = closing or ""
+                    break
+            else:
+                if _LONE_TAG.match(text) and not paragraph:
+                    end = ""
+            paragraph = bool(text.strip()) and end is None
+            if end is None:
+                continue
+            first = line[: len(line) - len(text)]
+            rest = line[: len(line) - len(inner)] + " " * (len(inner) - len(text))
+        else:
+            roles.append("")
+            text = unquoted(line, depth)[1]
+        if end == "" and not text.strip():
+            close()
+            end = None
+            continue
+        block.append(index)
+        paragraph = False
+        if end and (_KIND_ONE_END.search(text) if end == "</" else end in text):
+            close()
+            end = None
+    if block:
+        close()
+    return roles, found
+
+
+def _html_wrap(line: str, width: int, first: str, rest: str) -> list[str]:
+    """A long line of an HTML block broken at spaces outside tags, its first line under `first` and the
+    others under `rest` (its container's prefixes): in raw HTML a line break is a space."""
+    pieces, depth, current = [], 0, ""
+    for char in line[len(first) :]:
+        depth += char == "<"
+        depth -= char == ">" and depth > 0
+        if char == " " and not depth:
+            pieces.append(current)
+            current = ""
+        else:
+            current += char
+    pieces.append(current)
+    out, now = [], []
+    for word in (p for p in pieces if p):
+        lead = rest if out else first
+        if now and len(lead) + len(" ".join([*now, word])) > width:
+            out.append(lead + " ".join(now))
+            now = []
+        now.append(word)
+    out.append((rest if out else first) + " ".join(now))
+    return out
+
 
 def _unmovable(word: str) -> bool:
     """A word no wrap may put at the start of a line: it would start a block there."""
@@ -317,12 +430,17 @@ def clean_body(text: str, width: int) -> str:
     if width <= 0:
         return cleaned
     lines = cleaned.split("\n")
-    roles = _fence_roles(lines)
+    roles, html = _blocks(lines)
     out: list[str] = []
     index = 0
     while index < len(lines):
         line = lines[index]
         code = line.startswith("    ") and (not out or not out[-1].strip() or out[-1].startswith("    "))
+        if index in html:
+            prefixes = html[index]
+            out.extend(_html_wrap(line, width, *prefixes) if prefixes and len(line) > width else [line])
+            index += 1
+            continue
         code = code or _opens_with_code(line)
         end, prefix = _paragraph_run(lines, roles, index) if not roles[index] and not code else (index + 1, "")
         run = lines[index:end]
