@@ -9,7 +9,7 @@ import pytest
 
 from memfiles import parse, render
 from memfiles.errors import ParseError
-from memfiles.format.grammar import Fence, grammar_for, headings_of
+from memfiles.format.grammar import Fence, code_spans, grammar_for, headings_of
 from memfiles.format.ids import DEFAULT_KINDS, Kind, Schema
 from memfiles.format.validate import body_problem
 from memfiles.format.wrap import normalize_body
@@ -577,3 +577,25 @@ class TestEveryProblem:
             (13, "D-002: metadata keys are lower case: write '- area:' for '- Area:'"),
             (11, "D-002 lacks status (every entry has date, area, status)"),
         ]
+
+
+@pytest.mark.parametrize(
+    ("text", "spans"),
+    [
+        ("a `b` c", ["`b`"]),
+        ("\\`x `a  b` y", ["`a  b`"]),  # an escaped backtick opens nothing
+        ("\\\\`code`", ["`code`"]),  # an escaped backslash escapes no backtick
+        ("``a ` b`` c", ["``a ` b``"]),  # closed by a run of the same length only
+        ("`no close", []),
+        ("a `x\nb` c", ["`x\nb`"]),  # onto the next line
+        ("a `x\n\nb` c", []),  # never past a blank line
+        ("`a\\` b", ["`a\\`"]),  # inside a span a backslash is text
+    ],
+)
+def test_code_spans_as_commonmark_reads_them(text: str, spans: list[str]) -> None:
+    assert [text[start:end] for start, end in code_spans(text)] == spans
+
+
+def test_an_id_after_an_escaped_backtick_is_a_mention() -> None:
+    """`\\`D-001` is prose (the backtick is escaped), so audit counts the id; inside a span it is not."""
+    assert grammar_for(("D",)).ids_in("see \\`D-001 and `D-002`") == ["D-001"]

@@ -212,3 +212,9 @@ def test_a_quoted_fence_passes_add_and_check_and_a_long_pre_line_is_refused(run:
     assert result.exit_code == 2, result.output
     assert "body line 4" in result.output and "md013" in result.output and "Traceback" not in result.output
     assert snapshot(root) == before
+
+
+def test_an_escaped_backtick_before_a_code_span_leaves_the_span_whole() -> None:
+    """`\\`` is a backtick as text: the code span after it keeps its two spaces through the wrap."""
+    lines = stored("- " + words(10) + " \\`not code `a  b` " + " ".join(["beta"] * 8))
+    assert any("`a  b`" in line for line in lines) and all(len(line) <= 100 for line in lines), lines

@@ -78,9 +78,7 @@ _SECTION_RE = re.compile(r"^##(?:[ \t]+(.*?))?[ \t]*$")
 META_RE = re.compile(r"^-[ \t]+([a-z][a-z-]*):[ \t]*(.*?)\s*$")
 _FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
-# A CommonMark code span: a run of backticks (not escaped), then text, then a run of the same length; it
-# may span lines, never a blank one (a paragraph ends there, and with it any span).
-_CODE_SPAN_RE = re.compile(r"(?<![`\\])(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.DOTALL)
+_BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
 
 
 CONFLICT_RE = re.compile(r"^(<{7}|>{7}|\|{7})(?:\s|$)")  # any marker line: ids.txt's reading
@@ -145,6 +143,53 @@ def line_endings(text: str) -> LineEndings:
         if "\r" in (line[:-1] if ended and line.endswith("\r") else line):
             stray = stray or number
     return LineEndings(first_crlf, first_lf, stray)
+
+
+# --- code spans ------------------------------------------------------------------------------------
+
+
+def code_spans(text: str) -> list[tuple[int, int]]:
+    """Where the inline code spans of `text` are, (start, end), as CommonMark reads them: a run of
+    backticks not escaped by a backslash (`\\`` is a backtick; after `\\\\` it is not escaped) up to the
+    next run of the same length; inside a span a backslash is text. A span may go on to the next line,
+    never past a blank one (the paragraph ends there); a run with no closing run is literal backticks.
+    The one reading of code spans: the write path's wrap and the id grammar both use it."""
+    spans, index = [], 0
+    while index < len(text):
+        char = text[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char != "`":
+            index += 1
+            continue
+        after = index
+        while after < len(text) and text[after] == "`":
+            after += 1
+        run, search = after - index, after
+        while (close := text.find("`" * run, search)) >= 0:
+            end = close
+            while end < len(text) and text[end] == "`":
+                end += 1
+            if end - close == run:
+                break
+            search = end
+        if close >= 0 and not _BLANK_LINE_RE.search(text, after, close):
+            spans.append((index, close + run))
+            index = close + run
+        else:
+            index = after
+    return spans
+
+
+def _gaps(text: str) -> list[tuple[int, int]]:
+    """`text` cut at its code spans: (start, end) of the prose before the first span, the first span,
+    the prose after it, and so on; prose pieces at even places."""
+    pieces, last = [], 0
+    for start, end in code_spans(text):
+        pieces += [(last, start), (start, end)]
+        last = end
+    return [*pieces, (last, len(text))]
 
 
 # --- fences -----------------------------------------------------------------------------------------
@@ -383,7 +428,7 @@ class Grammar:
         """The ids of known prefixes that `text` mentions, in order (repeats kept). An id in a fenced code
         block or an inline code span is an example shown, not a mention (`D-999` as a format sample)."""
         prose = "\n".join(line for _, line in outside_fences(split_lines(text)))
-        prose = _CODE_SPAN_RE.sub(" ", prose)
+        prose = "".join(prose[start:end] if n % 2 == 0 else " " for n, (start, end) in enumerate(_gaps(prose)))
         return [match.group(0) for match in ID_RE.finditer(prose) if match.group(1) in self.prefixes]
 
 

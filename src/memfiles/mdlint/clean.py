@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from memfiles.format.grammar import Fence, code_lines, opens_fence, unquoted
+from memfiles.format.grammar import Fence, code_lines, code_spans, opens_fence, unquoted
 
 _LIST = re.compile(r"^( {0,3})([-*+]|\d{1,9}[.)])( +)(?=\S)")
 _BULLET = re.compile(r"^(\s*)[*+]( +)(?=\S)")
@@ -53,12 +53,22 @@ def _is_paragraph(line: str) -> bool:
     return bool(line.strip()) and not _is_block_start(line)
 
 
-def _code_spans(line: str) -> list[tuple[int, int]]:
-    """Where the inline code spans of `line` are (start, end), so rewrites can keep out of them."""
-    spans = []
-    for match in re.finditer(r"(`+)(?:.*?[^`])?\1(?!`)", line):
-        spans.append(match.span())
-    return spans
+def _continues(line: str, following: str) -> bool:
+    """Whether `following` goes on with the paragraph `line` is in, so that a hard break at the end of
+    `line` renders: read inside the quotes `line` stands in and from where its text starts (a list
+    item's text column), a line four columns further in is text (indented code cannot interrupt a
+    paragraph), and any other line is text unless it starts a block; a deeper quote starts one, and a
+    line with fewer quote markers goes on only as a lazy continuation (text)."""
+    if not following.strip():
+        return False
+    depth, text = unquoted(line)
+    after, rest = unquoted(following)
+    if after > depth:
+        return False
+    item = _LIST.match(text)
+    column = len(item.group(0)) if item else len(text) - len(text.lstrip(" "))
+    indent = len(rest.expandtabs(4)) - len(rest.expandtabs(4).lstrip(" "))
+    return indent >= (column if after == depth else 0) + 4 or _is_paragraph(rest.lstrip(" \t"))
 
 
 def _outside(spans: list[tuple[int, int]], position: int) -> bool:
@@ -66,7 +76,7 @@ def _outside(spans: list[tuple[int, int]], position: int) -> bool:
 
 
 def _bracket_urls(line: str) -> str:
-    spans = _code_spans(line)
+    spans = code_spans(line)
     out, last = [], 0
     for match in _URL.finditer(line):
         start, end = match.span()
@@ -124,7 +134,7 @@ def fix_markup(text: str) -> str:
             continue
         line = line.expandtabs(4)
         following = lines[index + 1] if index + 1 < len(lines) else ""
-        hard_break = line.endswith("  ") and not roles[min(index + 1, len(lines) - 1)] and _is_paragraph(following)
+        hard_break = line.endswith("  ") and not roles[min(index + 1, len(lines) - 1)] and _continues(line, following)
         line = line.rstrip() + ("  " if hard_break and line.strip() else "")
         if not _THEMATIC.match(line):
             line = _BULLET.sub(r"\1-\2", line)
@@ -354,7 +364,7 @@ def _words(text: str) -> list[tuple[str, bool]]:
     every run of spaces or tabs outside code, and at single spaces inside it (a code span's longer runs of
     spaces are its content, and a line end there would render as one space); never inside an
     angle-bracketed link destination."""
-    spans = _code_spans(text)
+    spans = code_spans(text)
     whole = [m.span() for m in _BRACKETED_DESTINATION.finditer(text)]
     pieces, begin = [], 0
     for gap in re.finditer(r"[ \t]+", text):
