@@ -107,12 +107,19 @@ def fix_markup(text: str) -> str:
     indented_code = code_lines(lines)  # fenced lines are in it too; `roles` comes first for those
     out: list[str] = []
     after_code = False  # the previous line belongs to an indented code block
+    lazy = ""  # "list" or "quote": the paragraph the lines above make up is a list item's or a quote's
+    spanned = _spanned_lines(lines, roles, indented_code, html)
     for index, line in enumerate(lines):
         role = roles[index]
+        if role or index in indented_code or index in html:
+            lazy = ""
+        if index in spanned:
+            out.append(line)  # part of a code span that goes on over a line end: its text, kept as written
+            continue
         if role:
-            # A fence gets a blank line above and below it (md031): in a quote, a line of its markers only.
-            # In a quote, the blank line is one of its markers only, and only next to a line of the same
-            # quote: the line before may be a lazy continuation, which the quote's fence goes on after.
+            # A fence gets a blank line above and below it (md031). In a quote that line is the quote's
+            # markers only, and only next to a line of the same quote: the line before may be a lazy
+            # continuation, which the quote's fence goes on after.
             depth, text = unquoted(line)
             top_level = not line.startswith(" ") and not text.startswith(" ")  # not in a list item
             before = unquoted(out[-1]) if out else (0, "")
@@ -134,9 +141,15 @@ def fix_markup(text: str) -> str:
             continue
         line = line.expandtabs(4)
         following = lines[index + 1] if index + 1 < len(lines) else ""
-        hard_break = line.endswith("  ") and not roles[min(index + 1, len(lines) - 1)] and _continues(line, following)
+        goes_on = _continues(line, following) or (
+            lazy == "quote" and _kind(following) == "quote" and _is_paragraph(unquoted(following)[1].lstrip())
+        )  # a lazy line's paragraph is the quote's, which the next quote line goes on with
+        hard_break = line.endswith("  ") and not roles[min(index + 1, len(lines) - 1)] and goes_on
         line = line.rstrip() + ("  " if hard_break and line.strip() else "")
-        if not _THEMATIC.match(line):
+        # four columns in from a paragraph line's text, `* x` goes on with that paragraph: text, no bullet
+        as_text = bool(out) and out[-1].strip() and not after_code and _continues(out[-1], line)
+        as_text = as_text and not _HEADING.match(out[-1]) and not _is_paragraph(line.lstrip())
+        if not _THEMATIC.match(line) and not as_text:
             line = _BULLET.sub(r"\1-\2", line)
         line = _HASH_WORD.sub(lambda m: m.group(1) + "\\" + m.group(2), line)
         line = _bracket_urls(line)
@@ -145,16 +158,51 @@ def fix_markup(text: str) -> str:
         # an indented line with no list item above it in its block continues a paragraph, not an item:
         # a list after it interrupts that paragraph (md032), as after any paragraph line
         after_prose = top_item and bool(out) and _kind(out[-1]) == "indented" and not _open_list(out)
+        # A text line after a list item's or a quote's line is a lazy continuation of its paragraph: the
+        # next item or quote line goes on with that list or quote, and no blank line may split them.
+        now = _kind(line)
+        before = _open_list(out) if lazy == "list" else ">" if lazy == "quote" else out[-1] if out else ""
+        lazy_goes_on = lazy == now and (now == "quote" or not new_list)
         if (
             out
             and out[-1].strip()
             and line.strip()
-            and (_needs_blank(out[-1], line) or after_code or new_list or after_prose)
+            and not lazy_goes_on
+            and (_needs_blank(before if lazy else out[-1], line) or after_code or new_list or after_prose)
         ):
             out.append("")  # lists, quotes, headings and tables get a blank line around them (md032, md022, md058)
+        if not line.strip() or now not in ("list", "quote", "text", "indented"):
+            lazy = ""
+        elif now in ("list", "quote"):
+            lazy = now
+        elif now == "indented" and lazy == "quote":
+            lazy = ""
         after_code = False
         out.append(line)
     return "\n".join(out)
+
+
+def _spanned_lines(lines: list[str], roles: list[str], code: frozenset[int], html: dict) -> set[int]:
+    """The lines a code span crosses a line end in (its first and last line too): read paragraph by
+    paragraph, runs of lines outside fences, code and HTML with no blank line between."""
+    found: set[int] = set()
+    run: list[int] = []
+    for index in [*range(len(lines)), len(lines)]:
+        inside = index < len(lines) and lines[index].strip() and not roles[index]
+        if inside and index not in code and index not in html:
+            run.append(index)
+            continue
+        if len(run) > 1:
+            text = "\n".join(lines[n] for n in run)
+            starts = [0]
+            for n in run[:-1]:
+                starts.append(starts[-1] + len(lines[n]) + 1)
+            for start, end in code_spans(text):
+                if "\n" in text[start:end]:
+                    crossed = (n for n, at in zip(run, starts, strict=True) if at < end and start <= at + len(lines[n]))
+                    found.update(crossed)
+        run = []
+    return found
 
 
 def _kind(line: str) -> str:
