@@ -218,3 +218,11 @@ def test_an_escaped_backtick_before_a_code_span_leaves_the_span_whole() -> None:
     """`\\`` is a backtick as text: the code span after it keeps its two spaces through the wrap."""
     lines = stored("- " + words(10) + " \\`not code `a  b` " + " ".join(["beta"] * 8))
     assert any("`a  b`" in line for line in lines) and all(len(line) <= 100 for line in lines), lines
+
+
+def test_a_quoted_fence_is_left_to_pymarkdown_to_judge() -> None:
+    """needs_scan vouches for top-level ``` fences only: a fence in a quote is scanned."""
+    from memfiles.mdlint.clean import needs_scan
+
+    assert not needs_scan("Text.\n\n```\ncode\n```", 100)
+    assert needs_scan("> ```\n> code\n> ```", 100)

@@ -581,8 +581,8 @@ def needs_scan(text: str, width: int) -> bool:
     judge; the write path only pays for starting it then."""
     for role, line in zip(_fence_roles(text.split("\n")), text.split("\n"), strict=True):
         if role:
-            if line.startswith((" ", "~")):
-                return True
+            if line.startswith((" ", "~", ">")) or unquoted(line)[0]:
+                return True  # only a top-level ``` fence is vouched for; one in a quote or an item is not
             continue
         if not line.strip():
             continue
