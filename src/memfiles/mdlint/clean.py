@@ -111,10 +111,14 @@ def fix_markup(text: str) -> str:
     spanned = _spanned_lines(lines, roles, indented_code, html)
     for index, line in enumerate(lines):
         role = roles[index]
+        lazy_before = lazy
+        lazy_quote = lazy == "quote"  # the line above is a quote's, or a lazy line of its paragraph
         if role or index in indented_code or index in html:
             lazy = ""
         if index in spanned:
             out.append(line)  # part of a code span that goes on over a line end: its text, kept as written
+            now = _kind(line)
+            lazy = now if now in ("list", "quote") else lazy if now in ("text", "indented") else ""
             continue
         if role:
             # A fence gets a blank line above and below it (md031). In a quote that line is the quote's
@@ -125,16 +129,26 @@ def fix_markup(text: str) -> str:
             before = unquoted(out[-1]) if out else (0, "")
             if role == "open" and top_level and before[1].strip() and before[0] >= depth:
                 out.append(">" * depth)
+            elif role == "open" and depth and before[1].strip() and not lazy_quote and _blank_before(out[-1], line):
+                out.append("")  # a quote opening with its fence, after a list or a table
             out.append(line if role == "in" else line.rstrip())  # a code line is kept as written
             after = unquoted(lines[index + 1]) if index + 1 < len(lines) else (0, "")
             if role == "close" and top_level and after[1].strip() and after[0] >= depth:
                 out.append(">" * depth)
             continue
         if index in indented_code:
+            if out and out[-1].strip() and _HEADING.match(out[-1]):
+                out.append("")  # code right under a heading: md022's blank line, which renders the same
             out.append(line)  # as written: its tabs and trailing spaces are the code's
             after_code = True
             continue
         if index in html:
+            opens = index - 1 not in html and line.startswith("<") and out and out[-1].strip()
+            above = _kind(out[-1]) if out else "text"
+            ends = lazy_before in ("list", "quote") or above in ("list", "quote", "table", "heading", "indented")
+            # (not after an item opening a fence that the HTML ends: a blank line there would be the code's)
+            if opens and ends and not _item_opens_fence(out[-1]):
+                out.append("")  # an HTML block at the margin ends the block above it: md032, md022, md058
             # as written: a bullet, a URL or a `#` in HTML is no Markdown; `<pre>`'s spaces are its text
             out.append(line if html[index] is None else line.rstrip())
             after_code = False
@@ -175,8 +189,6 @@ def fix_markup(text: str) -> str:
             lazy = ""
         elif now in ("list", "quote"):
             lazy = now
-        elif now == "indented" and lazy == "quote":
-            lazy = ""
         after_code = False
         out.append(line)
     return "\n".join(out)
@@ -203,6 +215,18 @@ def _spanned_lines(lines: list[str], roles: list[str], code: frozenset[int], htm
                     found.update(crossed)
         run = []
     return found
+
+
+def _blank_before(previous: str, line: str) -> bool:
+    """_needs_blank, but never after an item that opens a fence, where the blank line would be code."""
+    return not _item_opens_fence(previous) and _needs_blank(previous, line)
+
+
+def _item_opens_fence(line: str) -> bool:
+    """A list item whose text opens a fence (`- ```py`), or a line under an item that does: the lines
+    after it, up to where the item ends, are that fence's, blank ones included."""
+    item = _LIST.match(line)
+    return opens_fence(line[item.end() :] if item else line.lstrip(" "))
 
 
 def _kind(line: str) -> str:
@@ -361,6 +385,12 @@ def _blocks(lines: list[str]) -> tuple[list[str], dict[int, tuple[str, str] | No
             roles.append("")
             text = unquoted(line, depth)[1]
         if end == "" and not text.strip():
+            close()
+            end = None
+            continue
+        if end == "" and text.lstrip(" ").startswith("|") and block:
+            # PyMarkdown, the rule set's judge, ends the block at a table row (CommonMark reads the row as
+            # the block's): read as a table, the row gets the blank line md058 asks for
             close()
             end = None
             continue
@@ -574,12 +604,28 @@ _LOOSE_STAR = re.compile(r"(?:^|\s)\*+(?:\s|$)")
 _RISKY_LINE = re.compile(r"^(?:\s|#|\d{1,9}[.)]|-\s{2,}|[-=*_ ]{3,}$|-$)")
 
 
+_NESTED_ITEM = re.compile(r"^  - (?=\S)")
+
+
+def _flat_item(line: str, previous: str) -> str:
+    """`line` as needs_scan reads it: a `-` item two columns in right under a `-` item (or another such
+    one) is one level of nesting the default rules accept as it is (md005, md007), so it is read as the
+    item it is, without its indent; any other line as it is."""
+    if _NESTED_ITEM.match(line) and (previous.startswith("- ") or _NESTED_ITEM.match(previous)):
+        return line[2:]
+    return line
+
+
 def needs_scan(text: str, width: int) -> bool:
     """False when `text`, as `clean_body` left it, provably passes the default rules: prose with inline
     code, `*`/`**` emphasis, links the clean-up made, flat `-` lists and top-level ``` fences. Anything
     else (headings, links, tables, quotes, nesting, ordered lists, ~~~ fences...) is for PyMarkdown to
     judge; the write path only pays for starting it then."""
-    for role, line in zip(_fence_roles(text.split("\n")), text.split("\n"), strict=True):
+    previous = ""
+    for role, written in zip(_fence_roles(text.split("\n")), text.split("\n"), strict=True):
+        line, previous = _flat_item(written, previous), written
+        if width > 0 and len(written) > width and " " in written.strip() and not role:
+            return True
         if role:
             if line.startswith((" ", "~", ">")) or unquoted(line)[0]:
                 return True  # only a top-level ``` fence is vouched for; one in a quote or an item is not
