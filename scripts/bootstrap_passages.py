@@ -33,7 +33,7 @@ def main() -> None:
     args = parser.parse_args()
     saved = pickle.loads(args.sweep.read_bytes())
     queries, rrf = saved["queries"], {n: np.asarray(saved["rrf"][n]) for n in NAMES}
-    with_idea, label = (
+    with_idea, idea_label = (
         (plain_or_passages, "best passage") if args.idea == "passages" else (plain_or_sentences, "best sentence")
     )
     on = lambda s: getattr(s, args.idea)  # noqa: E731
@@ -41,7 +41,7 @@ def main() -> None:
         sys.exit(f"{args.sweep}: no {args.idea} settings in it; run eval_retrieval.py loco --{args.idea} --save-sweep")
     runs = {
         "plain grid": bootstrap_loco(queries, rrf, NAMES, plain, args.resamples),
-        f"grid + {label}": bootstrap_loco(queries, rrf, NAMES, with_idea, args.resamples),
+        f"grid + {idea_label}": bootstrap_loco(queries, rrf, NAMES, with_idea, args.resamples),
     }
     print(f"{args.resamples} bootstrap samples of each collection's judged queries, the same for both procedures\n")
     print("| procedure | held out | median ÷ RRF | 95% of samples between | samples ≥ 1.05× |")
@@ -66,7 +66,7 @@ def main() -> None:
         shown = ", ".join(f"{n} {results[chosen][n][0] / baselines[n]['RRF k=60'][0]:.3f}x" for n in NAMES)
         print(f"  {label}: {chosen.label()} ({shown})")
     print()
-    plain_r, idea_r = runs["plain grid"], runs[f"grid + {label}"]
+    plain_r, idea_r = runs["plain grid"], runs[f"grid + {idea_label}"]
     for name in NAMES:
         better, worse = np.mean(idea_r[name] > plain_r[name]), np.mean(idea_r[name] < plain_r[name])
         print(f"{name}: {args.idea} higher in {better:.0%} of the samples, lower in {worse:.0%}")
