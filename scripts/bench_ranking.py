@@ -20,14 +20,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from eval_retrieval import CACHE, DATA, read_jsonl
+from eval_retrieval import DATA, cache_folder, read_jsonl
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    folder = CACHE / "cacm"
+    folder = cache_folder("cacm")
     if not (folder / "ready.json").exists():
         print(f"no backfilled CACM project in {folder}: run `eval_retrieval.py loco` first", file=sys.stderr)
         sys.exit(2)

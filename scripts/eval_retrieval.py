@@ -7,8 +7,9 @@
 Each collection becomes a memfiles project (`memfiles import`, `memfiles backfill`) queried with
 `memsearch --batch`; the baselines (bm25s alone, MiniLM alone, plain RRF k=60 of the two) run in the same
 process on the same texts and the same stored vectors. Backfilled projects are cached under
-~/.cache/memfiles-eval (or $MEMFILES_EVAL_CACHE; by corpus and model), so a second run re-embeds
-nothing; the BM25 sidecar is dropped on reuse, so the lexical index always comes from the code measured.
+~/.cache/memfiles-eval (or $MEMFILES_EVAL_CACHE), one folder per collection and bulk precision, keyed by
+corpus and model, so a second run re-embeds nothing; the BM25 sidecar is dropped on reuse, so the
+lexical index always comes from the code measured.
 The data is read from ../shared/data (or $MEMFILES_EVAL_DATA); nothing of it is copied into the repo.
 """
 
@@ -194,6 +195,14 @@ def _bulk_precision() -> str:
     return chosen
 
 
+def cache_folder(name: str, small: bool = False, precision: str | None = None) -> Path:
+    """Where the backfilled project of collection `name` is cached: one folder per bulk precision, so
+    that a run on a machine with AMX (bfloat16) leaves the float32 vectors of another machine's run in
+    place (F-040). `precision`: the one `memfiles backfill` will use here when not given."""
+    precision = precision or _bulk_precision()
+    return CACHE / f"{name}{'-small' if small else ''}{'' if precision == 'float32' else '-' + precision}"
+
+
 def project(name: str, corpus: list[dict], small: bool) -> tuple[Path, dict[str, str]]:
     """A backfilled project holding `corpus`, reused from the cache when it holds the same corpus and model."""
     from memfiles.index.embedder import resolve_model
@@ -204,7 +213,7 @@ def project(name: str, corpus: list[dict], small: bool) -> tuple[Path, dict[str,
     precision = _bulk_precision()
     keyed = [corpus, model, CONFIG] + ([precision] if precision != "float32" else [])  # float32: as before
     key = hashlib.sha256(json.dumps(keyed).encode()).hexdigest()[:16]
-    folder = CACHE / f"{name}{'-small' if small else ''}"
+    folder = cache_folder(name, small, precision)
     marker = folder / "ready.json"
     if marker.exists() and json.loads(marker.read_text()).get("key") == key:
         for stale in folder.glob(".memsearch/**/bm25*"):  # the lexical index comes from the code measured

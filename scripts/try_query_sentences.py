@@ -31,7 +31,7 @@ import re
 import time
 
 import numpy as np
-from eval_retrieval import CACHE, NAMES
+from eval_retrieval import NAMES, cache_folder
 from replay import SHIPPED, shipped_collection, shipped_signals
 from retrieval_sweep import per_query
 from try_feedback import hybrid_ranking
@@ -71,7 +71,7 @@ def main() -> None:
         qids = collection.qids
         split = [sentences(queries[q]) for q in qids]
         several = [n for n, parts in enumerate(split) if len(parts) > 1]
-        with open_index(load_settings(CACHE / name)) as session:  # shipped_collection made it ready
+        with open_index(load_settings(cache_folder(name))) as session:  # shipped_collection made it ready
             flat = [s for n in several for s in split[n]]
             vectors = session.embedder.encode(flat) if flat else np.zeros((0, matrix.shape[1]))
         plain = np.zeros(len(qids))
