@@ -382,6 +382,21 @@ def test_check_does_not_say_fmt_fixes_md022_at_a_setext_heading(root: Path, run:
         "#### A sub-heading\n    indented code",  # code right under a heading
         "<div>\nhtml words\n</div>\n| a | b |\n| - | - |\n| 1 | 2 |",  # PyMarkdown ends the block at the row
         "- parent\n  - child one\n  - child two",  # one level of nesting, stored without a scan
+        # a review of the change, with markdown-it-py and PyMarkdown side by side:
+        "- Reproduced on main\n> <details><summary>stack</summary>\n> trace\n> </details>",
+        "#### Logs\n  <details>\n  <summary>x</summary>\n  </details>",
+        "What I tried:\n- <details><summary>Log</summary>\n\n  ```\n  err\n  ```\n\n  </details>\n- Restarting",
+        "| a | b |\n|---|---|\n| 1 | 2 |\n- <details>x</details>",
+        "> > Alice wrote this\n- <!-- TODO: answer -->",
+        "Press the ` key to open the console.\n- then type `help`",
+        "#### The ` key\nPress `x` to open it.",
+        "<!-- TODO: ask the maintainers whether the cache flag is meant to survive a restart of the daemon -->",
+        "- > ```\n  > x\n  > ```",
+        "> ```",  # a quote's fence ends with the quote: not a fence left open
+        "> The maintainer said\nthis is expected\n> - item one\n> - item two",
+        "> para\n> - item",
+        "Steps:\n  - one\n  - two",
+        "> Quote from the issue:\n> ```\n> Error: boom\n> ```\nThat was all it said, and\n  * it is not a list",
     ],
 )
 def test_bodies_hypothesis_found_are_stored_so_that_lint_passes(root: Path, run: Run, body: str) -> None:

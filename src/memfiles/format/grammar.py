@@ -214,15 +214,21 @@ def unquoted(line: str, most: int = -1) -> tuple[int, str]:
 class Fence:
     """Tracks CommonMark fenced code blocks line by line, so that nothing inside one is taken for structure.
 
-    A fence may stand inside a block quote (`> ```py`): its lines are then read past as many quote markers
-    as its opening line had, and a line with fewer ends the quote, and with it the fence (code is never a
-    lazy continuation), and is read afresh."""
+    A fence may stand inside a block quote at the margin (`> ```py`): its lines are then read past as many
+    quote markers as its opening line had, and a line with fewer ends the quote, and with it the fence
+    (code is never a lazy continuation), and is read afresh. Such a fence cannot run past its quote, so
+    one left open at the end of a body is no danger to the file (`quoted`)."""
 
     def __init__(self) -> None:
         self.marker: str | None = None
         self.opened_at = 0
         self.depth = 0  # the block quote markers before the open fence's lines
         self.opened = False  # the last line fed opened a fence
+
+    @property
+    def quoted(self) -> bool:
+        """The open fence stands in a quote: the quote's end closes it."""
+        return self.marker is not None and self.depth > 0
 
     def feed(self, line: str, lineno: int = 0) -> bool:
         """True when `line` is inside a fence, or opens or closes one."""
@@ -236,7 +242,8 @@ class Fence:
                 if close and close.group(1)[0] == self.marker[0] and len(close.group(1)) >= len(self.marker):
                     self.marker = None
                 return True
-        depth, text = unquoted(line)
+        # A quote at the margin only: `  > ```` under a list item is the item's, which this does not track
+        depth, text = unquoted(line) if line.startswith(">") else (0, line)
         match = _FENCE_OPEN_RE.match(text)
         if match is None or (match.group(1)[0] == "`" and "`" in match.group(2)):
             return False

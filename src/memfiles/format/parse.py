@@ -225,7 +225,7 @@ def parse(
         _body_target(entry, sections, preamble, seen_index).append(line)
         i += 1
 
-    if fence.marker is not None:
+    if fence.marker is not None and not fence.quoted:  # a quote's fence ends with the quote
         raise ParseError(path, fence.opened_at, f"code fence {fence.marker} opened here is never closed")
     for section in sections:  # collecting problems: an entry that lacks a required key is one more
         for draft in section.entries:

@@ -81,7 +81,7 @@ def body_problem(body: str, schema: Schema | None = None) -> str | None:
             return f"body line {number} is an entry heading with metadata under it: reword it"
         if line.strip().startswith(INDEX_START_PREFIX) or line.strip() == INDEX_END:
             return f"body line {number} is a generated-index marker"
-    if fence.marker is not None:
+    if fence.marker is not None and not fence.quoted:  # a quote's fence ends with the quote
         return f"body line {fence.opened_at} opens a code fence {fence.marker} that is never closed"
     return None
 

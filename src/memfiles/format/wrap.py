@@ -16,8 +16,8 @@ from memfiles.format.grammar import Fence, opens_fence
 
 _BLOCK_START = re.compile(
     r"^(?:\s{4}|\t"  # indented code
-    r"|[-*+](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)"  # list items
-    r"|>|#|\||<"  # quotes, headings, table rows, HTML
+    r"| {0,3}(?:[-*+](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)"  # list items, up to three spaces in (CommonMark)
+    r"|>|#|\||<)"  # quotes, headings, table rows, HTML
     r"| {0,3}(?:=+|-+)[ \t]*$"  # setext underlines
     r"| {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$"  # thematic breaks
     r"| {0,3}\[[^\]]+\]:)"  # link reference definitions

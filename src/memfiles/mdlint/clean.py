@@ -103,7 +103,7 @@ def _fence_roles(lines: list[str]) -> list[str]:
 def fix_markup(text: str) -> str:
     """Every clean-up step but wrapping; `text` is a body as the write path normalised it."""
     lines = text.split("\n")
-    roles, html = _blocks(lines)
+    roles, html, html_starts = _blocks(lines)
     indented_code = code_lines(lines)  # fenced lines are in it too; `roles` comes first for those
     out: list[str] = []
     after_code = False  # the previous line belongs to an indented code block
@@ -115,11 +115,6 @@ def fix_markup(text: str) -> str:
         lazy_quote = lazy == "quote"  # the line above is a quote's, or a lazy line of its paragraph
         if role or index in indented_code or index in html:
             lazy = ""
-        if index in spanned:
-            out.append(line)  # part of a code span that goes on over a line end: its text, kept as written
-            now = _kind(line)
-            lazy = now if now in ("list", "quote") else lazy if now in ("text", "indented") else ""
-            continue
         if role:
             # A fence gets a blank line above and below it (md031). In a quote that line is the quote's
             # markers only, and only next to a line of the same quote: the line before may be a lazy
@@ -142,53 +137,83 @@ def fix_markup(text: str) -> str:
             out.append(line)  # as written: its tabs and trailing spaces are the code's
             after_code = True
             continue
-        if index in html:
-            opens = index - 1 not in html and line.startswith("<") and out and out[-1].strip()
-            above = _kind(out[-1]) if out else "text"
-            ends = lazy_before in ("list", "quote") or above in ("list", "quote", "table", "heading", "indented")
-            # (not after an item opening a fence that the HTML ends: a blank line there would be the code's)
-            if opens and ends and not _item_opens_fence(out[-1]):
-                out.append("")  # an HTML block at the margin ends the block above it: md032, md022, md058
+        html_first = index in html_starts
+        if index in html and not html_first:
             # as written: a bullet, a URL or a `#` in HTML is no Markdown; `<pre>`'s spaces are its text
             out.append(line if html[index] is None else line.rstrip())
             after_code = False
             continue
-        line = line.expandtabs(4)
-        following = lines[index + 1] if index + 1 < len(lines) else ""
-        goes_on = _continues(line, following) or (
-            lazy == "quote" and _kind(following) == "quote" and _is_paragraph(unquoted(following)[1].lstrip())
-        )  # a lazy line's paragraph is the quote's, which the next quote line goes on with
-        hard_break = line.endswith("  ") and not roles[min(index + 1, len(lines) - 1)] and goes_on
-        line = line.rstrip() + ("  " if hard_break and line.strip() else "")
+        # The first line of an HTML block, and a line a code span crosses a line end in, keep their text as
+        # written; only a list marker before it is rewritten, and the blank lines around it are decided.
+        verbatim = index in html or index in spanned
+        if index in html and html[index] is not None:
+            line = line.rstrip()
+        elif not verbatim:
+            line = line.expandtabs(4)
+            following = lines[index + 1] if index + 1 < len(lines) else ""
+            goes_on = _continues(line, following) or (
+                lazy == "quote" and _kind(following) == "quote" and _is_paragraph(unquoted(following)[1].lstrip())
+            )  # a lazy line's paragraph is the quote's, which the next quote line goes on with
+            hard_break = line.endswith("  ") and not roles[min(index + 1, len(lines) - 1)] and goes_on
+            line = line.rstrip() + ("  " if hard_break and line.strip() else "")
         # four columns in from a paragraph line's text, `* x` goes on with that paragraph: text, no bullet
         as_text = bool(out) and out[-1].strip() and not after_code and _continues(out[-1], line)
         as_text = as_text and not _HEADING.match(out[-1]) and not _is_paragraph(line.lstrip())
         if not _THEMATIC.match(line) and not as_text:
             line = _BULLET.sub(r"\1-\2", line)
-        line = _HASH_WORD.sub(lambda m: m.group(1) + "\\" + m.group(2), line)
-        line = _bracket_urls(line)
+        if not verbatim:
+            line = _HASH_WORD.sub(lambda m: m.group(1) + "\\" + m.group(2), line)
+            line = _bracket_urls(line)
         top_item = bool(_LIST.match(line)) and not line.startswith(" ")
         new_list = top_item and _marker(_open_list(out)) not in ("", _marker(line))
         # an indented line with no list item above it in its block continues a paragraph, not an item:
         # a list after it interrupts that paragraph (md032), as after any paragraph line
         after_prose = top_item and bool(out) and _kind(out[-1]) == "indented" and not _open_list(out)
+        after_prose = after_prose and not _LIST.match(out[-1])  # an item one to three columns in is a list's
         # A text line after a list item's or a quote's line is a lazy continuation of its paragraph: the
         # next item or quote line goes on with that list or quote, and no blank line may split them.
         now = _kind(line)
         before = _open_list(out) if lazy == "list" else ">" if lazy == "quote" else out[-1] if out else ""
         lazy_goes_on = lazy == now and (now == "quote" or not new_list)
+        # An HTML block at the margin ends a list, quote, table, heading or item text above it (md032,
+        # md022, md058); never after an item that opens a fence the HTML ends (the blank line would be code).
+        above = _kind(out[-1]) if out else "text"
+        ends_block = html_first and line.startswith("<") and lazy_before in ("list", "quote")
+        ends_block = ends_block or (html_first and line.startswith("<") and above in _ENDED_BY_HTML)
+        # a list item one to three columns in, right after a paragraph's line, interrupts it as one at the
+        # margin does (md032)
+        indented_item = bool(_LIST.match(line)) and line.startswith(" ") and not lazy and not _open_list(out)
+        indented_item = indented_item and bool(out) and _kind(out[-1]) == "text" and not _EMPTY_ITEM.match(out[-1])
+        if now == "quote" and out and out[-1].strip():
+            # inside a quote the same rules hold between two of its lines (or a lazy line and the next):
+            # the blank line between them is the quote's markers only
+            depth, inner = unquoted(line)
+            above_depth, above = unquoted(out[-1]) if _kind(out[-1]) == "quote" else (depth, out[-1].lstrip())
+            same = _kind(out[-1]) == "quote" or lazy == "quote"
+            lists = _kind(inner) in ("list", "heading") or _kind(above) == "heading"  # md032, md022 (not tables)
+            lists = lists and not _item_opens_fence(above) and not _EMPTY_ITEM.match(above)  # (`>` would be code)
+            if same and above_depth == depth and above.strip() and lists and _needs_blank(above, inner):
+                out.append(">" * depth)
         if (
             out
+            and not (html_first and _item_opens_fence(out[-1]))
             and out[-1].strip()
             and line.strip()
             and not lazy_goes_on
-            and (_needs_blank(before if lazy else out[-1], line) or after_code or new_list or after_prose)
+            and (
+                _needs_blank(before if lazy else out[-1], line)
+                or after_code
+                or new_list
+                or after_prose
+                or ends_block
+                or indented_item
+            )
         ):
             out.append("")  # lists, quotes, headings and tables get a blank line around them (md032, md022, md058)
         if not line.strip() or now not in ("list", "quote", "text", "indented"):
             lazy = ""
-        elif now in ("list", "quote"):
-            lazy = now
+        elif now in ("list", "quote") or (now == "indented" and _LIST.match(line)):
+            lazy = "list" if now == "indented" else now
         after_code = False
         out.append(line)
     return "\n".join(out)
@@ -202,19 +227,33 @@ def _spanned_lines(lines: list[str], roles: list[str], code: frozenset[int], htm
     for index in [*range(len(lines)), len(lines)]:
         inside = index < len(lines) and lines[index].strip() and not roles[index]
         if inside and index not in code and index not in html:
+            # a span never crosses into another block: a heading, or a line that does not go on with the
+            # paragraph above it (a list item, a quote, a table row), starts a run of its own
+            if run and (_HEADING.match(lines[run[-1]]) or not _continues(lines[run[-1]], lines[index])):
+                _crossed(lines, run, found)
+                run = []
             run.append(index)
             continue
-        if len(run) > 1:
-            text = "\n".join(lines[n] for n in run)
-            starts = [0]
-            for n in run[:-1]:
-                starts.append(starts[-1] + len(lines[n]) + 1)
-            for start, end in code_spans(text):
-                if "\n" in text[start:end]:
-                    crossed = (n for n, at in zip(run, starts, strict=True) if at < end and start <= at + len(lines[n]))
-                    found.update(crossed)
+        _crossed(lines, run, found)
         run = []
     return found
+
+
+def _crossed(lines: list[str], run: list[int], found: set[int]) -> None:
+    """Add to `found` the lines of `run` (one paragraph's) that a code span crosses a line end in."""
+    if len(run) < 2:
+        return
+    text = "\n".join(lines[n] for n in run)
+    starts = [0]
+    for n in run[:-1]:
+        starts.append(starts[-1] + len(lines[n]) + 1)
+    for start, end in code_spans(text):
+        if "\n" in text[start:end]:
+            found.update(n for n, at in zip(run, starts, strict=True) if at < end and start <= at + len(lines[n]))
+
+
+_ENDED_BY_HTML = ("list", "quote", "table", "heading", "indented")
+_EMPTY_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])[ \t]*$")  # `1.` alone: an item, not a paragraph line
 
 
 def _blank_before(previous: str, line: str) -> bool:
@@ -326,9 +365,9 @@ _KIND_ONE_END = re.compile(r"</(?:script|pre|style|textarea)>", re.I)
 _KIND_ONE_START = re.compile(r"<(?:script|pre|style|textarea)(?:[\s>]|$)", re.I)
 
 
-def _blocks(lines: list[str]) -> tuple[list[str], dict[int, tuple[str, str] | None]]:
+def _blocks(lines: list[str]) -> tuple[list[str], dict[int, tuple[str, str] | None], set[int]]:
     """The fenced code and HTML blocks of `lines`, in one pass, since either hides the other's opening:
-    for each line its fence role ("open", "close", "in" or ""), and the lines of HTML blocks.
+    for each line its fence role ("open", "close", "in" or ""), the lines of HTML blocks, and the first line of each.
 
     HTML blocks are read past quote markers and a list item's marker or indent, never inside indented
     code, and end with the quote they stand in. Inside one nothing is Markdown, so a break between words
@@ -340,13 +379,17 @@ def _blocks(lines: list[str]) -> tuple[list[str], dict[int, tuple[str, str] | No
     fence = Fence()
     roles: list[str] = []
     found: dict[int, tuple[str, str] | None] = {}
+    starts: set[int] = set()  # the first line of each block
     block: list[int] = []
     end: str | None = None  # inside an HTML block: what ends it ("" for a blank line)
     depth, first, rest = 0, "", ""  # the block's quote depth, its first line's prefix and the others'
     paragraph = False  # the line before is prose, which a kind-7 tag cannot interrupt
+    column = 0  # where the text of the list item the lines stand under starts (0: under none)
+    block_column = 0  # where the open HTML block's text starts inside its quote
+    quoted = 0  # the quote depth of the line before
 
     def close() -> None:
-        loose = end == "" and not any(_KIND_ONE_START.search(lines[n]) for n in block)
+        loose = end in ("", "-->") and not any(_KIND_ONE_START.search(lines[n]) for n in block)
         for n in block:
             lead = first if n == block[0] else rest
             found[n] = (lead, rest) if loose and lines[n].startswith(lead) else None
@@ -356,6 +399,11 @@ def _blocks(lines: list[str]) -> tuple[list[str], dict[int, tuple[str, str] | No
         if end is not None and unquoted(line, depth)[0] < depth:
             close()  # the quote it stood in ended, and the block with it
             end = None
+        if end is not None:
+            inner = unquoted(line, depth)[1]
+            if inner.strip() and len(inner) - len(inner.lstrip(" ")) < block_column:
+                close()  # left of the item's text: the item it stood in ended, and the block with it
+                end = None
         if end is None:
             if fence.feed(line, index + 1):
                 roles.append("open" if fence.opened else "close" if fence.marker is None else "in")
@@ -366,9 +414,22 @@ def _blocks(lines: list[str]) -> tuple[list[str], dict[int, tuple[str, str] | No
                 paragraph = False
                 continue
             depth, inner = unquoted(line)
+            if depth > quoted:
+                paragraph = False  # a quote starts here: its first line continues no paragraph
+            quoted = depth
             text = inner.lstrip(" ")
+            indent = len(inner) - len(text)
+            if text and indent < column and not _LIST.match(text) and not paragraph:
+                column = 0  # left of the item's text after a blank line: the item has ended
+            listed = False
             while item := _LIST.match(text):  # `- - <div>`: the block is the inner item's
-                text = text[item.end() :]
+                text, listed = text[item.end() :], True
+            if listed:
+                column = len(inner) - len(text)
+            if text.strip() and indent > column + 3:
+                # four columns or more in from where the text stands: a paragraph's text, or code
+                paragraph = paragraph or bool(text.strip())
+                continue
             for start, closing in _HTML_KINDS:
                 if start.match(text):
                     end = closing or ""
@@ -381,6 +442,9 @@ def _blocks(lines: list[str]) -> tuple[list[str], dict[int, tuple[str, str] | No
                 continue
             first = line[: len(line) - len(text)]
             rest = line[: len(line) - len(inner)] + " " * (len(inner) - len(text))
+            if indent < column and not listed:
+                column = 0  # an HTML block left of the item's text ends the item
+            block_column = column  # under a list item, its text column; at the margin 0
         else:
             roles.append("")
             text = unquoted(line, depth)[1]
@@ -394,6 +458,8 @@ def _blocks(lines: list[str]) -> tuple[list[str], dict[int, tuple[str, str] | No
             close()
             end = None
             continue
+        if not block:
+            starts.add(index)
         block.append(index)
         paragraph = False
         if end and (_KIND_ONE_END.search(text) if end == "</" else end in text):
@@ -401,16 +467,25 @@ def _blocks(lines: list[str]) -> tuple[list[str], dict[int, tuple[str, str] | No
             end = None
     if block:
         close()
-    return roles, found
+    return roles, found, starts
 
 
 def _html_wrap(line: str, width: int, first: str, rest: str) -> list[str]:
     """A long line of an HTML block broken at spaces outside tags, its first line under `first` and the
     others under `rest` (its container's prefixes): in raw HTML a line break is a space."""
     pieces, depth, current = [], 0, ""
-    for char in line[len(first) :]:
-        depth += char == "<"
-        depth -= char == ">" and depth > 0
+    text = line[len(first) :]
+    comment = False  # inside `<!-- -->` there is no tag to keep whole: a break may fall anywhere
+    for at, char in enumerate(text):
+        if text.startswith("<!--", at):
+            comment = True
+        elif comment and text.endswith("-->", 0, at + 1):
+            comment, depth = False, 0
+            current += char
+            continue
+        if not comment:
+            depth += char == "<"
+            depth -= char == ">" and depth > 0
         if char == " " and not depth:
             pieces.append(current)
             current = ""
@@ -518,7 +593,7 @@ def clean_body(text: str, width: int) -> str:
     if width <= 0:
         return cleaned
     lines = cleaned.split("\n")
-    roles, html = _blocks(lines)
+    roles, html, _ = _blocks(lines)
     out: list[str] = []
     index = 0
     while index < len(lines):
