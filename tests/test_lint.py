@@ -406,3 +406,35 @@ def test_bodies_hypothesis_found_are_stored_so_that_lint_passes(root: Path, run:
     assert result.exit_code == 0, result.output
     findings = lint_project(Project(load_settings(root)))
     assert not findings, [str(f) for f in findings]
+
+
+# PyMarkdown 0.9.x fails inside its own parser on some nestings of lists and quotes (an AssertionError it
+# reports as "Unexpected Error"): found by a review's fuzzer.
+_PYMARKDOWN_CRASHES_ON = "1. a *b* c tail\n> > text words\n* </div>\n* #tag\n- > 1) step\n\t~~~\n- 1) step"
+
+
+def test_pymarkdown_failing_on_a_body_is_said_as_such_and_nothing_is_written(root: Path, run: Run) -> None:
+    """Not "the lint defaults were refused by PyMarkdown" (the configuration is not at fault): exit 2, a
+    parse error that says PyMarkdown failed on the text, no file written."""
+    before = snapshot(root)
+    result = run("add", "-k", "L", "-t", "T", "-a", "a", "--json", "--body", _PYMARKDOWN_CRASHES_ON)
+    if result.exit_code == 0:
+        pytest.skip("this PyMarkdown reads the body: the crash it had is fixed")
+    error = json.loads(result.stdout)["error"]
+    assert result.exit_code == 2 and error["code"] == "parse", result.output
+    assert "PyMarkdown failed on this text" in error["message"] and "tool.pymarkdown" not in error["message"]
+    assert snapshot(root) == before
+
+
+def test_a_pymarkdown_crash_is_told_from_a_refused_setting() -> None:
+    from pymarkdown.api import PyMarkdownApiException
+
+    from memfiles.errors import ConfigError, LintCrashed
+    from memfiles.mdlint.engine import _config_error
+    from memfiles.mdlint.rules import LintConfig
+
+    config = LintConfig({}, None)
+    crash = PyMarkdownApiException("Unexpected Error(BadTokenizationError): An unhandled error occurred.")
+    assert isinstance(_config_error(config, crash), LintCrashed)
+    refused = PyMarkdownApiException("The value for property 'plugins.md013.line_length' is not valid.")
+    assert isinstance(_config_error(config, refused), ConfigError)

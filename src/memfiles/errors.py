@@ -139,6 +139,13 @@ class DrafterError(MemfilesError):
         self.unreachable = unreachable
 
 
+class LintCrashed(MemfilesError):
+    """PyMarkdown itself failed on a text (an error inside it, not a rule's finding nor the rule set's fault):
+    the text can be neither vouched for nor refused by rule, so the write or check stops here."""
+
+    code = "parse"
+
+
 class ConfigError(MemfilesError):
     """Configuration that cannot be used: unknown keys, bad values, no project root.
 

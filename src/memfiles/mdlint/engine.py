@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from memfiles.errors import ConfigError
+from memfiles.errors import ConfigError, LintCrashed
 from memfiles.format.grammar import (
     BOM,
     META_RE,
@@ -232,11 +232,20 @@ def _api(config: LintConfig, folder: Path) -> Any:
     return PyMarkdownApi().configuration_file_path(str(settings)).enable_strict_configuration()
 
 
-def _config_error(config: LintConfig, error: Exception) -> ConfigError:
+# What PyMarkdown says when its parser or a rule fails on a text, rather than on its configuration.
+_CRASH = re.compile(r"Unexpected Error\(|had a critical failure|BadTokenizationError")
+
+
+def _config_error(config: LintConfig, error: Exception) -> ConfigError | LintCrashed:
+    said = str(error).split("\n")[-1].strip() or str(error)
+    if _CRASH.search(str(error)):
+        return LintCrashed(
+            f"PyMarkdown failed on this text, an error of its own and not of the rule set ({said}); "
+            "writing the nesting of its lists, quotes and HTML more simply avoids it"
+        )
     where = config.source or "the memfiles lint defaults"
     named = re.search(r"property '([\w.-]+)'", str(error))
     key = f"tool.pymarkdown.{named.group(1)}" if named and config.source else None
-    said = str(error).split("\n")[-1].strip() or str(error)  # its last line says why; the first, what failed
     return ConfigError(f"{where}: [tool.pymarkdown] was refused by PyMarkdown: {said}", key=key, path=config.source)
 
 
