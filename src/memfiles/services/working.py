@@ -402,5 +402,8 @@ def _ensure_folder(project: Project) -> None:
     folder: Path = project.settings.memory_dir / FOLDER
     if folder.is_dir():
         return
-    folder.mkdir(parents=True)
+    try:
+        folder.mkdir(parents=True)
+    except FileExistsError:
+        return  # another `working start` made it a moment ago (two at once), and writes its .gitignore
     (folder / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
