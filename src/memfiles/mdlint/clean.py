@@ -68,7 +68,9 @@ def _continues(line: str, following: str) -> bool:
     item = _LIST.match(text)
     column = len(item.group(0)) if item else len(text) - len(text.lstrip(" "))
     indent = len(rest.expandtabs(4)) - len(rest.expandtabs(4).lstrip(" "))
-    return indent >= (column if after == depth else 0) + 4 or _is_paragraph(rest.lstrip(" \t"))
+    rest = rest.lstrip(" \t")
+    text = _is_paragraph(rest) or (bool(_LIST.match(rest)) and not _interrupts(rest))  # `2. two` goes on
+    return indent >= (column if after == depth else 0) + 4 or text
 
 
 def _outside(spans: list[tuple[int, int]], position: int) -> bool:
@@ -104,7 +106,8 @@ def fix_markup(text: str) -> str:
     """Every clean-up step but wrapping; `text` is a body as the write path normalised it."""
     lines = text.split("\n")
     roles, html, html_starts = _blocks(lines)
-    indented_code = code_lines(lines)  # fenced lines are in it too; `roles` comes first for those
+    # fenced lines are in it too (`roles` comes first for those); a fence an HTML block hides is the block's
+    indented_code = code_lines(lines) - set(html)
     out: list[str] = []
     after_code = False  # the previous line belongs to an indented code block
     lazy = ""  # "list" or "quote": the paragraph the lines above make up is a list item's or a quote's
@@ -182,7 +185,7 @@ def fix_markup(text: str) -> str:
         ends_block = ends_block or (html_first and line.startswith("<") and above in _ENDED_BY_HTML)
         # a list item one to three columns in, right after a paragraph's line, interrupts it as one at the
         # margin does (md032)
-        indented_item = bool(_LIST.match(line)) and line.startswith(" ") and not lazy and not _open_list(out)
+        indented_item = _interrupts(line) and line.startswith(" ") and not lazy and not _open_list(out)
         indented_item = indented_item and bool(out) and _kind(out[-1]) == "text" and not _EMPTY_ITEM.match(out[-1])
         if now == "quote" and out and out[-1].strip():
             # inside a quote the same rules hold between two of its lines (or a lazy line and the next):
@@ -190,6 +193,7 @@ def fix_markup(text: str) -> str:
             depth, inner = unquoted(line)
             above_depth, above = unquoted(out[-1]) if _kind(out[-1]) == "quote" else (depth, out[-1].lstrip())
             same = _kind(out[-1]) == "quote" or lazy == "quote"
+            above = _quoted_item(out, depth) or above  # a lazy line of an item in the quote is the item's
             lists = _kind(inner) in ("list", "heading") or _kind(above) == "heading"  # md032, md022 (not tables)
             lists = lists and not _item_opens_fence(above) and not _EMPTY_ITEM.match(above)  # (`>` would be code)
             if same and above_depth == depth and above.strip() and lists and _needs_blank(above, inner):
@@ -261,6 +265,20 @@ def _blank_before(previous: str, line: str) -> bool:
     return not _item_opens_fence(previous) and _needs_blank(previous, line)
 
 
+def _quoted_item(out: list[str], depth: int) -> str | None:
+    """The text of the list item (in a quote `depth` deep) whose paragraph the last lines of `out` go
+    on, when the last of them is not that item's own line; None when they go on no item."""
+    for number, line in enumerate(reversed(out)):
+        level, inner = unquoted(line)
+        if not inner.strip() or level not in (depth, 0) or (level == 0 and _kind(line) != "text"):
+            return None
+        if _LIST.match(inner.lstrip(" ")):
+            return inner if number else None
+        if not _is_paragraph(inner.lstrip(" ")):
+            return None
+    return None
+
+
 def _item_opens_fence(line: str) -> bool:
     """A list item whose text opens a fence (`- ```py`), or a line under an item that does: the lines
     after it, up to where the item ends, are that fence's, blank ones included."""
@@ -298,6 +316,16 @@ def _marker(line: str) -> str:
     return "" if match is None else match.group(2)[-1] if match.group(2)[-1] in ".)" else "-"
 
 
+_ORDERED = re.compile(r"^ {0,3}(\d{1,9})[.)]")
+
+
+def _interrupts(line: str) -> bool:
+    """Whether the list item `line` opens may interrupt a paragraph (CommonMark): a bullet may, and an
+    ordered item only when it is numbered 1; neither when it is empty."""
+    ordered = _ORDERED.match(line)
+    return bool(_LIST.match(line)) and (ordered is None or int(ordered.group(1)) == 1)
+
+
 def _needs_blank(previous: str, line: str) -> bool:
     """Whether a blank line belongs between two non-blank lines; only where it changes no rendering: the
     second line starts a block that would interrupt the first anyway."""
@@ -305,6 +333,8 @@ def _needs_blank(previous: str, line: str) -> bool:
     if "heading" in (before, now):
         return True  # a heading is a block of one line: nothing before or after it can continue it
     if now == "list":
+        if before == "text" and not _interrupts(line):
+            return False  # `2023. Then it broke.` after a paragraph's line is that paragraph's text
         return before not in ("list", "indented") or (before == "list" and _marker(previous) != _marker(line))
     if now in ("quote", "table"):
         return before != now
@@ -604,7 +634,7 @@ def clean_body(text: str, width: int) -> str:
             out.extend(_html_wrap(line, width, *prefixes) if prefixes and len(line) > width else [line])
             index += 1
             continue
-        code = code or _opens_with_code(line)
+        code = code or _opens_with_code(line) or _holds_a_line_block(line)
         end, prefix = _paragraph_run(lines, roles, index) if not roles[index] and not code else (index + 1, "")
         run = lines[index:end]
         if roles[index] or code or all(len(part) <= width for part in run) or " " not in " ".join(run).strip():
@@ -619,6 +649,16 @@ def clean_body(text: str, width: int) -> str:
 
 
 _UNDERLINE = re.compile(r"^ {0,3}(?:=+|-+) *$")
+
+
+def _holds_a_line_block(line: str) -> bool:
+    """A quote or list item line whose text is a heading or a table row: a block of one line, which a wrap
+    would cut in two (the rest a paragraph); md013 does not ask it to fit."""
+    text = unquoted(line)[1].lstrip(" ")
+    while item := _LIST.match(text):
+        text = text[item.end() :]
+    inside = text != line.lstrip(" ")  # under a quote marker or a list marker
+    return inside and (bool(_HEADING.match(text)) or text.startswith("|"))
 
 
 def _tail(run: list[str]) -> str:
