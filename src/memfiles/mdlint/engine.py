@@ -233,7 +233,7 @@ def _api(config: LintConfig, folder: Path) -> Any:
 
 
 # What PyMarkdown says when its parser or a rule fails on a text, rather than on its configuration.
-_CRASH = re.compile(r"Unexpected Error\(|had a critical failure|BadTokenizationError")
+_CRASH = re.compile(r"Unexpected Error\(|had a critical failure|BadTokenizationError|are in conflict")
 
 
 def _config_error(config: LintConfig, error: Exception) -> ConfigError | LintCrashed:
