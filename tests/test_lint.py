@@ -408,22 +408,53 @@ def test_bodies_hypothesis_found_are_stored_so_that_lint_passes(root: Path, run:
     assert not findings, [str(f) for f in findings]
 
 
-# PyMarkdown 0.9.x fails inside its own parser on some nestings of lists and quotes (an AssertionError it
-# reports as "Unexpected Error"): found by a review's fuzzer.
-_PYMARKDOWN_CRASHES_ON = "1. a *b* c tail\n> > text words\n* </div>\n* #tag\n- > 1) step\n\t~~~\n- 1) step"
+# PyMarkdown 0.9.41 fails inside its own scan on some nestings of lists and quotes (an AssertionError it
+# reports as "Unexpected Error"): found by fuzzing the write path's output against scan_documents.
+_PYMARKDOWN_CRASHES_ON = ">more prose\n> > + y"
 
 
 def test_pymarkdown_failing_on_a_body_is_said_as_such_and_nothing_is_written(root: Path, run: Run) -> None:
-    """Not "the lint defaults were refused by PyMarkdown" (the configuration is not at fault): exit 2, a
-    parse error that says PyMarkdown failed on the text, no file written."""
+    """Not "the lint defaults were refused by PyMarkdown" (the configuration is not at fault): exit 2, an
+    op error naming the op and the body and saying PyMarkdown failed on the text, no file written; in an
+    import batch, the op's number."""
     before = snapshot(root)
     result = run("add", "-k", "L", "-t", "T", "-a", "a", "--json", "--body", _PYMARKDOWN_CRASHES_ON)
     if result.exit_code == 0:
         pytest.skip("this PyMarkdown reads the body: the crash it had is fixed")
     error = json.loads(result.stdout)["error"]
-    assert result.exit_code == 2 and error["code"] == "parse", result.output
+    assert result.exit_code == 2 and error["code"] == "op" and error["field"] == "body", result.output
     assert "PyMarkdown failed on this text" in error["message"] and "tool.pymarkdown" not in error["message"]
     assert snapshot(root) == before
+    ops = [
+        {"op": "add", "kind": "lesson", "title": "Fine", "area": "a", "body": "Fine."},
+        {"op": "add", "kind": "lesson", "title": "T", "area": "a", "body": _PYMARKDOWN_CRASHES_ON},
+    ]
+    (root.parent / "ops.json").write_text(json.dumps({"ops": ops}), encoding="utf-8")
+    result = run("import", str(root.parent / "ops.json"))
+    assert result.exit_code == 2 and "op 2: body: PyMarkdown failed on this text" in result.output, result.output
+    assert snapshot(root) == before
+
+
+def test_check_names_the_entry_pymarkdown_fails_on_and_lints_the_rest(root: Path, run: Run) -> None:
+    """An entry written by hand that PyMarkdown fails on is `lint-skipped` at its file and line (info), as
+    one too long to lint is; the other entries are linted all the same, and fmt leaves it as it is."""
+    path = _hand_edit(root, run)  # messy bodies: lint findings
+    result = run("add", "--kind", "decision", "--title", "Crashes the linter", "--area", "lint", "--body", "Later.")
+    assert result.exit_code == 0, result.output
+    path.write_text(path.read_text(encoding="utf-8").replace("Later.\n", _PYMARKDOWN_CRASHES_ON + "\n"), "utf-8")
+    result = run("check", "--json")
+    findings = json.loads(result.stdout)["findings"]
+    skipped = [f for f in findings if f["code"] == "lint-skipped"]
+    if not skipped:
+        pytest.skip("this PyMarkdown reads the entry: the crash it had is fixed")
+    assert len(skipped) == 1 and skipped[0]["path"] == "memory/decisions.md", skipped
+    assert "PyMarkdown failed on this text" in skipped[0]["message"]
+    heading = path.read_text(encoding="utf-8").split("\n")[skipped[0]["line"] - 1]
+    assert heading.startswith("### ") and heading.endswith("Crashes the linter"), heading
+    assert any(f["code"].startswith("md") for f in findings), findings  # the messy entry is still linted
+    assert "Traceback" not in result.output
+    fixed = run("fmt")
+    assert "Traceback" not in fixed.output and _PYMARKDOWN_CRASHES_ON in path.read_text(encoding="utf-8")
 
 
 def test_a_pymarkdown_crash_is_told_from_a_refused_setting() -> None:

@@ -140,8 +140,9 @@ class DrafterError(MemfilesError):
 
 
 class LintCrashed(MemfilesError):
-    """PyMarkdown itself failed on a text (an error inside it, not a rule's finding nor the rule set's fault):
-    the text can be neither vouched for nor refused by rule, so the write or check stops here."""
+    """PyMarkdown itself failed on a text (an error inside it, not a rule's finding nor the rule set's
+    fault). The write path turns it into an OpError naming the op and field; check reports such a chunk
+    as `lint-skipped` at its line, and fmt leaves it as it is (mdlint/engine.py)."""
 
     code = "parse"
 

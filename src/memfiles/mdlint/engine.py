@@ -295,9 +295,21 @@ def scan_documents(documents: list[str], config: LintConfig) -> list[list[tuple[
     return results
 
 
+def _scan_each(documents: list[str], config: LintConfig) -> list[list[tuple[int, int, str, str, str]]]:
+    """scan_documents, but a document PyMarkdown itself fails on does not stop the others: the batch is
+    scanned again one document at a time, and such a document gets one `lint-skipped` finding saying so,
+    as one too long to lint does (check names its file and line)."""
+    try:
+        return scan_documents(documents, config)
+    except LintCrashed as crash:
+        if len(documents) == 1:
+            return [[(1, 1, SKIPPED, "not linted", str(crash))]]
+        return [found for document in documents for found in _scan_each([document], config)]
+
+
 def fix_documents(documents: list[str], config: LintConfig) -> list[str]:
-    """Each document as PyMarkdown's fix mode leaves it (unchanged when nothing is fixable, or too long to
-    lint)."""
+    """Each document as PyMarkdown's fix mode leaves it (unchanged when nothing is fixable, too long to
+    lint, or one PyMarkdown itself fails on: the others are fixed one at a time then)."""
     if any(too_long_to_lint(document) for document in documents):
         kept = [n for n, document in enumerate(documents) if not too_long_to_lint(document)]
         fixed = iter(fix_documents([documents[n] for n in kept], config))
@@ -316,7 +328,12 @@ def fix_documents(documents: list[str], config: LintConfig) -> list[str]:
         try:
             _api(config, folder).fix_path(str(folder))
         except PyMarkdownApiException as error:
-            raise _config_error(config, error) from error
+            failure = _config_error(config, error)
+            if not isinstance(failure, LintCrashed):
+                raise failure from error
+            if len(documents) == 1:
+                return list(documents)
+            return [fix_documents([document], config)[0] for document in documents]
         return [path.read_text(encoding="utf-8") for path in paths]
 
 
@@ -374,7 +391,7 @@ def lint_texts(
         step = 200  # one PyMarkdown run per batch: its start-up is paid once, progress can move
         for begin in range(0, len(keys), step):
             batch = keys[begin : begin + step]
-            for key, found in zip(batch, scan_documents([todo[k] for k in batch], config), strict=True):
+            for key, found in zip(batch, _scan_each([todo[k] for k in batch], config), strict=True):
                 cache.put(key, [list(item) for item in found])
             if progress is not None:
                 progress(len(batch))
@@ -389,7 +406,7 @@ def lint_texts(
                 found.append(RawFinding(where, 1, SKIPPED, "too long to lint", said))
                 continue
             for line, column, rule, name, message in cache.get(chunk.key(config)) or []:
-                where = chunk.file_line(line)
+                where = chunk.file_line(line) or (chunk.start if rule == SKIPPED else None)  # _scan_each's
                 if where is None or not config.enabled(rule) or (rule == "md013" and where in chunk.meta_lines):
                     continue
                 if rule == "md010" and where in chunk.code_lines and tabs_in_code:

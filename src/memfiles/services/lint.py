@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterable
 
 from memfiles.contract import Finding, severity_of
-from memfiles.errors import BatchError, OpError, ParseError
+from memfiles.errors import BatchError, LintCrashed, OpError, ParseError
 from memfiles.format.grammar import code_lines
 from memfiles.format.ids import Schema
 from memfiles.format.model import MemoryFile
@@ -215,7 +215,10 @@ def clean_text(project: Project, text: str, position: int, field: str, title: st
     if not _needs_scan(cleaned, settings.wrap) and not _needs_scan(title, 0):
         return cleaned
     config = lint_config(project)
-    problems = _scan_body(config, title, cleaned)
+    try:
+        problems = _scan_body(config, title, cleaned)
+    except LintCrashed as crash:
+        raise OpError(position, f"{field}: {crash}", field) from crash
     if problems:
         # PyMarkdown's own fixes (list indents, fence style, emphasis spacing...), then a second look
         head = _body_head(title)
