@@ -15,6 +15,7 @@ PyMarkdown on the write path.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from memfiles.format.grammar import Fence, code_lines, code_spans, opens_fence, unquoted
 
@@ -99,15 +100,15 @@ def _bracket_urls(line: str) -> str:
 
 def _fence_roles(lines: list[str]) -> list[str]:
     """For each line: "open", "close" or "in" for the lines of a fenced code block, "" outside one."""
-    return _blocks(lines)[0]
+    return _blocks(lines).roles
 
 
 def fix_markup(text: str) -> str:
     """Every clean-up step but wrapping; `text` is a body as the write path normalised it."""
     lines = text.split("\n")
-    roles, html, html_starts = _blocks(lines)
+    roles, html, html_starts, code = _blocks(lines)
     # fenced lines are in it too (`roles` comes first for those); a fence an HTML block hides is the block's
-    indented_code = code_lines(lines) - set(html)
+    indented_code = code - set(html)
     out: list[str] = []
     after_code = False  # the previous line belongs to an indented code block
     lazy = ""  # "list" or "quote": the paragraph the lines above make up is a list item's or a quote's
@@ -374,7 +375,6 @@ _BLOCK_TAGS = (
     "legend|li|link|main|menu|menuitem|nav|noframes|ol|optgroup|option|p|param|search|section|source|summary|"
     "table|tbody|td|tfoot|th|thead|title|tr|track|ul"
 )
-_HTML_START = re.compile(rf"^<(?:[!?]|(?:script|pre|style|textarea)(?:>|$)|/?(?:{_BLOCK_TAGS})(?:/?>|$))", re.I)
 
 # The HTML blocks of CommonMark 4.6 as lines open them, each with what ends it: a line holding the end
 # string (that line included), or, for kinds 6 and 7, a blank line (not included). Kind 7 (any lone
@@ -392,12 +392,28 @@ _LONE_TAG = re.compile(
     r"|</[A-Za-z][A-Za-z0-9-]*\s*>)\s*$"
 )
 _KIND_ONE_END = re.compile(r"</(?:script|pre|style|textarea)>", re.I)
+
+
+def _opens_html(text: str) -> bool:
+    """Whether `text`, at a line's start, opens an HTML block of a kind that interrupts a paragraph (1-6):
+    a word a wrap may not put first, or an item's text that is no paragraph."""
+    return any(start.match(text) for start, _ in _HTML_KINDS)
+
+
 _KIND_ONE_START = re.compile(r"<(?:script|pre|style|textarea)(?:[\s>]|$)", re.I)
 
 
-def _blocks(lines: list[str]) -> tuple[list[str], dict[int, tuple[str, str] | None], set[int]]:
-    """The fenced code and HTML blocks of `lines`, in one pass, since either hides the other's opening:
-    for each line its fence role ("open", "close", "in" or ""), the lines of HTML blocks, and the first line of each.
+class Blocks(NamedTuple):
+    """What `_blocks` finds in a body's lines."""
+
+    roles: list[str]  # each line's fence role: "open", "close", "in" or ""
+    html: dict[int, tuple[str, str] | None]  # the lines of HTML blocks, each with its wrap's prefixes
+    starts: set[int]  # the first line of each HTML block
+    code: frozenset[int]  # code_lines: indented code, and fenced lines as grammar.py reads them
+
+
+def _blocks(lines: list[str]) -> Blocks:
+    """The fenced code and HTML blocks of `lines`, in one pass, since either hides the other's opening.
 
     HTML blocks are read past quote markers and a list item's marker or indent, never inside indented
     code, and end with the quote they stand in. Inside one nothing is Markdown, so a break between words
@@ -497,7 +513,7 @@ def _blocks(lines: list[str]) -> tuple[list[str], dict[int, tuple[str, str] | No
             end = None
     if block:
         close()
-    return roles, found, starts
+    return Blocks(roles, found, starts, code)
 
 
 def _html_wrap(line: str, width: int, first: str, rest: str) -> list[str]:
@@ -535,7 +551,7 @@ def _html_wrap(line: str, width: int, first: str, rest: str) -> list[str]:
 
 def _unmovable(word: str) -> bool:
     """A word no wrap may put at the start of a line: it would start a block there."""
-    return _risky_start(word) or bool(_HTML_START.match(word))
+    return _risky_start(word) or _opens_html(word)
 
 
 # An angle-bracketed link destination, `[l](<u v>)`: a line end may not fall inside it.
@@ -598,7 +614,7 @@ def wrap_line(line: str, width: int) -> list[str]:
             if keep is not None:
                 close(keep)  # the words after `keep` move down with `word`, so no line starts or ends badly
                 current.append(word)
-            elif ends_badly or in_code or _HTML_START.match(word):
+            elif ends_badly or in_code or _opens_html(word):
                 current.append(word)  # no safe place to break here: the line stays long
             else:
                 close(len(current))
@@ -623,7 +639,7 @@ def clean_body(text: str, width: int) -> str:
     if width <= 0:
         return cleaned
     lines = cleaned.split("\n")
-    roles, html, _ = _blocks(lines)
+    roles, html, _, _ = _blocks(lines)
     out: list[str] = []
     index = 0
     while index < len(lines):
@@ -691,7 +707,7 @@ def _paragraph_run(lines: list[str], roles: list[str], start: int) -> tuple[int,
         prefix, opening = quote.group(1), first[quote.end() :]
     else:
         return start + 1, ""
-    if not _is_paragraph(opening) or _HTML_START.match(opening) or _lined_up(opening):
+    if not _is_paragraph(opening) or _opens_html(opening) or _lined_up(opening):
         return start + 1, ""  # it opens another block, or holds lined-up spaces: left to wrap_line
     end = start + 1
     while end < len(lines) and not roles[end] and not lines[end - 1].endswith(("  ", "\\")):
