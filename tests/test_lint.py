@@ -461,13 +461,13 @@ def test_a_pymarkdown_crash_is_told_from_a_refused_setting() -> None:
     from pymarkdown.api import PyMarkdownApiException
 
     from memfiles.errors import ConfigError, LintCrashed
-    from memfiles.mdlint.engine import _config_error
+    from memfiles.mdlint.engine import _pymarkdown_error
     from memfiles.mdlint.rules import LintConfig
 
     config = LintConfig({}, None)
     crash = PyMarkdownApiException("Unexpected Error(BadTokenizationError): An unhandled error occurred.")
-    assert isinstance(_config_error(config, crash), LintCrashed)
+    assert isinstance(_pymarkdown_error(config, crash), LintCrashed)
     fixes = PyMarkdownApiException("Multiple plugins (MD031 and MD031) are in conflict about fixing the token.")
-    assert isinstance(_config_error(config, fixes), LintCrashed)  # its fix mode failing on the text
+    assert isinstance(_pymarkdown_error(config, fixes), LintCrashed)  # its fix mode failing on the text
     refused = PyMarkdownApiException("The value for property 'plugins.md013.line_length' is not valid.")
-    assert isinstance(_config_error(config, refused), ConfigError)
+    assert isinstance(_pymarkdown_error(config, refused), ConfigError)

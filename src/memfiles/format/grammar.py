@@ -182,16 +182,6 @@ def code_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _gaps(text: str) -> list[tuple[int, int]]:
-    """`text` cut at its code spans: (start, end) of the prose before the first span, the first span,
-    the prose after it, and so on; prose pieces at even places."""
-    pieces, last = [], 0
-    for start, end in code_spans(text):
-        pieces += [(last, start), (start, end)]
-        last = end
-    return [*pieces, (last, len(text))]
-
-
 # --- fences -----------------------------------------------------------------------------------------
 
 
@@ -435,7 +425,11 @@ class Grammar:
         """The ids of known prefixes that `text` mentions, in order (repeats kept). An id in a fenced code
         block or an inline code span is an example shown, not a mention (`D-999` as a format sample)."""
         prose = "\n".join(line for _, line in outside_fences(split_lines(text)))
-        prose = "".join(prose[start:end] if n % 2 == 0 else " " for n, (start, end) in enumerate(_gaps(prose)))
+        kept, last = [], 0
+        for start, end in code_spans(prose):
+            kept += [prose[last:start], " "]
+            last = end
+        prose = "".join(kept) + prose[last:]
         return [match.group(0) for match in ID_RE.finditer(prose) if match.group(1) in self.prefixes]
 
 
