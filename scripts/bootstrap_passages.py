@@ -31,14 +31,22 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--idea", choices=["passages", "sentences"], default="passages")
     args = parser.parse_args()
-    saved = pickle.loads(args.sweep.read_bytes())
-    queries, rrf = saved["queries"], {n: np.asarray(saved["rrf"][n]) for n in NAMES}
+    try:
+        saved = pickle.loads(args.sweep.read_bytes())
+        queries, rrf = saved["queries"], {n: np.asarray(saved["rrf"][n]) for n in NAMES}
+    except (OSError, pickle.UnpicklingError, EOFError, KeyError, TypeError) as error:
+        print(f"{args.sweep}: not a sweep eval_retrieval.py --save-sweep wrote ({error!r})", file=sys.stderr)
+        sys.exit(2)
     with_idea, idea_label = (
         (plain_or_passages, "best passage") if args.idea == "passages" else (plain_or_sentences, "best sentence")
     )
     on = lambda s: getattr(s, args.idea)  # noqa: E731
     if not any(on(s) for s in queries):
-        sys.exit(f"{args.sweep}: no {args.idea} settings in it; run eval_retrieval.py loco --{args.idea} --save-sweep")
+        print(
+            f"{args.sweep}: no {args.idea} settings in it; run eval_retrieval.py loco --{args.idea} --save-sweep",
+            file=sys.stderr,
+        )
+        sys.exit(2)
     runs = {
         "plain grid": bootstrap_loco(queries, rrf, NAMES, plain, args.resamples),
         f"grid + {idea_label}": bootstrap_loco(queries, rrf, NAMES, with_idea, args.resamples),

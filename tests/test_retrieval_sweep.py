@@ -65,3 +65,27 @@ def test_resampling_spreads_the_ratio_and_respects_allowed(sweep) -> None:
         assert (ratios[name] < 1.5).all()  # b (ratio ~1.7) never chosen
     again = sweep.bootstrap_loco(queries, baseline, NAMES, allowed=lambda s: s.weight < 0.5, resamples=400, seed=3)
     assert all((again[n] == ratios[n]).all() for n in NAMES)  # a seed gives the same samples
+
+
+BOOTSTRAP = SCRIPT.parent / "bootstrap_passages.py"
+
+
+@pytest.mark.parametrize("idea", ["passages", "sentences"])
+def test_the_bootstrap_script_refuses_a_sweep_it_cannot_read(tmp_path: Path, idea: str) -> None:
+    """A missing file, a file that is no sweep pickle and a sweep without the idea's settings: exit 2, the
+    file named, no traceback, nothing written."""
+    import pickle
+    import subprocess
+
+    empty = tmp_path / "empty.pkl"
+    empty.write_bytes(pickle.dumps({"queries": {}, "rrf": {n: [] for n in ("cacm", "cisi", "seamonkey")}}))
+    junk = tmp_path / "junk.pkl"
+    junk.write_text("not a pickle", encoding="utf-8")
+    for path, said in ((tmp_path / "missing.pkl", "not a sweep"), (junk, "not a sweep"), (empty, f"no {idea}")):
+        before = sorted(p.name for p in tmp_path.iterdir())
+        result = subprocess.run(
+            [sys.executable, str(BOOTSTRAP), str(path), "--idea", idea], capture_output=True, text=True, check=False
+        )
+        assert result.returncode == 2, (path, result.stderr)
+        assert str(path) in result.stderr and said in result.stderr and "Traceback" not in result.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
