@@ -89,3 +89,61 @@ def test_the_bootstrap_script_refuses_a_sweep_it_cannot_read(tmp_path: Path, ide
         assert result.returncode == 2, (path, result.stderr)
         assert str(path) in result.stderr and said in result.stderr and "Traceback" not in result.stderr
         assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.fixture(scope="module")
+def plateau(sweep):
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        spec = importlib.util.spec_from_file_location("try_smooth_selection", SCRIPT.parent / "try_smooth_selection.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return module
+
+
+def test_a_setting_neighbours_are_one_step_in_one_ordered_parameter(sweep, plateau) -> None:
+    """Weight 0.5 has 0.4 and 0.6 beside it; the grid's edge (0.2) has one; the fusion method and the
+    regularisation on/off are never crossed; a count or share step only with regularisation on."""
+    base = dict(framing=False, k1=1.2, b=0.3, title_weight=3, depth=50, method="minmax")
+    grid = [sweep.Setting(**base, weight=w) for w in (0.2, 0.3, 0.4, 0.5, 0.6)]
+    grid.append(sweep.Setting(**{**base, "method": "zscore"}, weight=0.5))
+    grid += [sweep.Setting(**base, weight=0.5, neighbours=k, neighbour_weight=a) for k, a in ((5, 0.5), (10, 0.5))]
+    grid.append(sweep.Setting(**{**base, "b": 0.5}, weight=0.5))
+    known = {s: i for i, s in enumerate(grid)}
+    near = lambda s: sorted(plateau.neighbours(s, known))  # noqa: E731
+    assert near(grid[3]) == [2, 3, 4, 8]  # 0.4, itself, 0.6 and b one step up; not z-score, not regularised
+    assert near(grid[0]) == [0, 1]
+    assert near(grid[5]) == [5]
+    assert near(grid[6]) == [6, 7]  # 5 and 10 neighbours, same share
+    matrix = plateau.smoothing(grid)
+    np.testing.assert_allclose(matrix.sum(axis=1), 1.0)
+
+
+def test_the_plateau_beats_a_narrow_peak_and_ties_go_to_the_peak(sweep, plateau) -> None:
+    base = dict(framing=False, k1=1.2, b=0.3, title_weight=3, depth=50, method="minmax")
+    grid = [sweep.Setting(**base, weight=w) for w in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)]
+    matrix = plateau.smoothing(grid)
+    peak = np.array([[0.1], [0.9], [0.1], [0.6], [0.7], [0.6], [0.1]])  # 0.3 a spike, 0.6 a plateau
+    assert plateau.choose(peak, None)[0] == 1
+    assert plateau.choose(peak, matrix)[0] == 4
+    flat = np.full((7, 1), 0.5)
+    flat[3, 0] = 0.5 + 1e-15  # smoothed ties broken by the unsmoothed figure
+    assert plateau.choose(flat, matrix)[0] == 3
+
+
+def test_the_plateau_script_refuses_a_sweep_it_cannot_read(tmp_path: Path) -> None:
+    import subprocess
+
+    junk = tmp_path / "junk.pkl"
+    junk.write_text("not a pickle", encoding="utf-8")
+    for path in (tmp_path / "missing.pkl", junk):
+        result = subprocess.run(
+            [sys.executable, str(SCRIPT.parent / "try_smooth_selection.py"), str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == 2, result.stderr
+        assert str(path) in result.stderr and "Traceback" not in result.stderr
