@@ -471,3 +471,98 @@ def test_a_pymarkdown_crash_is_told_from_a_refused_setting() -> None:
     assert isinstance(_pymarkdown_error(config, fixes), LintCrashed)  # its fix mode failing on the text
     refused = PyMarkdownApiException("The value for property 'plugins.md013.line_length' is not valid.")
     assert isinstance(_pymarkdown_error(config, refused), ConfigError)
+
+
+# --- what the write path stores without a scan -------------------------------------------------------
+
+# The shapes needs_scan is closest to vouching for: items whose text opens another block, setext
+# underlines, code spans of spaces, `#word` in items and quotes, nesting one level in.
+_VOUCH_FRAGMENTS = st.sampled_from(
+    [
+        "Plain prose about the parser.",
+        "- a dash item",
+        "  - a nested item",
+        "- #123 merged",
+        "  - #7 nested",
+        "- 2. step",
+        "- 1. step",
+        "- + plus",
+        "- * star",
+        "- - dash",
+        "- > quoted",
+        "- # heading",
+        "- ```",
+        "--",
+        "==",
+        "-",
+        "x ` ` y",
+        "`` ` ``",
+        "Uses `code` and *emphasis*.",
+        "#tag at the start",
+        "> #tag in a quote",
+        "```sh\n$ make test\n```",
+        "1) numbered",
+        "  text two in",
+        "    four in",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(parts=st.lists(_VOUCH_FRAGMENTS, min_size=1, max_size=6), blank=st.lists(st.booleans(), min_size=6, max_size=6))
+@example(parts=["- #123 merged"], blank=[False] * 6)
+@example(parts=["Plain prose about the parser.", "--"], blank=[False] * 6)
+@example(parts=["- a dash item", "  - #7 nested"], blank=[False] * 6)
+def test_what_needs_scan_vouches_for_passes_pymarkdown(parts: list[str], blank: list[bool]) -> None:
+    """Whenever the write path skips PyMarkdown (needs_scan is False), PyMarkdown finds nothing in the
+    body as stored: the fast path never stores what check then reports."""
+    from memfiles.mdlint.clean import clean_body, needs_scan
+    from memfiles.mdlint.rules import load_lint_config
+    from memfiles.services.lint import _scan_body
+
+    body = "".join(part + ("\n\n" if gap else "\n") for part, gap in zip(parts, blank, strict=False)).strip()
+    cleaned = clean_body(body, 100)
+    if needs_scan(cleaned, 100):
+        return
+    assert _scan_body(load_lint_config(REPO / "tests", 100), "x", cleaned) == [], cleaned
+
+
+def test_a_project_with_its_own_rules_has_every_body_scanned(root: Path, run: Run) -> None:
+    """needs_scan knows the default rules only: under a `[tool.pymarkdown]` of the project's, plain prose
+    the defaults pass is still judged by the project's rules, and refused when they refuse it."""
+    (root / "pyproject.toml").write_text("[tool.pymarkdown]\nplugins.md013.line_length = 40\n", encoding="utf-8")
+    prose = "A plain sentence of prose that runs to well over forty characters."
+    result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", prose)
+    assert result.exit_code == 2, result.output
+    assert "md013" in result.output and "body line 1" in result.output
+    assert not (root / "memory" / "lessons.md").exists()
+    result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", "Short prose.")
+    assert result.exit_code == 0, result.output
+    assert not lint_project(Project(load_settings(root)))
+
+
+@pytest.mark.parametrize(
+    ("body", "stored"),
+    [
+        ("- #123 merged", "- \\#123 merged"),
+        ("- a\n  - #7 nested", "- a\n  - \\#7 nested"),
+        ("> #tag quoted", "> \\#tag quoted"),
+        ("1. #4 first", "1. \\#4 first"),
+        ("- # a heading in an item", None),  # a heading, not a `#word`: md025 refuses it
+    ],
+)
+def test_a_hash_word_in_an_item_or_quote_is_escaped(root: Path, run: Run, body: str, stored: str | None) -> None:
+    result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", body)
+    if stored is None:
+        assert result.exit_code == 2 and "md025" in result.output, result.output
+        return
+    assert result.exit_code == 0, result.output
+    assert stored + "\n" in (root / "memory" / "lessons.md").read_text(encoding="utf-8")
+    assert not lint_project(Project(load_settings(root)))
+
+
+def test_a_shell_session_in_a_procedure_is_stored(root: Path, run: Run) -> None:
+    """md014 is off: `$ make test` in a fence is how a procedure says what to type."""
+    result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", "Run:\n\n```sh\n$ make test\n```")
+    assert result.exit_code == 0, result.output
+    assert not lint_project(Project(load_settings(root)))

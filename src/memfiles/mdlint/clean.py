@@ -3,11 +3,11 @@
 Applied to every body and section intro the write path stores (after the prose is wrapped), so that
 what memfiles writes passes the lint rule set (docs/lint.md). Each step is one a reader of the rendered
 Markdown cannot see: tabs become spaces, trailing spaces go, a bare URL gets the angle brackets that
-make it the same link, `#tag` at a line start is escaped so it stays text, `*`/`+` bullets become the
-`-` the metadata uses, a list, heading or fence gets the blank line around it that it has in the
-rendering anyway, and a long list item (its whole paragraph) or quote line is wrapped under its own
-marker. Code (fenced or indented) is left as written apart from trailing spaces. Stdlib only: no
-PyMarkdown on the write path.
+make it the same link, `#tag` where a line's text starts (in a list item or quote too) is escaped so
+it stays text, `*`/`+` bullets become the `-` the metadata uses, a list, heading or fence gets the
+blank line around it that it has in the rendering anyway, and a long list item (its whole paragraph)
+or quote line is wrapped under its own marker. Code (fenced or indented) is left as written apart from
+trailing spaces. Stdlib only: no PyMarkdown on the write path.
 
 `fix_markup` is every step but wrapping; fmt uses it (fmt never re-wraps a body: @@D-006).
 """
@@ -23,7 +23,8 @@ _LIST = re.compile(r"^( {0,3})([-*+]|\d{1,9}[.)])( +)(?=\S)")
 _BULLET = re.compile(r"^(\s*)[*+]( +)(?=\S)")
 _THEMATIC = re.compile(r"^ {0,3}([-*_])( *\1){2,} *$")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?: |$)")
-_HASH_WORD = re.compile(r"^( {0,3})(#+)(?=[^\s#])")
+# `#word` where a line's text starts, after the quote and list markers it sits in (md018)
+_HASH_WORD = re.compile(r"^((?: {0,3}(?:>|[-*+] +|\d{1,9}[.)] +))* *)(#+)(?=[^\s#])")
 _QUOTE = re.compile(r"^( {0,3}>+ ?)")
 _URL = re.compile(r"(?:https?|ftps?)://[^\s<>`\"]+")
 _RISKY = re.compile(r"^(?:#|[-*+]$|\d{1,9}[.)]$|>|\||=+$|-+$|\*{2,}$|_+$|\[\^?[^\]]*\]:)")
@@ -732,9 +733,13 @@ _SPAN = re.compile(r"(`+)(.+?)\1")
 _MARKUP = re.compile(r"[\[\]!|<>\\~]")
 _UNDERSCORE_EMPHASIS = re.compile(r"(?:^|[\s(])_|_(?:$|[\s).,;:!?])")
 _LOOSE_STAR = re.compile(r"(?:^|\s)\*+(?:\s|$)")
-_RISKY_LINE = re.compile(r"^(?:\s|#|\d{1,9}[.)]|-\s{2,}|[-=*_ ]{3,}$|-$)")
+_RISKY_LINE = re.compile(r"^(?:\s|#|\d{1,9}[.)]|-\s{2,}|[-=*_ ]{3,}$|-$|[-=]+\s*$)")
+# What a `- ` item's text may not open with to be vouched for: another block on the item's line (a
+# heading, an ordered or unordered list, a quote, a fence, indented code) or a setext underline.
+_RISKY_ITEM_TEXT = re.compile(r"^(?:\s|#|\d{1,9}[.)]|[-+*>](?:\s|$)|[-=]+\s*$)")
 
 
+_ESCAPED_HASH = re.compile(r"^(- )?\\#")  # the clean-up's escape of a `#word` (_HASH_WORD)
 _NESTED_ITEM = re.compile(r"^  - (?=\S)")
 
 
@@ -765,11 +770,13 @@ def needs_scan(text: str, width: int) -> bool:
             continue
         if _RISKY_LINE.match(line) or (width > 0 and len(line) > width and " " in line.strip()):
             return True
-        line = _AUTOLINK.sub("", line.removeprefix("\\#"))
+        if line.startswith("- ") and (_RISKY_ITEM_TEXT.match(line[2:]) or opens_fence(line[2:])):
+            return True
+        line = _AUTOLINK.sub("", _ESCAPED_HASH.sub(r"\1", line))
         for span in _SPAN.finditer(line):
             content = span.group(2)
-            if content != content.strip() and content.strip():
-                return True  # spaces inside a code span (md038)
+            if content != content.strip():
+                return True  # spaces inside a code span, or a span of spaces only (md038)
         line = _SPAN.sub("", line)
         if _MARKUP.search(line) or _UNDERSCORE_EMPHASIS.search(line) or _LOOSE_STAR.search(line) or "`" in line:
             return True

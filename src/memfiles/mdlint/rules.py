@@ -39,6 +39,8 @@ def default_rules(wrap: int = 100) -> dict[str, Any]:
         "md013": {"line_length": wrap, "code_blocks": False, "headings": False, "tables": False}
         if wrap > 0
         else {"enabled": False},
+        # A procedure quotes what to type at a prompt (`$ make test`); the output is rarely worth keeping.
+        "md014": {"enabled": False},
         # Entries repeat body sub-headings (`#### Why`) under different parents; only siblings must differ.
         "md024": {"siblings_only": True},
         # A heading is an entry's title as its author chose it ("Why does hold fail?"); the index repeats it.

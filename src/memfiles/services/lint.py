@@ -191,6 +191,12 @@ def _needs_scan(text: str, width: int) -> bool:
     return needs_scan(text, width)
 
 
+def _vouchable(config: LintConfig) -> bool:
+    """Whether `needs_scan` may stand in for PyMarkdown under `config`: it knows the default rules only,
+    so a project with its own `[tool.pymarkdown]` has every body scanned under its rules."""
+    return config.source is None
+
+
 def _body_head(title: str) -> str:
     """What stands above a body in its file (a title, the entry heading, metadata), to lint it in place."""
     return f"# memfiles\n\n### X-1: {title}\n\n- date: 2000-01-01\n\n"
@@ -212,9 +218,9 @@ def clean_text(project: Project, text: str, position: int, field: str, title: st
     """A body (or intro) as the write path stores it; OpError naming the line and rule if it cannot pass."""
     settings = project.settings
     cleaned = clean_body(text, settings.wrap)
-    if not _needs_scan(cleaned, settings.wrap) and not _needs_scan(title, 0):
+    config = lint_config(project)  # first: a [tool.pymarkdown] it refuses is an error even for plain prose
+    if _vouchable(config) and not _needs_scan(cleaned, settings.wrap) and not _needs_scan(title, 0):
         return cleaned
-    config = lint_config(project)
     try:
         problems = _scan_body(config, title, cleaned)
     except LintCrashed as crash:
@@ -265,7 +271,11 @@ def clean_ops(project: Project, ops: list) -> list:  # list[Op]
 
 def _clean_op(project: Project, schema: Schema, op) -> None:  # op: Op (store.ops)
     title = op.fields.get("title")
-    if isinstance(title, str) and "body" not in op.fields and _needs_scan(title, 0):
+    if (
+        isinstance(title, str)
+        and "body" not in op.fields
+        and (_needs_scan(title, 0) or not _vouchable(lint_config(project)))
+    ):
         clean_text(project, "x", op.position, "title", title)  # a new title under the old body's rules
     for field in ("body", "intro"):
         value = op.fields.get(field)
