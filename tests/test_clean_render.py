@@ -148,3 +148,34 @@ def test_known_rendering_changes(body: str) -> None:
 )
 def test_cases_fixed_with_this_comparison_render_the_same(body: str) -> None:
     assert _same(body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    make test\n    make lint\n\nThat is how.",  # indented code first
+        "\tcode with\ttab",
+        "    x = `a` ```\n\n    y\n\n\n  para",  # backticks in the code: a longer fence
+        "  indented prose here",
+        "   1. one\n   2. two",
+        "  > a quote\n  > goes on",
+        "  para\nlazy line\n\n- a list at the margin",
+    ],
+)
+def test_a_body_renders_in_its_file_as_it_does_alone(tmp_path, body: str) -> None:
+    """Under the metadata list a line two columns in is more of `- status: ...`: a body opening with
+    indented code or an indented block rendered inside the last metadata item. In the file, the entry's
+    body now renders as the body given renders on its own. (A body opening with a `-` list still
+    continues the metadata list, at the margin or moved there: F-044.)"""
+    from click.testing import CliRunner
+
+    from memfiles.cli.main import cli
+
+    (tmp_path / "memory").mkdir()
+    result = CliRunner().invoke(cli, ["--root", str(tmp_path), "add", "-k", "L", "-t", "T", "-a", "a", "--body", body])
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "memory" / "lessons.md").read_text(encoding="utf-8")
+    entry = text[text.index("### L-001") : text.index("## Manual")]
+    head = entry[: entry.index("- status: active\n") + len("- status: active\n")]
+    tags = lambda text: re.sub(r">\s+<", "><", _rendered(text).strip())  # noqa: E731
+    assert tags(entry) == tags(head) + tags(body)

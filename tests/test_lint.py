@@ -566,3 +566,15 @@ def test_a_shell_session_in_a_procedure_is_stored(root: Path, run: Run) -> None:
     result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", "Run:\n\n```sh\n$ make test\n```")
     assert result.exit_code == 0, result.output
     assert not lint_project(Project(load_settings(root)))
+
+
+def test_fmt_moves_a_hand_indented_body_out_of_the_metadata_list(root: Path, run: Run) -> None:
+    """A body edited by hand to open with indented code rendered inside `- status: ...`; fmt fences it."""
+    result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", "Prose.")
+    assert result.exit_code == 0, result.output
+    path = root / "memory" / "lessons.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("Prose.\n", "    make test\n\nProse.\n"), encoding="utf-8")
+    result = run("fmt")
+    assert result.exit_code == 0, result.output
+    assert "- status: active\n\n```\nmake test\n```\n\nProse.\n" in path.read_text(encoding="utf-8")
+    assert run("check").exit_code == 0

@@ -18,7 +18,7 @@ from memfiles.format.ids import Schema
 from memfiles.format.model import MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.render import render
-from memfiles.mdlint.clean import clean_body, fix_markup, needs_scan
+from memfiles.mdlint.clean import body_at_margin, clean_body, fix_markup, needs_scan
 from memfiles.mdlint.engine import (
     PREFIX,
     PYMARKDOWN_FIXABLE,
@@ -125,7 +125,9 @@ def _fix_markup_everywhere(memory: MemoryFile) -> MemoryFile:
         dataclasses.replace(
             section,
             intro=fix_markup(section.intro),
-            entries=tuple(dataclasses.replace(entry, body=fix_markup(entry.body)) for entry in section.entries),
+            entries=tuple(
+                dataclasses.replace(entry, body=fix_markup(body_at_margin(entry.body))) for entry in section.entries
+            ),
         )
         for section in memory.sections
     )
@@ -217,7 +219,7 @@ def _scan_body(config: LintConfig, title: str, body: str) -> list[tuple[int, str
 def clean_text(project: Project, text: str, position: int, field: str, title: str = "x") -> str:
     """A body (or intro) as the write path stores it; OpError naming the line and rule if it cannot pass."""
     settings = project.settings
-    cleaned = clean_body(text, settings.wrap)
+    cleaned = clean_body(body_at_margin(text) if field == "body" else text, settings.wrap)
     config = lint_config(project)  # first: a [tool.pymarkdown] it refuses is an error even for plain prose
     if _vouchable(config) and not _needs_scan(cleaned, settings.wrap) and not _needs_scan(title, 0):
         return cleaned
