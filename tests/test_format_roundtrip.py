@@ -216,3 +216,39 @@ class TestOwnMemory:
         for args in (["check"], ["fmt", "--check"], ["refs", "--dangling"]):
             result = CliRunner().invoke(cli, ["--root", str(REPO), *args])
             assert result.exit_code == 0, (args, result.output)
+
+
+class TestBodySeparator:
+    """A body opening with a `-` item or an indented line would render as more of the metadata list:
+    canonical form puts `<!-- -->` between them, and parse drops it (format/grammar.py)."""
+
+    HEAD = "# Lessons\n\n### L-001: T\n\n- date: 2026-01-01\n- area: a\n- status: active\n\n"
+
+    def _file(self, text: str) -> str:
+        return render(parse(text))  # with its index, as fmt writes it
+
+    @pytest.mark.parametrize("body", ["- one\n- two", "  indented prose", "    code", "\tcode", "-"])
+    def test_the_separator_goes_in_and_the_body_is_the_body(self, body: str) -> None:
+        text = self._file(self.HEAD + body + "\n")
+        assert f"- status: active\n\n<!-- -->\n\n{body}\n" in text
+        assert parse(text).entries[0].body == body
+        assert render(parse(text)) == text
+        assert validate_file("memory/lessons.md", parse(text), text, Schema()) == []
+
+    @pytest.mark.parametrize("body", ["Prose.", "1. first", "* star", "-dash-word", " one space", "<!-- own -->"])
+    def test_no_separator_where_the_body_cannot_join_the_list(self, body: str) -> None:
+        text = self._file(self.HEAD + body + "\n")
+        assert "<!-- -->" not in text and parse(text).entries[0].body == body
+
+    def test_a_file_without_it_is_not_canonical_until_fmt(self) -> None:
+        text = self._file(self.HEAD + "Prose.\n").replace("Prose.", "- one\n- two")
+        found = validate_file("memory/lessons.md", parse(text), text, Schema())
+        assert [f.code for f in found] == ["not-canonical"]
+        assert found[0].line == text.split("\n").index("- one") + 1
+
+    def test_a_body_given_with_the_separator_is_stored_without_it(self, root: Path, run: Run) -> None:
+        result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", "<!-- -->\n\n- one", "--json")
+        assert result.exit_code == 0, result.output
+        shown = run("show", "L-001", "--json")
+        assert '"body": "- one"' in shown.output
+        assert run("check").exit_code == 0

@@ -569,12 +569,13 @@ def test_a_shell_session_in_a_procedure_is_stored(root: Path, run: Run) -> None:
 
 
 def test_fmt_moves_a_hand_indented_body_out_of_the_metadata_list(root: Path, run: Run) -> None:
-    """A body edited by hand to open with indented code rendered inside `- status: ...`; fmt fences it."""
+    """A body edited by hand to open with indented code rendered inside `- status: ...`; fmt puts the
+    separator above it, and keeps the code as written."""
     result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", "Prose.")
     assert result.exit_code == 0, result.output
     path = root / "memory" / "lessons.md"
     path.write_text(path.read_text(encoding="utf-8").replace("Prose.\n", "    make test\n\nProse.\n"), encoding="utf-8")
     result = run("fmt")
     assert result.exit_code == 0, result.output
-    assert "- status: active\n\n```\nmake test\n```\n\nProse.\n" in path.read_text(encoding="utf-8")
+    assert "- status: active\n\n<!-- -->\n\n    make test\n\nProse.\n" in path.read_text(encoding="utf-8")
     assert run("check").exit_code == 0

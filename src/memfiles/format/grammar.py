@@ -49,6 +49,12 @@ written or indexed, and a body may not hold one. To show a conflict in a note, i
 lines by a space. A lone `>>>>>>> text` (a deep email quote) is text. ids.txt, which holds no
 Markdown, reads any marker line, `=======` included (store/marks.py).
 
+**Body separator.** An entry's body follows its metadata list after a blank line, and CommonMark
+reads a `-` item there as more of that list, and a line indented two columns or more as more of its
+last item. So when a body opens with either, canonical form puts an empty HTML comment, `<!-- -->`
+(CommonMark's own way to end a list), on a line of its own between the metadata and the body, and
+parse drops it again: it belongs to the layout, not to the body.
+
 **Line endings.** A line ends at LF; CRs before it are part of the line ending, not of the line. A
 file's newline is its first line's (CRLF or LF) and canonical form writes that newline throughout,
 the Manual included, so a checkout with core.autocrlf stays as git wrote it. A file mixing the two,
@@ -332,6 +338,22 @@ def any_entry_heading(line: str) -> tuple[str, str] | None:
     an editor looking for headings; entry_heading of a Grammar also checks the prefix is known)."""
     match = _ANY_ENTRY_RE.match(line) if line.startswith("###") else None
     return (match.group(1), match.group(2)) if match else None
+
+
+BODY_SEPARATOR = "<!-- -->"
+_JOINS_METADATA_RE = re.compile(r"-(?:[ \t]|$)| {2}|\t")
+
+
+def body_needs_separator(body: str) -> bool:
+    """Whether `body`, right under an entry's metadata list, would render as more of it: its first line
+    is a `-` list item, or is indented two columns or more."""
+    return bool(_JOINS_METADATA_RE.match(body))
+
+
+def without_separator(body: str) -> str:
+    """`body` (trimmed) without the separator line canonical form may have put above it."""
+    head, _, rest = body.partition("\n")
+    return rest.strip("\n") if head.rstrip() == BODY_SEPARATOR else body
 
 
 def entry_heading(entry_id: str, title: str) -> str:

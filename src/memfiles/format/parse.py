@@ -25,6 +25,7 @@ from memfiles.format.grammar import (
     newline_of,
     section_name,
     split_lines,
+    without_separator,
 )
 from memfiles.format.ids import Schema
 from memfiles.format.model import LIST_KEYS, META_KEYS, REQUIRED_KEYS, Entry, MemoryFile, Section
@@ -59,6 +60,11 @@ def _trim(lines: list[str]) -> str:
     while end > start and not lines[end - 1].strip():
         end -= 1
     return "\n".join(lines[start:end])
+
+
+def _body(lines: list[str]) -> str:
+    """An entry's body lines as its text: trimmed, without the separator canonical form may put above it."""
+    return _trim(without_separator(_trim(lines)).split("\n"))
 
 
 # A metadata line with a key in another case (`- Status: open`): named as such, not read as body text
@@ -285,7 +291,7 @@ def _freeze_entry(draft: _EntryDraft, path: str | Path | None) -> Entry:
     return Entry(  # type: ignore[arg-type]
         id=draft.id,
         title=draft.title,
-        body=_trim(draft.body),
+        body=_body(draft.body),
         line=draft.line,
         meta_lines=tuple(draft.meta_lines.items()),
         **fields,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memfiles.format.grammar import BOM, entry_heading, section_heading
+from memfiles.format.grammar import BODY_SEPARATOR, BOM, body_needs_separator, entry_heading, section_heading
 from memfiles.format.ids import Schema
 from memfiles.format.model import Entry, MemoryFile
 from memfiles.format.toc import render_index
@@ -12,6 +12,8 @@ def render_entry(entry: Entry) -> str:
     """An entry as it stands in a file: heading, metadata list, body."""
     parts = [entry_heading(entry.id, entry.title), "\n".join(f"- {key}: {value}" for key, value in entry.meta())]
     if entry.body:
+        if body_needs_separator(entry.body):
+            parts.append(BODY_SEPARATOR)
         parts.append(entry.body)
     return "\n\n".join(parts)
 

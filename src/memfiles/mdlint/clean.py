@@ -634,53 +634,6 @@ def wrap_line(line: str, width: int) -> list[str]:
     return lines
 
 
-def _drop_columns(line: str, columns: int) -> str:
-    """`line` without the white space that fills its first `columns` columns (a tab reaches the next
-    multiple of 4), or without all of it when it has less."""
-    at = 0
-    for index, char in enumerate(line):
-        if at >= columns or char not in " \t":
-            return line[index:]
-        at = at + 1 if char == " " else (at // 4 + 1) * 4
-    return ""
-
-
-def body_at_margin(text: str) -> str:
-    """An entry body whose first block starts at the margin, rendering as it does on its own.
-
-    A body sits right under its entry's metadata list, and there CommonMark reads a line indented two
-    columns or more as more of the last metadata item: the body's first paragraph, list or code would
-    render inside `- status: ...`. So a body that opens with indented code has that code fenced (a fence
-    and an indented block render alike; md046 is off), and one whose first block is indented two or three
-    columns has that block moved to the margin, with what it holds kept as it is relative to it."""
-    lines = text.split("\n")
-    first = next((index for index, line in enumerate(lines) if line.strip()), None)
-    if first is None:
-        return text
-    opening = lines[first]
-    spaces = len(opening) - len(opening.lstrip(" "))
-    if opening.expandtabs(4).startswith("    "):
-        end = first
-        while end < len(lines) and (not lines[end].strip() or lines[end].expandtabs(4).startswith("    ")):
-            end += 1
-        while not lines[end - 1].strip():
-            end -= 1
-        code = [_drop_columns(line, 4) for line in lines[first:end]]
-        ticks = max((len(run) for line in code for run in re.findall(r"`+", line)), default=0)
-        fence = "`" * max(3, ticks + 1)
-        return "\n".join([*lines[:first], fence, *code, fence, *lines[end:]])
-    if spaces < 2:
-        return text
-    out = lines[:first]
-    for index in range(first, len(lines)):
-        line = lines[index]
-        new_block = index > first and not lines[index - 1].strip() and line.strip()
-        if new_block and len(line) - len(line.lstrip(" ")) < spaces:
-            return "\n".join(out + lines[index:])  # a block at the margin: the first block ended above it
-        out.append(line[spaces:] if line.startswith(" " * spaces) else line)
-    return "\n".join(out)
-
-
 def clean_body(text: str, width: int) -> str:
     """`text` (a normalised body) as the write path stores it: `fix_markup`, then long lines wrapped."""
     cleaned = fix_markup(text)

@@ -13,12 +13,12 @@ from collections.abc import Iterable
 
 from memfiles.contract import Finding, severity_of
 from memfiles.errors import BatchError, LintCrashed, OpError, ParseError
-from memfiles.format.grammar import code_lines
+from memfiles.format.grammar import BODY_SEPARATOR, body_needs_separator, code_lines
 from memfiles.format.ids import Schema
 from memfiles.format.model import MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.render import render
-from memfiles.mdlint.clean import body_at_margin, clean_body, fix_markup, needs_scan
+from memfiles.mdlint.clean import clean_body, fix_markup, needs_scan
 from memfiles.mdlint.engine import (
     PREFIX,
     PYMARKDOWN_FIXABLE,
@@ -125,9 +125,7 @@ def _fix_markup_everywhere(memory: MemoryFile) -> MemoryFile:
         dataclasses.replace(
             section,
             intro=fix_markup(section.intro),
-            entries=tuple(
-                dataclasses.replace(entry, body=fix_markup(body_at_margin(entry.body))) for entry in section.entries
-            ),
+            entries=tuple(dataclasses.replace(entry, body=fix_markup(entry.body)) for entry in section.entries),
         )
         for section in memory.sections
     )
@@ -199,13 +197,15 @@ def _vouchable(config: LintConfig) -> bool:
     return config.source is None
 
 
-def _body_head(title: str) -> str:
-    """What stands above a body in its file (a title, the entry heading, metadata), to lint it in place."""
-    return f"# memfiles\n\n### X-1: {title}\n\n- date: 2000-01-01\n\n"
+def _body_head(title: str, body: str) -> str:
+    """What stands above a body in its file (a title, the entry heading, metadata and the separator
+    canonical form puts under it when the body needs one), to lint it in place."""
+    separator = f"{BODY_SEPARATOR}\n\n" if body_needs_separator(body) else ""
+    return f"# memfiles\n\n### X-1: {title}\n\n- date: 2000-01-01\n\n{separator}"
 
 
 def _scan_body(config: LintConfig, title: str, body: str) -> list[tuple[int, str]]:
-    head = _body_head(title)
+    head = _body_head(title, body)
     offset = head.count("\n")
     found = scan_documents([head + body + "\n"], config)[0]
     code = code_lines(body.split("\n"), offset + 1) if code_tabs_allowed(config) else frozenset()
@@ -219,7 +219,7 @@ def _scan_body(config: LintConfig, title: str, body: str) -> list[tuple[int, str
 def clean_text(project: Project, text: str, position: int, field: str, title: str = "x") -> str:
     """A body (or intro) as the write path stores it; OpError naming the line and rule if it cannot pass."""
     settings = project.settings
-    cleaned = clean_body(body_at_margin(text) if field == "body" else text, settings.wrap)
+    cleaned = clean_body(text, settings.wrap)
     config = lint_config(project)  # first: a [tool.pymarkdown] it refuses is an error even for plain prose
     if _vouchable(config) and not _needs_scan(cleaned, settings.wrap) and not _needs_scan(title, 0):
         return cleaned
@@ -229,7 +229,7 @@ def clean_text(project: Project, text: str, position: int, field: str, title: st
         raise OpError(position, f"{field}: {crash}", field) from crash
     if problems:
         # PyMarkdown's own fixes (list indents, fence style, emphasis spacing...), then a second look
-        head = _body_head(title)
+        head = _body_head(title, cleaned)
         fixed = fix_documents([head + cleaned + "\n"], config)[0]
         if fixed.startswith(head):
             cleaned = fixed[len(head) :].rstrip("\n")
