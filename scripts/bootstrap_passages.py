@@ -16,12 +16,11 @@ try_query_sentences.py), from `eval_retrieval.py loco --sentences --save-sweep`.
 from __future__ import annotations
 
 import argparse
-import pickle
 import sys
 from pathlib import Path
 
 import numpy as np
-from eval_retrieval import NAMES, plain, plain_or_passages, plain_or_sentences
+from eval_retrieval import NAMES, load_sweep, plain, plain_or_passages, plain_or_sentences
 from retrieval_sweep import best, bootstrap_loco
 
 
@@ -31,12 +30,7 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--idea", choices=["passages", "sentences"], default="passages")
     args = parser.parse_args()
-    try:
-        saved = pickle.loads(args.sweep.read_bytes())
-        queries, rrf = saved["queries"], {n: np.asarray(saved["rrf"][n]) for n in NAMES}
-    except (OSError, pickle.UnpicklingError, EOFError, KeyError, TypeError) as error:
-        print(f"{args.sweep}: not a sweep eval_retrieval.py --save-sweep wrote ({error!r})", file=sys.stderr)
-        sys.exit(2)
+    saved, queries, rrf = load_sweep(args.sweep)
     with_idea, idea_label = (
         (plain_or_passages, "best passage") if args.idea == "passages" else (plain_or_sentences, "best sentence")
     )

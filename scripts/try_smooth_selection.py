@@ -28,13 +28,12 @@ the depth-50 settings. If either fails, nothing changes and the numbers are repo
 from __future__ import annotations
 
 import argparse
-import pickle
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from eval_retrieval import NAMES, plain
+from eval_retrieval import NAMES, load_sweep, plain
 from retrieval_sweep import BS, DEPTHS, K1S, NEIGHBOUR_GRID, TITLE_WEIGHTS, WEIGHTS, Setting, bootstrap_loco
 
 ORDERED = {
@@ -114,12 +113,7 @@ def main() -> None:
     parser.add_argument("sweep", type=Path, help="the pickle eval_retrieval.py loco --save-sweep wrote")
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args()
-    try:
-        saved = pickle.loads(args.sweep.read_bytes())
-        queries, rrf = saved["queries"], {n: np.asarray(saved["rrf"][n]) for n in NAMES}
-    except (OSError, pickle.UnpicklingError, EOFError, KeyError, TypeError) as error:
-        print(f"{args.sweep}: not a sweep eval_retrieval.py --save-sweep wrote ({error!r})", file=sys.stderr)
-        sys.exit(2)
+    saved, queries, rrf = load_sweep(args.sweep)
     settings = [s for s in queries if plain(s)]
     if not settings:
         print(f"{args.sweep}: no plain settings in it", file=sys.stderr)
