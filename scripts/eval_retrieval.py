@@ -84,8 +84,6 @@ def make_project(folder: Path, corpus: list[dict], fence: bool = False) -> dict[
     """A memfiles project holding `corpus` as fact entries; returns entry id -> corpus id."""
     (folder / "memory").mkdir()
     (folder / "memory" / "memfiles.toml").write_text(CONFIG)
-    # Bug reports quote shell sessions as `$ command` without output; that is not this text's fault.
-    (folder / "pyproject.toml").write_text("[tool.pymarkdown]\nplugins.md014.enabled = false\n")
     ops = [
         {
             "op": "add",

@@ -161,6 +161,9 @@ def test_cases_fixed_with_this_comparison_render_the_same(body: str) -> None:
         "- one\n\n  more of one",
         "  - one\n  - two\n\n    more of two\n\nAfter.",
         "   1. one\n   2. two",
+        "-\nmore",  # an empty item, then its lazy line
+        " \tcode",  # four columns in: code
+        " - one",
         "  > a quote\n  > goes on",
         "  para\nlazy line\n\n- a list at the margin",
     ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -227,7 +228,19 @@ class TestBodySeparator:
     def _file(self, text: str) -> str:
         return render(parse(text))  # with its index, as fmt writes it
 
-    @pytest.mark.parametrize("body", ["- one\n- two", "  indented prose", "    code", "\tcode", "-"])
+    @pytest.mark.parametrize(
+        "body",
+        [
+            "- one\n- two",
+            "  indented prose",
+            "    code",
+            "\tcode",
+            " \tcode",
+            "-",
+            "-\nmore",
+            " - one",
+        ],
+    )
     def test_the_separator_goes_in_and_the_body_is_the_body(self, body: str) -> None:
         text = self._file(self.HEAD + body + "\n")
         assert f"- status: active\n\n<!-- -->\n\n{body}\n" in text
@@ -235,7 +248,9 @@ class TestBodySeparator:
         assert render(parse(text)) == text
         assert validate_file("memory/lessons.md", parse(text), text, Schema()) == []
 
-    @pytest.mark.parametrize("body", ["Prose.", "1. first", "* star", "-dash-word", " one space", "<!-- own -->"])
+    @pytest.mark.parametrize(
+        "body", ["Prose.", "1. first", "* star", "-dash-word", " one space", "<!-- own -->", "x\n- y"]
+    )
     def test_no_separator_where_the_body_cannot_join_the_list(self, body: str) -> None:
         text = self._file(self.HEAD + body + "\n")
         assert "<!-- -->" not in text and parse(text).entries[0].body == body
@@ -245,10 +260,17 @@ class TestBodySeparator:
         found = validate_file("memory/lessons.md", parse(text), text, Schema())
         assert [f.code for f in found] == ["not-canonical"]
         assert found[0].line == text.split("\n").index("- one") + 1
+        assert "needs <!-- --> above it: run memfiles fmt" in found[0].message
 
-    def test_a_body_given_with_the_separator_is_stored_without_it(self, root: Path, run: Run) -> None:
+    def test_a_body_given_with_the_separator_keeps_it(self, root: Path, run: Run) -> None:
+        """Canonical form puts one more above it, which parse drops: the body comes back as given."""
         result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", "<!-- -->\n\n- one", "--json")
         assert result.exit_code == 0, result.output
         shown = run("show", "L-001", "--json")
-        assert '"body": "- one"' in shown.output
+        assert json.loads(shown.output)["entry"]["body"] == "<!-- -->\n\n- one"
         assert run("check").exit_code == 0
+
+    def test_a_refusal_names_the_line_of_the_body_as_given(self, root: Path, run: Run) -> None:
+        result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", "<!-- -->\n\nIntro.\n\n# Heading")
+        assert result.exit_code == 2
+        assert "body line 5" in result.output, result.output

@@ -495,6 +495,8 @@ _VOUCH_FRAGMENTS = st.sampled_from(
         "--",
         "==",
         "-",
+        "+",
+        "*",
         "x ` ` y",
         "`` ` ``",
         "Uses `code` and *emphasis*.",
@@ -513,6 +515,7 @@ _VOUCH_FRAGMENTS = st.sampled_from(
 @example(parts=["- #123 merged"], blank=[False] * 6)
 @example(parts=["Plain prose about the parser.", "--"], blank=[False] * 6)
 @example(parts=["- a dash item", "  - #7 nested"], blank=[False] * 6)
+@example(parts=["Plain prose about the parser.", "+"], blank=[True] * 6)
 def test_what_needs_scan_vouches_for_passes_pymarkdown(parts: list[str], blank: list[bool]) -> None:
     """Whenever the write path skips PyMarkdown (needs_scan is False), PyMarkdown finds nothing in the
     body as stored: the fast path never stores what check then reports."""

@@ -341,17 +341,22 @@ def any_entry_heading(line: str) -> tuple[str, str] | None:
 
 
 BODY_SEPARATOR = "<!-- -->"
-_JOINS_METADATA_RE = re.compile(r"-(?:[ \t]|$)| {2}|\t")
+_DASH_ITEM_RE = re.compile(r" ?-(?:[ \t]|$)")  # two columns in or more is caught as an indent
 
 
 def body_needs_separator(body: str) -> bool:
-    """Whether `body`, right under an entry's metadata list, would render as more of it: its first line
-    is a `-` list item, or is indented two columns or more."""
-    return bool(_JOINS_METADATA_RE.match(body))
+    """Whether canonical form puts BODY_SEPARATOR above `body`: its first line, right under the metadata
+    list, would render as more of it (a `-` item, or a line indented two columns or more, tabs counted
+    to the next multiple of 4), or is the separator itself (so that parse, which drops one, gives the
+    body back as it was)."""
+    first = body.split("\n", 1)[0]
+    columns = first.expandtabs(4)
+    indent = len(columns) - len(columns.lstrip(" "))
+    return indent >= 2 or bool(_DASH_ITEM_RE.match(first)) or first.rstrip() == BODY_SEPARATOR
 
 
 def without_separator(body: str) -> str:
-    """`body` (trimmed) without the separator line canonical form may have put above it."""
+    """`body` (trimmed) without the one separator line canonical form may have put above it."""
     head, _, rest = body.partition("\n")
     return rest.strip("\n") if head.rstrip() == BODY_SEPARATOR else body
 

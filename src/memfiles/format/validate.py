@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from memfiles.contract import FINDING_CODES, Finding, entry_ref
 from memfiles.format.grammar import (
+    BODY_SEPARATOR,
     BOM,
     FULL_ID_RE,
     Fence,
@@ -125,6 +126,9 @@ def validate_file(path: str, memory: MemoryFile, text: str, schema: Schema) -> l
             line = first_difference(lines, canonical_lines)
             if _index_block(lines) != _index_block(canonical_lines):
                 found.append(finding("stale-index", path, line, "the generated index is missing or stale: run fmt"))
+            elif line <= len(canonical_lines) and canonical_lines[line - 1] == BODY_SEPARATOR:
+                message = f"a body that opens with a list or an indented line needs {BODY_SEPARATOR} above it"
+                found.append(finding("not-canonical", path, line, f"{message}: run memfiles fmt"))
             else:
                 found.append(finding("not-canonical", path, line, "not in canonical form: run memfiles fmt"))
         elif not any(item.code in ("mixed-line-endings", "stray-cr") for item in found):

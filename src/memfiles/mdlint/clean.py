@@ -733,13 +733,15 @@ _SPAN = re.compile(r"(`+)(.+?)\1")
 _MARKUP = re.compile(r"[\[\]!|<>\\~]")
 _UNDERSCORE_EMPHASIS = re.compile(r"(?:^|[\s(])_|_(?:$|[\s).,;:!?])")
 _LOOSE_STAR = re.compile(r"(?:^|\s)\*+(?:\s|$)")
-_RISKY_LINE = re.compile(r"^(?:\s|#|\d{1,9}[.)]|-\s{2,}|[-=*_ ]{3,}$|-$|[-=]+\s*$)")
+_RISKY_LINE = re.compile(r"^(?:\s|#|\d{1,9}[.)]|-\s{2,}|[-=*_ ]{3,}$|[-*+]\s*$|[-=]+\s*$)")
 # What a `- ` item's text may not open with to be vouched for: another block on the item's line (a
 # heading, an ordered or unordered list, a quote, a fence, indented code) or a setext underline.
 _RISKY_ITEM_TEXT = re.compile(r"^(?:\s|#|\d{1,9}[.)]|[-+*>](?:\s|$)|[-=]+\s*$)")
 
 
-_ESCAPED_HASH = re.compile(r"^(- )?\\#")  # the clean-up's escape of a `#word` (_HASH_WORD)
+# _HASH_WORD's escape of a `#word`, in the two places needs_scan vouches for: the margin and a `- `
+# item (a quote or an ordered item is always scanned)
+_ESCAPED_HASH = re.compile(r"^(- )?\\#")
 _NESTED_ITEM = re.compile(r"^  - (?=\S)")
 
 

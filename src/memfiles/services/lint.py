@@ -13,11 +13,11 @@ from collections.abc import Iterable
 
 from memfiles.contract import Finding, severity_of
 from memfiles.errors import BatchError, LintCrashed, OpError, ParseError
-from memfiles.format.grammar import BODY_SEPARATOR, body_needs_separator, code_lines
+from memfiles.format.grammar import code_lines
 from memfiles.format.ids import Schema
-from memfiles.format.model import MemoryFile
+from memfiles.format.model import Entry, MemoryFile
 from memfiles.format.parse import parse
-from memfiles.format.render import render
+from memfiles.format.render import render, render_entry
 from memfiles.mdlint.clean import clean_body, fix_markup, needs_scan
 from memfiles.mdlint.engine import (
     PREFIX,
@@ -198,10 +198,11 @@ def _vouchable(config: LintConfig) -> bool:
 
 
 def _body_head(title: str, body: str) -> str:
-    """What stands above a body in its file (a title, the entry heading, metadata and the separator
-    canonical form puts under it when the body needs one), to lint it in place."""
-    separator = f"{BODY_SEPARATOR}\n\n" if body_needs_separator(body) else ""
-    return f"# memfiles\n\n### X-1: {title}\n\n- date: 2000-01-01\n\n{separator}"
+    """What stands above `body` in its file, as render writes it (a file title, the entry heading, its
+    metadata, and the separator when the body needs one), to lint the body in place."""
+    entry = Entry(id="X-1", title=title, date="2000-01-01", area="a", status="active", body=body or "x")
+    text = render_entry(entry)
+    return "# memfiles\n\n" + text[: len(text) - len(entry.body)]
 
 
 def _scan_body(config: LintConfig, title: str, body: str) -> list[tuple[int, str]]:
@@ -216,11 +217,14 @@ def _scan_body(config: LintConfig, title: str, body: str) -> list[tuple[int, str
     ]
 
 
-def clean_text(project: Project, text: str, position: int, field: str, title: str = "x") -> str:
-    """A body (or intro) as the write path stores it; OpError naming the line and rule if it cannot pass."""
+def clean_text(
+    project: Project, text: str, position: int, field: str, title: str = "x", config: LintConfig | None = None
+) -> str:
+    """A body (or intro) as the write path stores it; OpError naming the line and rule if it cannot pass.
+    `config`: the project's lint configuration, when the caller has it already."""
     settings = project.settings
     cleaned = clean_body(text, settings.wrap)
-    config = lint_config(project)  # first: a [tool.pymarkdown] it refuses is an error even for plain prose
+    config = config or lint_config(project)  # first: a [tool.pymarkdown] it refuses is an error even for prose
     if _vouchable(config) and not _needs_scan(cleaned, settings.wrap) and not _needs_scan(title, 0):
         return cleaned
     try:
@@ -259,9 +263,11 @@ def clean_ops(project: Project, ops: list) -> list:  # list[Op]
     pass (all of them at once, so that one run shows what a batch must fix)."""
     schema = project.settings.schema
     problems: list[OpError] = []
+    texts = any(isinstance(op.fields.get(key), str) for op in ops for key in ("title", "body", "intro"))
+    config = lint_config(project) if texts else LintConfig({})  # a status change reads no lint settings
     for op in ops:
         try:
-            _clean_op(project, schema, op)
+            _clean_op(project, schema, op, config)
         except BatchError as error:
             problems.extend(error.problems)
         except OpError as error:
@@ -271,19 +277,15 @@ def clean_ops(project: Project, ops: list) -> list:  # list[Op]
     return ops
 
 
-def _clean_op(project: Project, schema: Schema, op) -> None:  # op: Op (store.ops)
+def _clean_op(project: Project, schema: Schema, op, config: LintConfig) -> None:  # op: Op (store.ops)
     title = op.fields.get("title")
-    if (
-        isinstance(title, str)
-        and "body" not in op.fields
-        and (_needs_scan(title, 0) or not _vouchable(lint_config(project)))
-    ):
-        clean_text(project, "x", op.position, "title", title)  # a new title under the old body's rules
+    if isinstance(title, str) and "body" not in op.fields and (_needs_scan(title, 0) or not _vouchable(config)):
+        clean_text(project, "x", op.position, "title", title, config)  # a new title under the old body's rules
     for field in ("body", "intro"):
         value = op.fields.get(field)
         if not isinstance(value, str) or not value:
             continue
-        cleaned = clean_text(project, value, op.position, field, op.fields.get("title") or "x")
+        cleaned = clean_text(project, value, op.position, field, op.fields.get("title") or "x", config)
         if field == "body" and len(cleaned) > schema.body_limit:
             raise OpError(
                 op.position,

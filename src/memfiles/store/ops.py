@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memfiles.errors import BatchError, OpError
-from memfiles.format.grammar import is_manual_name, without_separator
+from memfiles.format.grammar import is_manual_name
 from memfiles.format.ids import Schema, evidence_id, normalize_id
 from memfiles.format.validate import body_problem, is_date
 from memfiles.format.wrap import clip, control_character, normalize_body, one_line, printable_body, stray_control
@@ -151,8 +151,6 @@ def _body(problems: _Problems, key: str, item: Any, schema: Schema, wrap: int) -
         problems.add(f"{key} line {control[0]} holds {control[1]}: delete it ({key} is printable text)", key)
         return None
     text = normalize_body(item, wrap)
-    if key == "body":
-        text = without_separator(text)  # the file's layout, not the body's: parse drops it too
     if key == "body" and not text:
         problems.add("body is empty", key)
         return None
