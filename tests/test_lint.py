@@ -244,13 +244,20 @@ def test_override_values_pymarkdown_refuses_are_errors(root: Path, run: Run) -> 
 
 
 def test_write_path_refuses_a_title_that_fails_the_rules(root: Path, run: Run) -> None:
-    """A title the rules refuse (spaces inside a code span) is refused on add and on set, naming the rule."""
+    """A title the rules refuse (an empty link) is refused on add and on set, naming the rule; so is one
+    whose closing `#`s a heading would drop (check then said md003, and the heading showed less)."""
     run("add", "--kind", "decision", "--title", "First", "--area", "x", "--body", "Fine.")
     before = snapshot(root)
     for args in (("add", "--kind", "decision", "--area", "x", "--body", "Plain."), ("set", "D-001")):
-        result = run(*args, "--title", "Spaces in `a code  ` span")
-        assert result.exit_code == 2 and "title: md038" in result.output, result.output
+        result = run(*args, "--title", "An empty [link]() here")
+        assert result.exit_code == 2 and "title: md042" in result.output, result.output
+        for title in ("Ends with a hash #", "Ends with hashes ##  ", "#"):
+            result = run(*args, "--title", title)
+            assert result.exit_code == 2 and "a Markdown heading does not show" in result.output, result.output
     assert snapshot(root) == before
+    assert run("add", "--kind", "decision", "--area", "x", "--body", "Plain.", "--title", "Learned C#").exit_code == 0
+    assert run("set", "D-002", "--title", "Issue #12 and C# notes").exit_code == 0
+    assert not lint_project(Project(load_settings(root)))
 
 
 def test_import_names_every_op_the_rules_refuse(root: Path, run: Run) -> None:
@@ -533,11 +540,14 @@ def test_what_needs_scan_vouches_for_passes_pymarkdown(parts: list[str], blank: 
 def test_a_project_with_its_own_rules_has_every_body_scanned(root: Path, run: Run) -> None:
     """needs_scan knows the default rules only: under a `[tool.pymarkdown]` of the project's, plain prose
     the defaults pass is still judged by the project's rules, and refused when they refuse it."""
-    (root / "pyproject.toml").write_text("[tool.pymarkdown]\nplugins.md013.line_length = 40\n", encoding="utf-8")
-    prose = "A plain sentence of prose that runs to well over forty characters."
+    from memfiles.mdlint.clean import needs_scan
+
+    (root / "pyproject.toml").write_text("[tool.pymarkdown]\nplugins.md036.enabled = true\n", encoding="utf-8")
+    prose = "**Why it matters**\n\nBecause the index is derived."
+    assert not needs_scan(prose, 100)  # the defaults pass it unscanned
     result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", prose)
     assert result.exit_code == 2, result.output
-    assert "md013" in result.output and "body line 1" in result.output
+    assert "md036" in result.output and "body line 1" in result.output
     assert not (root / "memory" / "lessons.md").exists()
     result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", "Short prose.")
     assert result.exit_code == 0, result.output
@@ -582,3 +592,87 @@ def test_fmt_moves_a_hand_indented_body_out_of_the_metadata_list(root: Path, run
     assert result.exit_code == 0, result.output
     assert "- status: active\n\n<!-- -->\n\n    make test\n\nProse.\n" in path.read_text(encoding="utf-8")
     assert run("check").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "The separator is `  ` (two spaces).",  # md038's fix made it two bare backticks
+        "A leading space: ` x` and a trailing one: `y `.",
+        "7. seventh\n8. eighth",  # md029's fix renumbered it from 1
+        "1. one\n2. two\n\nText\n\n3. three\n4. four",
+    ],
+)
+def test_a_body_is_stored_as_it_says_never_renumbered_or_respaced(root: Path, run: Run, body: str) -> None:
+    result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", body)
+    assert result.exit_code == 0, result.output
+    assert "\n" + body + "\n" in (root / "memory" / "lessons.md").read_text(encoding="utf-8")
+    assert not lint_project(Project(load_settings(root)))
+
+
+@pytest.mark.parametrize(
+    ("setting", "body", "refused"),
+    [
+        ("plugins.md010.code_blocks = true", "```\n\tcode\n```", "body line 2: md010"),
+        ("plugins.md009.strict = true", "hard  \nbreak", "body line 1: md009"),
+        ("plugins.md029.enabled = true", "7. seventh\n8. eighth", "body line 1: md029"),
+        ("plugins.md038.enabled = true", "a ` x` b", "body line 1: md038"),
+    ],
+)
+def test_a_rule_whose_fix_would_change_the_text_refuses_instead(
+    root: Path, run: Run, setting: str, body: str, refused: str
+) -> None:
+    """A project may turn these on; their fixes would drop tabs, spaces or numbers, so the write path
+    names the line and the rule and writes nothing, and fmt leaves such a text as it is."""
+    (root / "pyproject.toml").write_text(f"[tool.pymarkdown]\n{setting}\n", encoding="utf-8")
+    result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", body)
+    assert result.exit_code == 2 and refused in result.output, result.output
+    assert not (root / "memory" / "lessons.md").exists()
+
+
+def test_fmt_never_applies_a_fix_that_changes_the_text(root: Path, run: Run) -> None:
+    (root / "pyproject.toml").write_text("[tool.pymarkdown]\nplugins.md029.enabled = true\n", encoding="utf-8")
+    assert run("add", "-k", "L", "-t", "T", "-a", "a", "--body", "Steps.").exit_code == 0
+    path = root / "memory" / "lessons.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("Steps.", "3. c\n4. d"), encoding="utf-8")
+    run("fmt")
+    assert "\n3. c\n4. d\n" in path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ('plugins.md004.style = "asterisk"', "tool.pymarkdown.plugins.md004.style = 'asterisk'"),
+        ("plugins.md013.line_length = 60", "set wrap = 60"),
+    ],
+)
+def test_a_setting_no_written_file_could_pass_is_refused_naming_its_key(
+    root: Path, run: Run, setting: str, said: str
+) -> None:
+    (root / "pyproject.toml").write_text(f"[tool.pymarkdown]\n{setting}\n", encoding="utf-8")
+    for args in (("add", "-k", "L", "-t", "T", "-a", "a", "--body", "plain prose"), ("check",)):
+        result = run(*args)
+        assert result.exit_code == 2, result.output
+        assert "pyproject.toml" in result.output and said in result.output and "Traceback" not in result.output
+    assert not (root / "memory" / "lessons.md").exists()
+
+
+def test_import_names_lint_refusals_with_every_other_problem(root: Path, run: Run) -> None:
+    """One op the rules refuse used to hide the batch's other problems until it was fixed."""
+    assert run("add", "-k", "L", "-t", "first", "-a", "x", "--body", "hi").exit_code == 0
+    ops = [
+        {"op": "add", "kind": "lesson", "title": "c", "area": "x", "body": "   "},
+        {"op": "update", "id": "L-1", "body": "## level two"},
+        {"op": "add", "kind": "lesson", "title": "a", "area": "x", "body": "Title\n---\n\ntext"},
+    ]
+    (root / "ops.json").write_text(json.dumps({"ops": ops}), encoding="utf-8")
+    before = (root / "memory" / "lessons.md").read_text(encoding="utf-8")
+    result = run("import", str(root / "ops.json"))
+    assert result.exit_code == 2
+    assert "3 problems" in result.output
+    assert (
+        "op 1: body is empty" in result.output
+        and "op 2:" in result.output
+        and "op 3: body line 1: md003" in result.output
+    )
+    assert (root / "memory" / "lessons.md").read_text(encoding="utf-8") == before

@@ -361,6 +361,15 @@ def without_separator(body: str) -> str:
     return rest.strip("\n") if head.rstrip() == BODY_SEPARATOR else body
 
 
+_CLOSING_HASHES_RE = re.compile(r"(?:^|[ \t])#+[ \t]*$")
+
+
+def title_loses_its_end(title: str) -> bool:
+    """Whether an entry heading would not show all of `title`: CommonMark drops a closing run of `#`
+    after a space (`### D-1: Use C ##` shows "D-1: Use C")."""
+    return bool(_CLOSING_HASHES_RE.search(title))
+
+
 def entry_heading(entry_id: str, title: str) -> str:
     """An entry heading as fmt writes it: `### D-476: Title`."""
     return f"### {entry_id}: {title}"

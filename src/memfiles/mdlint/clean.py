@@ -775,10 +775,6 @@ def needs_scan(text: str, width: int) -> bool:
         if line.startswith("- ") and (_RISKY_ITEM_TEXT.match(line[2:]) or opens_fence(line[2:])):
             return True
         line = _AUTOLINK.sub("", _ESCAPED_HASH.sub(r"\1", line))
-        for span in _SPAN.finditer(line):
-            content = span.group(2)
-            if content != content.strip():
-                return True  # spaces inside a code span, or a span of spaces only (md038)
         line = _SPAN.sub("", line)
         if _MARKUP.search(line) or _UNDERSCORE_EMPHASIS.search(line) or _LOOSE_STAR.search(line) or "`" in line:
             return True

@@ -308,9 +308,26 @@ def _scan_each(documents: list[str], config: LintConfig) -> list[list[tuple[int,
         return _scan_each(documents[:half], config) + _scan_each(documents[half:], config)
 
 
+# Rules whose fixes change what a text says, whatever a project enables: md010 (on code) drops a
+# recipe's tabs, md029 a list's start number, md038 a code span's spaces, and md009 in strict mode a
+# hard break's spaces. Their findings are left for the author (the write path refuses them, naming
+# line and rule).
+NEVER_FIXED = ("md010", "md029", "md038")
+
+
+def _fixing(config: LintConfig) -> LintConfig:
+    """`config` with the rules of NEVER_FIXED off (and md009 when strict): what fix mode runs under."""
+    plugins = {**config.settings.get("plugins", {})}
+    strict = plugins.get("md009", {}).get("strict") is True
+    for rule in (*NEVER_FIXED, "md009") if strict else NEVER_FIXED:
+        plugins[rule] = {**plugins.get(rule, {}), "enabled": False}
+    return LintConfig({**config.settings, "plugins": plugins}, config.source)
+
+
 def fix_documents(documents: list[str], config: LintConfig) -> list[str]:
-    """Each document as PyMarkdown's fix mode leaves it (unchanged when nothing is fixable, too long to
-    lint, or one PyMarkdown itself fails on: the others are fixed in halves down to it then)."""
+    """Each document as PyMarkdown's fix mode leaves it, never applying NEVER_FIXED (unchanged when
+    nothing is fixable, too long to lint, or one PyMarkdown itself fails on: the others are fixed in
+    halves down to it then)."""
     if any(too_long_to_lint(document) for document in documents):
         kept = [n for n, document in enumerate(documents) if not too_long_to_lint(document)]
         fixed = iter(fix_documents([documents[n] for n in kept], config))
@@ -327,7 +344,7 @@ def fix_documents(documents: list[str], config: LintConfig) -> list[str]:
             path.write_text(document, encoding="utf-8")
             paths.append(path)
         try:
-            _api(config, folder).fix_path(str(folder))
+            _api(_fixing(config), folder).fix_path(str(folder))
         except PyMarkdownApiException as error:
             failure = _pymarkdown_error(config, error)
             if not isinstance(failure, LintCrashed):

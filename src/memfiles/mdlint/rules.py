@@ -39,6 +39,8 @@ def default_rules(wrap: int = 100) -> dict[str, Any]:
         "md013": {"line_length": wrap, "code_blocks": False, "headings": False, "tables": False}
         if wrap > 0
         else {"enabled": False},
+        # A list's numbers are its author's: `7. seventh` starts at seven, and the fix renumbered it from 1.
+        "md029": {"enabled": False},
         # A procedure quotes what to type at a prompt (`$ make test`); the output is rarely worth keeping.
         "md014": {"enabled": False},
         # Entries repeat body sub-headings (`#### Why`) under different parents; only siblings must differ.
@@ -56,6 +58,9 @@ def default_rules(wrap: int = 100) -> dict[str, Any]:
         # reads them as emphasis with spaces, and its fix (`2 *n* m`) turns them into italics: it changed
         # what a body said, which the write path and fmt promise never to do.
         "md037": {"enabled": False},
+        # A code span's spaces are its text (`` ` ` `` shows a space, `` ` x` `` a leading one); the fix
+        # dropped them, and turned a span of spaces into two backticks.
+        "md038": {"enabled": False},
         # Two quotes with a blank line between are two quotes (CommonMark and GitHub agree): as written.
         "md028": {"enabled": False},
         # Notes quote logs, transcripts and output that have no language; `text` on every fence is noise.
@@ -146,6 +151,28 @@ def user_rules(root: Path) -> tuple[dict[str, Any], str | None]:
 
 
 def load_lint_config(root: Path, wrap: int = 100) -> LintConfig:
-    """The memfiles defaults with the user's `[tool.pymarkdown]` laid over them."""
+    """The memfiles defaults with the user's `[tool.pymarkdown]` laid over them; ConfigError for a
+    setting no file memfiles writes could pass."""
     table, source = user_rules(root)
-    return LintConfig(_merge(default_rules(wrap), table), source)
+    merged = _merge(default_rules(wrap), table)
+    plugins = merged.get("plugins", {})
+    style = plugins.get("md004", {}).get("style", "dash")
+    if style not in ("dash", "consistent") and plugins.get("md004", {}).get("enabled", True) is not False:
+        key = "tool.pymarkdown.plugins.md004.style"
+        raise ConfigError(
+            f"{source}: {key} = {style!r}: every entry's metadata list is written with '-', "
+            "so only 'dash' or 'consistent' can pass",
+            key=key,
+            path=source,
+        )
+    length = plugins.get("md013", {}).get("line_length")
+    md013_on = plugins.get("md013", {}).get("enabled", True) is not False
+    if source and md013_on and wrap > 0 and isinstance(length, int) and not isinstance(length, bool) and length < wrap:
+        key = "tool.pymarkdown.plugins.md013.line_length"
+        raise ConfigError(
+            f"{source}: {key} = {length} is below the width memfiles wraps prose at (wrap = {wrap}): "
+            f"set wrap = {length} in [tool.memfiles] or memory/memfiles.toml too",
+            key=key,
+            path=source,
+        )
+    return LintConfig(merged, source)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from memfiles.contract import entry_object, write_object
-from memfiles.errors import OpError
+from memfiles.errors import BatchError, OpError
 from memfiles.store.batch import Batch, BatchResult, Guard
 from memfiles.store.ops import Op
 from memfiles.store.project import Project
@@ -34,7 +34,12 @@ def write_ops(
     """
     from memfiles.services.lint import clean_ops
 
-    ops = clean_ops(project, ops)  # bodies stored so that the file passes the lint rule set (docs/lint.md)
+    try:
+        ops = clean_ops(project, ops)  # bodies stored so that the file passes the lint rule set (docs/lint.md)
+    except BatchError as refused:  # reported with every other op's problems, in one BatchError from apply
+        left_out = {problem.position for problem in refused.problems}
+        problems = [*(problems or []), *refused.problems]
+        ops = [op for op in ops if op.position not in left_out]
     result = Batch(project).apply(
         ops, request_id=request_id, allow_dangling=allow_dangling, problems=problems, guard=guard
     )

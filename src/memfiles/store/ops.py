@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memfiles.errors import BatchError, OpError
-from memfiles.format.grammar import is_manual_name
+from memfiles.format.grammar import is_manual_name, title_loses_its_end
 from memfiles.format.ids import Schema, evidence_id, normalize_id
 from memfiles.format.validate import body_problem, is_date
 from memfiles.format.wrap import clip, control_character, normalize_body, one_line, printable_body, stray_control
@@ -220,6 +220,12 @@ def _check_fields(op: Op, schema: Schema, problems: _Problems, given: set[str]) 
         problems.add(message, field)
 
     title = op.get("title")
+    if title is not None and title_loses_its_end(title):
+        fail(
+            f"title {title!r} ends in a run of '#' after a space, which a Markdown heading does not show: "
+            "drop it, or end the title with a word",
+            "title",
+        )
     if title is not None and len(title) > schema.title_limit:
         fail(
             f"title is {len(title)} characters; at most {schema.title_limit}: shorten it and move detail into the body",
