@@ -162,6 +162,8 @@ def test_cases_fixed_with_this_comparison_render_the_same(body: str) -> None:
         "  - one\n  - two\n\n    more of two\n\nAfter.",
         "   1. one\n   2. two",
         "-\nmore",  # an empty item, then its lazy line
+        "-\n- b",  # a list opening with an empty item: no blank line after it (it made the list loose)
+        "1.\n2. b",
         " \tcode",  # four columns in: code
         " - one",
         "  > a quote\n  > goes on",

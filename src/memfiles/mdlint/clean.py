@@ -206,6 +206,7 @@ def fix_markup(text: str) -> str:
             and out[-1].strip()
             and line.strip()
             and not lazy_goes_on
+            and not _after_empty_item(out, line)
             and (
                 _needs_blank(before if lazy else out[-1], line)
                 or after_code
@@ -256,6 +257,17 @@ def _crossed(lines: list[str], run: list[int], found: set[int]) -> None:
     for start, end in code_spans(text):
         if "\n" in text[start:end]:
             found.update(n for n, at in zip(run, starts, strict=True) if at < end and start <= at + len(lines[n]))
+
+
+def _after_empty_item(out: list[str], line: str) -> bool:
+    """Whether `line`, an item, goes on with the list an empty item above it opened (`-` then `- b`): an
+    empty item at the start of a block is a list's, not a paragraph line (after one, `-` would be a
+    heading's underline), so no blank line goes between; one would make the list loose."""
+    empty = _EMPTY_ITEM.match(out[-1]) if out else None
+    if empty is None or (len(out) > 1 and out[-2].strip()) or not _LIST.match(line) or line.startswith(" "):
+        return False
+    mark = out[-1].strip()[-1]
+    return _marker(line) == ("-" if mark in "-*+" else mark) and (mark not in "*+" or line.lstrip()[0] == mark)
 
 
 _ENDED_BY_HTML = ("list", "quote", "table", "heading", "indented")
