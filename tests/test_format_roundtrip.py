@@ -88,7 +88,10 @@ _rich_line = st.one_of(
     _line,
     st.text(alphabet=_MARKS + "abcDFXU0123", max_size=24),
     st.sampled_from(
-        ["```", "````", "~~~", "```py", "   ```", "    code", "### UTF-8 handling", "### Step-1 of it", "# x", "|a|b|"]
+        [
+            *("```", "````", "~~~", "```py", "   ```", "    code", "### UTF-8 handling", "### Step-1 of it", "# x"),
+            *("|a|b|", "<!-- -->", "-", "  - nested"),  # the body separator, and first lines that need it
+        ]
     ),
     st.tuples(st.sampled_from(["", " ", "  ", "    ", "\t"]), _line).map("".join),
     st.tuples(st.sampled_from(["- ", "> ", "1. ", "### ", "#### ", "* "]), _line).map("".join),
