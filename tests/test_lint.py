@@ -257,7 +257,12 @@ def test_write_path_refuses_a_title_that_fails_the_rules(root: Path, run: Run) -
     assert snapshot(root) == before
     assert run("add", "--kind", "decision", "--area", "x", "--body", "Plain.", "--title", "Learned C#").exit_code == 0
     assert run("set", "D-002", "--title", "Issue #12 and C# notes").exit_code == 0
-    assert not lint_project(Project(load_settings(root)))
+    assert (
+        run("add", "--kind", "decision", "--area", "x", "--body", "Plain.", "--title", "Uses C# and F#").exit_code == 0
+    )
+    assert not lint_project(Project(load_settings(root)))  # md020 read `F#` as a closed heading
+    result = run("add", "--kind", "decision", "--area", "x", "--body", "Plain.", "--title", "t", "--section", "Ends #")
+    assert result.exit_code == 2 and "section 'Ends #'" in result.output, result.output
 
 
 def test_import_names_every_op_the_rules_refuse(root: Path, run: Run) -> None:
@@ -631,10 +636,14 @@ def test_a_rule_whose_fix_would_change_the_text_refuses_instead(
 
 
 def test_fmt_never_applies_a_fix_that_changes_the_text(root: Path, run: Run) -> None:
+    """And check does not promise that fmt fixes it."""
     (root / "pyproject.toml").write_text("[tool.pymarkdown]\nplugins.md029.enabled = true\n", encoding="utf-8")
     assert run("add", "-k", "L", "-t", "T", "-a", "a", "--body", "Steps.").exit_code == 0
     path = root / "memory" / "lessons.md"
     path.write_text(path.read_text(encoding="utf-8").replace("Steps.", "3. c\n4. d"), encoding="utf-8")
+    found = [f for f in json.loads(run("check", "--json").output)["findings"] if f["code"].startswith("md029")]
+    assert found and found[0]["detail"]["fixable"] is False, found
+    assert "fmt fixes it" not in run("check").output
     run("fmt")
     assert "\n3. c\n4. d\n" in path.read_text(encoding="utf-8")
 

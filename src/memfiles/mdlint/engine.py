@@ -43,7 +43,8 @@ from memfiles.mdlint.rules import LintConfig
 PREFIX = "# memfiles lint chunk\n\n"
 PREFIX_LINES = 2
 # Rules PyMarkdown's fix mode repairs (`pymarkdown plugins list`, column FIX) and those the memfiles
-# cleaner repairs (mdlint.clean): fmt fixes both kinds.
+# cleaner repairs (mdlint.clean): fmt fixes both kinds. Not md029 and md038, whose fixes are never
+# applied (NEVER_FIXED below); md009 and md010 are fixed in their default settings only.
 PYMARKDOWN_FIXABLE = frozenset(
     [
         "md004",
@@ -56,12 +57,10 @@ PYMARKDOWN_FIXABLE = frozenset(
         "md021",
         "md023",
         "md027",
-        "md029",
         "md030",
         "md031",
         "md035",
         "md037",
-        "md038",
         "md039",
         "md044",
         "md046",

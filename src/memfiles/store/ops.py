@@ -220,12 +220,14 @@ def _check_fields(op: Op, schema: Schema, problems: _Problems, given: set[str]) 
         problems.add(message, field)
 
     title = op.get("title")
-    if title is not None and title_loses_its_end(title):
-        fail(
-            f"title {title!r} ends in a run of '#' after a space, which a Markdown heading does not show: "
-            "drop it, or end the title with a word",
-            "title",
-        )
+    for name in ("title", "section"):
+        value = op.get(name)
+        if isinstance(value, str) and title_loses_its_end(value):
+            fail(
+                f"{name} {value!r} ends in a run of '#' (alone, or after a space), which a Markdown heading "
+                "does not show: drop it, or end with a word",
+                name,
+            )
     if title is not None and len(title) > schema.title_limit:
         fail(
             f"title is {len(title)} characters; at most {schema.title_limit}: shorten it and move detail into the body",
