@@ -320,6 +320,12 @@ def test_code_blocks_keep_their_tabs_and_trailing_spaces(root: Path, run: Run) -
     text = (root / "memory" / "facts.md").read_text()
     assert "    \techo hi   \n" in text and "\n\techo hi   \n```" in text
     assert run("check").exit_code == 0 and run("fmt", "--check").exit_code == 0
+    # one trailing space too (normalize_body dropped it, as it does outside code)
+    body = "Code:\n\n    one trailing \n\n```\nfenced trailing \n```\n\nProse trailing "
+    assert run("add", "-k", "fact", "-t", "One space", "-a", "build", "--body", body).exit_code == 0
+    text = (root / "memory" / "facts.md").read_text()
+    assert "\n    one trailing \n" in text and "\nfenced trailing \n```" in text and "\nProse trailing\n" in text
+    assert run("check").exit_code == 0
 
 
 def test_a_list_items_indented_text_is_text_not_code(root: Path, run: Run) -> None:

@@ -12,7 +12,7 @@ import re
 import textwrap
 import unicodedata
 
-from memfiles.format.grammar import Fence, opens_fence
+from memfiles.format.grammar import Fence, code_lines, opens_fence
 
 _BLOCK_START = re.compile(
     r"^(?:\s{4}|\t"  # indented code
@@ -49,7 +49,9 @@ def normalize_body(text: str, width: int = 100) -> str:
     A lone CR is a line end, as Markdown viewers take it, so the checks that follow see the same lines.
     """
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    lines = [line.rstrip() if not line.endswith("  ") else line for line in text.split("\n")]
+    given = text.split("\n")
+    code = code_lines(given)  # a code line keeps its trailing spaces: they are the code's
+    lines = [line if index in code or line.endswith("  ") else line.rstrip() for index, line in enumerate(given)]
     out: list[str] = []
     paragraph: list[str] = []
     fence = Fence()
