@@ -261,8 +261,10 @@ def test_write_path_refuses_a_title_that_fails_the_rules(root: Path, run: Run) -
         run("add", "--kind", "decision", "--area", "x", "--body", "Plain.", "--title", "Uses C# and F#").exit_code == 0
     )
     assert not lint_project(Project(load_settings(root)))  # md020 read `F#` as a closed heading
+    before = snapshot(root)
     result = run("add", "--kind", "decision", "--area", "x", "--body", "Plain.", "--title", "t", "--section", "Ends #")
     assert result.exit_code == 2 and "section 'Ends #'" in result.output, result.output
+    assert snapshot(root) == before
 
 
 def test_import_names_every_op_the_rules_refuse(root: Path, run: Run) -> None:

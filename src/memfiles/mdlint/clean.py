@@ -263,11 +263,10 @@ def _after_empty_item(out: list[str], line: str) -> bool:
     """Whether `line`, an item, goes on with the list an empty item above it opened (`-` then `- b`): an
     empty item at the start of a block is a list's, not a paragraph line (after one, `-` would be a
     heading's underline), so no blank line goes between; one would make the list loose."""
-    empty = _EMPTY_ITEM.match(out[-1]) if out else None
-    if empty is None or (len(out) > 1 and out[-2].strip()) or not _LIST.match(line) or line.startswith(" "):
+    if not out or not _EMPTY_ITEM.match(out[-1]) or (len(out) > 1 and out[-2].strip()) or line.startswith(" "):
         return False
-    mark = out[-1].strip()[-1]
-    return _marker(line) == ("-" if mark in "-*+" else mark) and (mark not in "*+" or line.lstrip()[0] == mark)
+    # `line`'s bullet is `-` by now, so only a `-` (or the same ordered delimiter) above is its list's
+    return out[-1].strip()[-1] in "-.)" and _marker(line) == out[-1].strip()[-1]
 
 
 _ENDED_BY_HTML = ("list", "quote", "table", "heading", "indented")
@@ -746,9 +745,9 @@ _MARKUP = re.compile(r"[\[\]!|<>\\~]")
 _UNDERSCORE_EMPHASIS = re.compile(r"(?:^|[\s(])_|_(?:$|[\s).,;:!?])")
 _LOOSE_STAR = re.compile(r"(?:^|\s)\*+(?:\s|$)")
 _RISKY_LINE = re.compile(r"^(?:\s|#|\d{1,9}[.)]|-\s{2,}|[-=*_ ]{3,}$|[-*+]\s*$|[-=]+\s*$)")
-# What a `- ` item's text may not open with to be vouched for: another block on the item's line (a
-# heading, an ordered or unordered list, a quote, a fence, indented code) or a setext underline.
-_RISKY_ITEM_TEXT = re.compile(r"^(?:\s|#|\d{1,9}[.)]|[-+*>](?:\s|$)|[-=]+\s*$)")
+# What a `- ` item's text may open with, besides what _RISKY_LINE says of a line, and not be vouched for:
+# another item or a quote on the item's line (a fence is opens_fence's)
+_NESTED_ON_LINE = re.compile(r"^[-+*>](?:\s|$)")
 
 
 # _HASH_WORD's escape of a `#word`, in the two places needs_scan vouches for: the margin and a `- `
@@ -784,7 +783,8 @@ def needs_scan(text: str, width: int) -> bool:
             continue
         if _RISKY_LINE.match(line) or (width > 0 and len(line) > width and " " in line.strip()):
             return True
-        if line.startswith("- ") and (_RISKY_ITEM_TEXT.match(line[2:]) or opens_fence(line[2:])):
+        text = line[2:] if line.startswith("- ") else None  # a `- ` item's text, which may open a block too
+        if text is not None and (_RISKY_LINE.match(text) or _NESTED_ON_LINE.match(text) or opens_fence(text)):
             return True
         line = _AUTOLINK.sub("", _ESCAPED_HASH.sub(r"\1", line))
         line = _SPAN.sub("", line)
