@@ -14,7 +14,7 @@ from memfiles.errors import OpError, ParseError
 from memfiles.format.grammar import is_manual_name
 from memfiles.format.ids import Schema
 from memfiles.format.validate import body_problem, validate_file
-from memfiles.format.wrap import normalize_body
+from memfiles.markdown.body import prepare
 from memfiles.store.ops import parse_op
 from tests.conftest import DATA, REPO, Run
 
@@ -192,14 +192,15 @@ class TestHypothesis:
     @given(st.one_of(_rich_text, st.text(alphabet=_MARKS + "\nab", max_size=120)), st.sampled_from([0, 12, 100]))
     @example("0 0\n0000000000  0", 12)  # two spaces inside a line made a second wrap break elsewhere
     def test_write_path_never_writes_an_unparseable_file(self, body: str, width: int) -> None:
-        """A body the add op accepts renders to a file that parses back to that body, and wrapping is stable."""
+        """A body the write path stores renders to a file that parses back to that body, and preparing it
+        again changes nothing."""
         schema = Schema()
         try:
             op = parse_op({"op": "add", "kind": "D", "title": "t", "area": "a", "body": body}, 1, schema, width)
         except OpError:
             return
-        stored = op.fields["body"]
-        assert normalize_body(stored, width) == stored
+        stored = prepare(op.fields["body"], width, schema).text
+        assert prepare(stored, width, schema).text == stored
         entry = Entry(id="D-001", title="t", date="2026-01-01", area="a", status="proposed", body=stored)
         text = render(MemoryFile(title="T", sections=(Section(None, "", (entry,)),), manual="## Manual\n"))
         assert parse(text).entries[0].body == stored
@@ -273,7 +274,8 @@ class TestBodySeparator:
         assert json.loads(shown.output)["entry"]["body"] == "<!-- -->\n\n- one"
         assert run("check").exit_code == 0
 
-    def test_a_refusal_names_the_line_of_the_body_as_given(self, root: Path, run: Run) -> None:
+    def test_a_note_names_the_line_of_the_body_as_given(self, root: Path, run: Run) -> None:
+        """A body given with its own separator: the warning about its `# Heading` names line 5, as given."""
         result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", "<!-- -->\n\nIntro.\n\n# Heading")
-        assert result.exit_code == 2
-        assert "body line 5" in result.output, result.output
+        assert result.exit_code == 0
+        assert "the level-1 heading at line 5 became level 4" in result.output, result.output

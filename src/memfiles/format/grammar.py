@@ -110,6 +110,14 @@ def conflict_marker(lines: Iterable[str], start: int = 1) -> int | None:
     return None
 
 
+def conflict_lines(lines: list[str]) -> list[int]:
+    """The indexes of the conflict marker lines (opening and closing) of `lines`, when conflict_marker
+    finds a pair; [] otherwise."""
+    if conflict_marker(lines) is None:
+        return []
+    return [index for index, line in enumerate(lines) if _CONFLICT_OPEN_RE.match(line) or _CONFLICT_CLOSE_RE.match(line)]
+
+
 # --- lines and line endings -----------------------------------------------------------------------
 
 
@@ -253,53 +261,18 @@ def opens_fence(line: str) -> bool:
     return Fence().feed(line)
 
 
+def closes_fence(text: str, marker: str) -> bool:
+    """True when `text` (a line without its containers' markers) closes a fence opened with `marker`."""
+    close = _FENCE_CLOSE_RE.match(text)
+    return bool(close) and close.group(1)[0] == marker[0] and len(close.group(1)) >= len(marker)
+
+
 def outside_fences(lines: Iterable[str], start: int = 1) -> Iterator[tuple[int, str]]:
     """(line number, line) for every line that is not inside, opening or closing a fence."""
     fence = Fence()
     for number, line in enumerate(lines, start=start):
         if not fence.feed(line, number):
             yield number, line
-
-
-def code_lines(lines: list[str], start: int = 0) -> frozenset[int]:
-    """The numbers (from `start`) of the lines of code blocks: fenced ones, fences included, and indented
-    ones (CommonMark): four columns in from where the text stands (the margin, or a list item's text),
-    after a blank line, a closed fence or a heading, or after another such line. A tab there is part of
-    the code (a Makefile recipe). The one rule for what is code: the lint engine keeps its tabs, the
-    write path's clean-up keeps its lines as written."""
-    fence = Fence()
-    found: set[int] = set()
-    opens, in_code = True, False  # `opens`: an indented line here may start a code block
-    item: int | None = None  # the column a list item's text starts at, while its lines go on
-    for offset, line in enumerate(lines):
-        expanded = line.expandtabs(4)
-        indent = len(expanded) - len(expanded.lstrip(" "))
-        was_open = fence.marker is not None
-        if fence.feed(line, offset + 1):
-            found.add(start + offset)
-            if not was_open and item is not None and indent < item and opens:
-                item = None  # a fence left of the item's text after a blank line: the item ended
-            opens, in_code = fence.marker is None, False  # after a closed fence, code may start at once
-            continue
-        if not line.strip():
-            opens = True
-            continue
-        if item is not None and indent < item and (opens or (indent < 4 and _LIST_ITEM_RE.match(expanded))):
-            item = None  # left of the item's text after a blank line (or a new item further left): it ended
-        base = item if item is not None else 0
-        # a list marker stands 0-3 columns in from where the text stands; four or more in, it is code
-        marker = _LIST_ITEM_RE.match(expanded) if base <= indent < base + 4 else None
-        in_code = indent >= base + 4 and (opens or in_code) and marker is None
-        if in_code:
-            found.add(start + offset)
-        elif marker is not None:
-            item = len(marker.group(0))
-        opens = in_code or bool(_HEADING_RE.match(expanded))  # a heading is a block of one line
-    return frozenset(found)
-
-
-_LIST_ITEM_RE = re.compile(r"( *)(?:[-*+]|\d{1,9}[.)])( {1,4}|$)")
-_HEADING_RE = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 
 
 # --- headings ---------------------------------------------------------------------------------------

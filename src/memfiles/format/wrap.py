@@ -1,91 +1,13 @@
-"""Body text as the write path stores it: trailing space trimmed, prose paragraphs wrapped.
+"""Text as the write path takes it from people and machines: printable bodies, one-line fields, clipping.
 
-Only plain paragraphs are re-wrapped. Code (fenced, by the fence rule of format/grammar.py, and
-indented), lists, quotes, tables, HTML, headings, thematic breaks, link definitions, paragraphs holding
-a tab and lines ending in a hard break are left exactly as written: re-flowing them would change what
-they mean.
+Control characters are found here (a body may hold tabs and line ends, a one-line field nothing of the
+kind); what a body needs to stand in its file is markdown/body.py's to do. Stdlib only.
 """
 
 from __future__ import annotations
 
 import re
-import textwrap
 import unicodedata
-
-from memfiles.format.grammar import Fence, code_lines, opens_fence
-
-_BLOCK_START = re.compile(
-    r"^(?:\s{4}|\t"  # indented code
-    r"| {0,3}(?:[-*+](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)"  # list items, up to three spaces in (CommonMark)
-    r"|>|#|\||<)"  # quotes, headings, table rows, HTML
-    r"| {0,3}(?:=+|-+)[ \t]*$"  # setext underlines
-    r"| {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$"  # thematic breaks
-    r"| {0,3}\[[^\]]+\]:)"  # link reference definitions
-)
-# A table's delimiter row (`--|--`, `| :-- | --: |`): the paragraph around it is a table, pipes or not.
-_TABLE_DELIMITER = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+(?:[ \t]*:?-+:?[ \t]*)?\|?[ \t]*$")
-
-
-def _starts_block(line: str) -> bool:
-    return _BLOCK_START.match(line) is not None or opens_fence(line)
-
-
-def _wrappable(paragraph: list[str]) -> bool:
-    if paragraph[0][:1] in (" ", "\t"):  # indented: a list item's continuation or code; keep its place
-        return False
-    return all(
-        not _starts_block(line)
-        and not line.endswith(("  ", "\\"))
-        and "\t" not in line
-        and "  " not in line.strip()  # spaces someone lined up (or a code span's): re-flowing moves them
-        and not _TABLE_DELIMITER.match(line)
-        for line in paragraph
-    )
-
-
-def normalize_body(text: str, width: int = 100) -> str:
-    """Trim, collapse runs of blank lines and wrap prose at `width` (0: no wrapping).
-
-    A lone CR is a line end, as Markdown viewers take it, so the checks that follow see the same lines.
-    """
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    given = text.split("\n")
-    code = code_lines(given)  # a code line keeps its trailing spaces: they are the code's
-    lines = [line if index in code or line.endswith("  ") else line.rstrip() for index, line in enumerate(given)]
-    out: list[str] = []
-    paragraph: list[str] = []
-    fence = Fence()
-
-    def flush() -> None:
-        if not paragraph:
-            return
-        if width and _wrappable(paragraph):
-            joined = " ".join(line.strip() for line in paragraph)
-            wrapped = textwrap.wrap(joined, width=width, break_long_words=False, break_on_hyphens=False)
-            # A wrapped line that starts like a list item or heading would change the meaning: keep as written.
-            out.extend(wrapped if _wrappable(wrapped) else paragraph)
-        else:
-            out.extend(paragraph)
-        paragraph.clear()
-
-    for line in lines:
-        was_open = fence.marker is not None
-        if fence.feed(line):
-            if not was_open:
-                flush()
-            out.append(line)
-            continue
-        if not line.strip():
-            flush()
-            if out and out[-1] != "":
-                out.append("")
-            continue
-        paragraph.append(line)
-    flush()
-    while out and out[-1] == "":
-        out.pop()
-    return "\n".join(out)
-
 
 # Bidirectional embeddings and overrides: invisible, they reorder how the text around them displays, so
 # a title or body can show one thing and say another ("Trojan Source", CVE-2021-42574). The isolates
@@ -125,9 +47,15 @@ def control_character(text: str) -> str | None:
 _TERMINAL_ESCAPE_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 
 
+# Every control character _is_control knows but tab and line feed (category Cc is U+0000-001F, U+007F-009F).
+_STRAY_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029" + _BIDI_CONTROLS + "]")
+
+
 def stray_control(text: str) -> tuple[int, str] | None:
     """(line, name) of the first control character of multi-line `text` other than a tab or a line end,
     or None. Markdown viewers do not show them, and a NUL or an escape is no text at all."""
+    if not _STRAY_CONTROL_RE.search(text.replace("\r\n", "\n")):
+        return None
     for number, line in enumerate(text.split("\n"), start=1):
         for char in line.rstrip("\r"):
             if char != "\t" and _is_control(char):

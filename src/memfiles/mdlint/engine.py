@@ -1,11 +1,15 @@
-"""PyMarkdown over memory files: cut into chunks, scanned (or fixed) in one run, remembered by content.
+"""rumdl over memory files: cut into chunks, scanned (or fixed) in one run, remembered by content, bounded.
 
-PyMarkdown's time grows faster than the length of a file (a 300-line file takes seconds), so a file is
-cut into chunks at its section and entry headings; each chunk is scanned on its own, with a synthetic
-`# ...` line above it so that a stray level-1 heading in a body still counts as a second title. The
-generated index (the tool's own output, long lines by design) and `## Manual` (the user's own, which
-no tool edits) are not linted. A cache keyed by the chunk's text and the configuration means an
-unchanged entry is never scanned twice: `check` on an unchanged project does not even import PyMarkdown.
+A file is cut into chunks at its section and entry headings; each chunk is linted on its own, with a
+synthetic `# ...` line above it (but the file's first) so that a stray level-1 heading in a body still
+counts as a second title. The generated index (the tool's own output, long lines by design) and
+`## Manual` (the user's own, which no tool edits) are not linted. A cache keyed by the chunk's text and
+the configuration means an unchanged entry is never linted twice.
+
+rumdl (a markdownlint-compatible linter in Rust, a binary wheel) reads every chunk of a run from one
+standard input (`--stdin-batch`): 1,000 entries take about a tenth of a second. A run that does not
+finish within its budget is killed and its batch linted again in halves, down to the chunk that does not
+finish, which is reported as `lint-skipped` at its place: no text can stall `check` (see D-110).
 """
 
 from __future__ import annotations
@@ -13,90 +17,83 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import importlib.util
 import json
-import logging
 import os
-import re
+import shutil
+import subprocess
 import sys
-import tempfile
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memfiles.errors import ConfigError, LintCrashed
+from memfiles.errors import ConfigError
 from memfiles.format.grammar import (
     BOM,
     META_RE,
     Fence,
     any_entry_heading,
-    code_lines,
     is_manual_heading,
     section_name,
     split_lines,
 )
 from memfiles.format.toc import INDEX_END, INDEX_START_PREFIX
-from memfiles.mdlint.rules import LintConfig
+from memfiles.mdlint.rules import LintConfig, rule_name
 
 # Above every chunk but a file's first: a title, so that a body's `# Heading` is a second one (md025).
 PREFIX = "# memfiles lint chunk\n\n"
 PREFIX_LINES = 2
-# Rules PyMarkdown's fix mode repairs (`pymarkdown plugins list`, column FIX) and those the memfiles
-# cleaner repairs (mdlint.clean): fmt fixes both kinds. Not md029 and md038, whose fixes are never
-# applied (NEVER_FIXED below); md009 and md010 are fixed in their default settings only.
-PYMARKDOWN_FIXABLE = frozenset(
-    [
-        "md004",
-        "md005",
-        "md007",
-        "md009",
-        "md010",
-        "md012",
-        "md019",
-        "md021",
-        "md023",
-        "md027",
-        "md030",
-        "md031",
-        "md035",
-        "md037",
-        "md039",
-        "md044",
-        "md046",
-        "md047",
-        "md048",
-    ]
-)
-CLEANER_FIXABLE = frozenset(["md022", "md032", "md034", "md018"])
-FIXABLE = PYMARKDOWN_FIXABLE | CLEANER_FIXABLE
+# Rules whose fixes change what a text says, whatever a project enables: md029 a list's start number,
+# md038 a code span's spaces (and md010 when it is set to read code: a recipe's tabs; md009 when strict:
+# a hard break's spaces; see LintConfig.never_fixed). Their findings are left for the author.
+NEVER_FIXED = ("md029", "md038")
+SKIPPED = "lint-skipped"  # the finding of a chunk not linted (contract.FINDING_CODES: info)
+# A chunk longer than this is not linted (body_limit may be raised to 1,000,000): check says so.
+LINT_CHUNK_MAX = 200_000
+# Seconds a run may take: a base for the process, and a share per character it reads.
+BUDGET_BASE = 10.0
+BUDGET_PER_MB = 20.0
+
+
+@functools.cache
+def rumdl_path() -> str | None:
+    """The rumdl binary: beside this Python (a virtualenv's bin/), else on PATH."""
+    here = Path(sys.executable).parent
+    for folder in (here, here.parent / "bin", here.parent / "Scripts"):
+        found = shutil.which("rumdl", path=str(folder))
+        if found:
+            return found
+    return shutil.which("rumdl")
 
 
 @functools.cache
 def engine_version() -> str:
-    """PyMarkdown's version, read without importing it (the cache must notice an upgrade)."""
-    spec = importlib.util.find_spec("pymarkdown")
-    if spec is None or not spec.submodule_search_locations:
-        return "missing"
+    """rumdl's version, read from its package metadata (the cache must notice an upgrade)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
-        text = (Path(next(iter(spec.submodule_search_locations))) / "version.py").read_text(encoding="utf-8")
-    except OSError:
-        return "unknown"
-    match = re.search(r"""__version__\s*=\s*["']([^"']+)""", text)
-    return match.group(1) if match else "unknown"
+        return f"rumdl {version('rumdl')}"
+    except PackageNotFoundError:
+        return "rumdl missing"
+
+
+def _binary() -> str:
+    found = rumdl_path()
+    if found is None:
+        raise ConfigError("the Markdown linter rumdl is not installed: pip install rumdl (memfiles depends on it)")
+    return found
 
 
 @dataclass(frozen=True)
 class Chunk:
-    """Lines `start`.. (1-based, in the file) of a file, scanned as one document (with PREFIX if `prefixed`)."""
+    """Lines `start`.. (1-based, in the file) of a file, linted as one document (with PREFIX if `prefixed`)."""
 
     start: int
     text: str
     prefixed: bool
-    # File lines of entry metadata (`- key: value`): one line per key by the format, never wrapped.
+    # File lines of entry headings and metadata (`- key: value`): the format's own, checked by `check`'s
+    # own rules; a title is the author's words and is never rewritten to please a lint rule (D-110).
     meta_lines: frozenset[int] = frozenset()
-    # File lines inside fenced code (PyMarkdown loses track of them after a table: see code_tabs_allowed).
-    code_lines: frozenset[int] = frozenset()
 
     @property
     def document(self) -> str:
@@ -116,21 +113,14 @@ class Chunk:
 
 @dataclass(frozen=True)
 class RawFinding:
-    """One PyMarkdown finding, at a line of a file."""
+    """One lint finding, at a line of a file."""
 
     line: int
     column: int
     rule: str  # lower case: md009
     name: str
     message: str
-    setext: bool = False  # the heading at this line is a setext one (md003 says so)
-
-    @property
-    def fixable(self) -> bool:
-        """Whether fmt fixes it. Not md022 at a setext heading: the cleaner puts blank lines around ATX
-        headings only (an underline under text can also end an HTML block or a list item's lazy line);
-        md003 asks for ### first, and then fmt fixes the blank lines."""
-        return self.rule in FIXABLE and not (self.rule == "md022" and self.setext)
+    fixable: bool = False
 
 
 def chunks(text: str) -> list[Chunk]:
@@ -146,13 +136,10 @@ def chunks(text: str) -> list[Chunk]:
 
     def close(next_start: int) -> None:
         nonlocal current, start
-        if current and not current[-1].strip():
-            current.pop()  # the one blank line that separates blocks belongs to neither
+        while current and not current[-1].strip():
+            current.pop()  # the blank lines that separate blocks belong to neither
         if any(line.strip() for line in current):
-            text = "\n".join(current) + "\n"
-            found.append(
-                Chunk(start, text, bool(found) or start > 1, _meta_lines(current, start), code_lines(current, start))
-            )
+            found.append(Chunk(start, "\n".join(current) + "\n", bool(found) or start > 1, _meta_lines(current, start)))
         current, start = [], next_start
 
     for number, line in enumerate(lines, start=1):
@@ -177,10 +164,7 @@ def chunks(text: str) -> list[Chunk]:
     return [_drop_leading_blanks(chunk) for chunk in found]
 
 
-def code_tabs_allowed(config: LintConfig) -> bool:
-    """md010 with `code_blocks = false`: PyMarkdown forgets it in a fence that follows a table, so memfiles
-    drops those findings itself."""
-    return config.settings.get("plugins", {}).get("md010", {}).get("code_blocks", True) is False
+_AT_HEADINGS = frozenset(["md022", "md025", SKIPPED])  # what is said at an entry's heading all the same
 
 
 def _meta_lines(lines: list[str], start: int) -> frozenset[int]:
@@ -189,9 +173,10 @@ def _meta_lines(lines: list[str], start: int) -> frozenset[int]:
     for offset, line in enumerate(lines):
         if any_entry_heading(line):
             in_meta = True
+            found.add(start + offset)
         elif in_meta and META_RE.match(line):
             found.add(start + offset)
-        elif in_meta and found:
+        elif in_meta and line.strip():
             in_meta = False
     return frozenset(found)
 
@@ -203,160 +188,133 @@ def _drop_leading_blanks(chunk: Chunk) -> Chunk:
         skip += 1
     if not skip:
         return chunk
-    return Chunk(chunk.start + skip, "\n".join(lines[skip:]), chunk.prefixed, chunk.meta_lines, chunk.code_lines)
-
-
-def _quiet_logging() -> None:
-    """PyMarkdown calls logging.basicConfig(stream=sys.stdout) and logs a refused setting there, traceback
-    and all: that broke `--json` output (and would break a stdio server's protocol). Give the root
-    logger a handler on stderr first (basicConfig is then a no-op) and keep PyMarkdown's own messages to
-    itself: the ConfigError raised from its exception says the same in one line."""
-    root = logging.getLogger()
-    if not root.handlers:
-        logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    own = logging.getLogger("pymarkdown")
-    if own.propagate:
-        own.propagate = False
-        own.addHandler(logging.NullHandler())
-
-
-def _api(config: LintConfig, folder: Path) -> Any:
-    from pymarkdown.api import PyMarkdownApi
-
-    _quiet_logging()
-
-    settings = folder / "pymarkdown.json"
-    settings.write_text(json.dumps(config.settings), encoding="utf-8")
-    # strict: a value PyMarkdown cannot use is an error naming it, not a silent fall-back to its default
-    return PyMarkdownApi().configuration_file_path(str(settings)).enable_strict_configuration()
-
-
-# What PyMarkdown says when its parser or a rule fails on a text, rather than on its configuration.
-_CRASH = re.compile(r"Unexpected Error\(|had a critical failure|BadTokenizationError|are in conflict")
-
-
-def _pymarkdown_error(config: LintConfig, error: Exception) -> ConfigError | LintCrashed:
-    said = str(error).split("\n")[-1].strip() or str(error)
-    if _CRASH.search(str(error)):
-        return LintCrashed(
-            f"PyMarkdown failed on this text, an error of its own and not of the rule set ({said}); "
-            "writing the nesting of its lists, quotes and HTML more simply avoids it"
-        )
-    where = config.source or "the memfiles lint defaults"
-    named = re.search(r"property '([\w.-]+)'", str(error))
-    key = f"tool.pymarkdown.{named.group(1)}" if named and config.source else None
-    return ConfigError(f"{where}: [tool.pymarkdown] was refused by PyMarkdown: {said}", key=key, path=config.source)
-
-
-# A chunk (an entry, a section's text) longer than this is not given to PyMarkdown, whose time grows
-# faster than the text: 0.3 s for 44 KB, 4.9 s for 175 KB, 83 s for one 700 KB body (body_limit may
-# be raised to 1,000,000). check says so (lint-skipped, info); fmt and the write path leave it as it is.
-LINT_CHUNK_MAX = 50_000
-SKIPPED = "lint-skipped"  # the finding of such a chunk (contract.FINDING_CODES: info)
+    return Chunk(chunk.start + skip, "\n".join(lines[skip:]), chunk.prefixed, chunk.meta_lines)
 
 
 def too_long_to_lint(document: str) -> bool:
     return len(document) > LINT_CHUNK_MAX
 
 
-def scan_documents(documents: list[str], config: LintConfig) -> list[list[tuple[int, int, str, str, str]]]:
-    """Each document's findings as (line, column, rule, name, message), from one PyMarkdown run; none
-    for a document too long to lint (lint_texts reports those)."""
+def _budget(documents: list[str]) -> float:
+    return BUDGET_BASE + BUDGET_PER_MB * sum(len(document) for document in documents) / 1_000_000
+
+
+class _TimedOut(Exception):
+    pass
+
+
+def _run(arguments: list[str], stdin: bytes, timeout: float) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(arguments, input=stdin, capture_output=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as error:
+        raise _TimedOut from error
+    except OSError as error:
+        raise ConfigError(f"the Markdown linter rumdl could not be started: {error}") from error
+
+
+def _config_failure(config: LintConfig, said: str) -> ConfigError:
+    where = config.source or "the memfiles lint defaults"
+    return ConfigError(f"{where}: the lint settings were refused: {said}", path=config.source)
+
+
+Fix = tuple[int, int, str]  # (start, end, replacement): a byte range of the document, as rumdl gives it
+Scanned = list[tuple[int, int, str, str, str, bool]]  # (line, column, rule, name, message, fixable)
+
+
+@dataclass(frozen=True)
+class Scan:
+    """One document's findings, and the fix rumdl offers for each fixable one (None where it has none)."""
+
+    findings: Scanned
+    fixes: list[Fix | None]
+
+
+def scan_documents(documents: list[str], config: LintConfig, timeout: float | None = None) -> list[Scan]:
+    """Each document's findings and fixes, from one rumdl run; _TimedOut when it does not finish in time."""
     if not documents:
         return []
-    if any(too_long_to_lint(document) for document in documents):
-        kept = [n for n, document in enumerate(documents) if not too_long_to_lint(document)]
-        scanned = iter(scan_documents([documents[n] for n in kept], config))
-        return [next(scanned) if n in kept else [] for n in range(len(documents))]
-    from pymarkdown.api import PyMarkdownApiException
-
-    results: list[list[tuple[int, int, str, str, str]]] = [[] for _ in documents]
-    with tempfile.TemporaryDirectory(prefix="memfiles-lint-") as name:
-        folder = Path(name)
-        names = {}
-        for number, document in enumerate(documents):
-            path = folder / f"{number:06d}.md"
-            path.write_text(document, encoding="utf-8")
-            names[os.path.realpath(path)] = number
-        try:
-            scanned = _api(config, folder).scan_path(str(folder))
-        except PyMarkdownApiException as error:
-            raise _pymarkdown_error(config, error) from error
-        for failure in scanned.scan_failures:
-            number = names.get(os.path.realpath(failure.scan_file))
-            if number is None:
-                continue
-            extra = (failure.extra_error_information or "").strip()
-            message = failure.rule_description + (f" {extra}" if extra else "")
-            results[number].append(
-                (failure.line_number, failure.column_number, failure.rule_id.lower(), failure.rule_name, message)
-            )
+    payload = b"".join(f"{number:06d}.md\0{document}\0".encode() for number, document in enumerate(documents))
+    with config.file() as settings:
+        arguments = [_binary(), "check", "--stdin-batch", "--config", str(settings), "--output-format", "json"]
+        done = _run([*arguments, "--no-cache", "--color", "never"], payload, timeout or _budget(documents))
+    if done.returncode not in (0, 1):
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise _config_failure(config, said[0] if said else f"rumdl exited with {done.returncode}")
+    results = [Scan([], []) for _ in documents]
+    try:
+        items = json.loads(done.stdout.decode("utf-8", "replace") or "[]")
+    except ValueError:
+        items = []
+    for item in items if isinstance(items, list) else []:
+        with contextlib.suppress(ValueError, KeyError, TypeError, IndexError):
+            number = int(str(item["file"]).removesuffix(".md"))
+            rule = str(item["rule"]).lower()
+            fixable = bool(item.get("fixable"))
+            found = (int(item["line"]), int(item["column"]), rule, rule_name(rule), str(item["message"]), fixable)
+            fix = item.get("fix")
+            span = (int(fix["range"]["start"]), int(fix["range"]["end"]), str(fix["replacement"])) if fix else None
+            results[number].findings.append(found)
+            results[number].fixes.append(span)
     return results
 
 
-def _scan_each(documents: list[str], config: LintConfig) -> list[list[tuple[int, int, str, str, str]]]:
-    """scan_documents, but a document PyMarkdown itself fails on does not stop the others: the batch is
-    scanned again in halves down to that document, and such a document gets one `lint-skipped` finding saying so,
-    as one too long to lint does (check names its file and line)."""
+def _scan_each(documents: list[str], config: LintConfig) -> list[Scan]:
+    """scan_documents, but a batch that does not finish in time is scanned again in halves, down to the
+    document that does not, which gets one `lint-skipped` finding (check names its file and line)."""
     try:
         return scan_documents(documents, config)
-    except LintCrashed as crash:
+    except _TimedOut:
         if len(documents) == 1:
-            return [[(1, 1, SKIPPED, "not linted", str(crash))]]
-        half = len(documents) // 2  # halves, so one such chunk in a batch of 200 costs 15 runs, not 200
+            said = f"the linter did not finish within {_budget(documents):.0f} s on this text"
+            return [Scan([(1, 1, SKIPPED, "not linted", said, False)], [None])]
+        half = len(documents) // 2
         return _scan_each(documents[:half], config) + _scan_each(documents[half:], config)
 
 
-# Rules whose fixes change what a text says, whatever a project enables: md010 (on code) drops a
-# recipe's tabs, md029 a list's start number, md038 a code span's spaces, and md009 in strict mode a
-# hard break's spaces. Their findings are left for the author (the write path refuses them, naming
-# line and rule).
-NEVER_FIXED = ("md010", "md029", "md038")
+ROUNDS = 2  # passes of fix_documents: the second reads what the first's fixes revealed
 
 
-def _fixing(config: LintConfig) -> LintConfig:
-    """`config` with the rules of NEVER_FIXED off (and md009 when strict): what fix mode runs under."""
-    plugins = {**config.settings.get("plugins", {})}
-    strict = plugins.get("md009", {}).get("strict") is True
-    for rule in (*NEVER_FIXED, "md009") if strict else NEVER_FIXED:
-        plugins[rule] = {**plugins.get(rule, {}), "enabled": False}
-    return LintConfig({**config.settings, "plugins": plugins}, config.source)
+def fix_documents(
+    documents: list[str],
+    config: LintConfig,
+    keep: list[int] | None = None,
+    alike: Callable[[str, str], bool] | None = None,
+) -> list[str]:
+    """Each document with the linter's fixes applied (mdlint/fixes.py), never those of NEVER_FIXED nor any
+    that touches the first `keep[n]` characters of document n, and only those that keep
+    `alike(before, after)` (asked of what follows those characters). A document too long to lint, or in a run that does not finish, is left as it is."""
+    from memfiles.mdlint.fixes import apply, candidates
 
-
-def fix_documents(documents: list[str], config: LintConfig) -> list[str]:
-    """Each document as PyMarkdown's fix mode leaves it, never applying NEVER_FIXED (unchanged when
-    nothing is fixable, too long to lint, or one PyMarkdown itself fails on: the others are fixed in
-    halves down to it then)."""
-    if any(too_long_to_lint(document) for document in documents):
-        kept = [n for n, document in enumerate(documents) if not too_long_to_lint(document)]
-        fixed = iter(fix_documents([documents[n] for n in kept], config))
-        return [next(fixed) if n in kept else documents[n] for n in range(len(documents))]
-    if not documents:
-        return []
-    from pymarkdown.api import PyMarkdownApiException
-
-    with tempfile.TemporaryDirectory(prefix="memfiles-fix-") as name:
-        folder = Path(name)
-        paths = []
-        for number, document in enumerate(documents):
-            path = folder / f"{number:06d}.md"
-            path.write_text(document, encoding="utf-8")
-            paths.append(path)
-        try:
-            _api(_fixing(config), folder).fix_path(str(folder))
-        except PyMarkdownApiException as error:
-            failure = _pymarkdown_error(config, error)
-            if not isinstance(failure, LintCrashed):
-                raise failure from error
-            if len(documents) == 1:
-                return list(documents)
-            half = len(documents) // 2
-            return fix_documents(documents[:half], config) + fix_documents(documents[half:], config)
-        return [path.read_text(encoding="utf-8") for path in paths]
+    never = set(config.never_fixed(NEVER_FIXED))
+    out = list(documents)
+    todo = [n for n, document in enumerate(documents) if not too_long_to_lint(document)]
+    for _round in range(ROUNDS):  # a fix can reveal another finding (`3. x` after a hard break it made)
+        changed = []
+        for n, scan in zip(todo, _scan_each([out[n] for n in todo], config), strict=True):
+            floor = len(out[n][: (keep[n] if keep else 0)].encode("utf-8"))
+            found = [
+                (f[0], f[2], f[4], fix)
+                for f, fix in zip(scan.findings, scan.fixes, strict=True)
+                if f[2] not in never and (fix is None or fix[0] >= floor)
+            ]
+            offered = candidates(out[n], [f[:3] for f in found], [f[3] for f in found])
+            offered = [c for c in offered if (c.fix or c.own or (0, 0, ""))[0] >= floor]
+            cut = keep[n] if keep else 0
+            judge = None if alike is None else (lambda a, b, cut=cut: alike(a[cut:].rstrip("\n"), b[cut:].rstrip("\n")))
+            fixed = apply(out[n], offered, judge) if offered else out[n]
+            if fixed != out[n]:
+                out[n] = fixed
+                changed.append(n)
+        todo = changed
+        if not todo:
+            break
+    return out
 
 
 class LintCache:
     """Findings by chunk key, in one JSON file under the tool's state folder; a broken file is ignored."""
+
+    VERSION = 2  # 1 was PyMarkdown's
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -366,8 +324,9 @@ class LintCache:
         if path is not None:
             with contextlib.suppress(OSError, ValueError):
                 loaded = json.loads(path.read_text(encoding="utf-8"))
-                if isinstance(loaded, dict) and isinstance(loaded.get("chunks"), dict):
-                    self.data = loaded["chunks"]
+                if isinstance(loaded, dict) and loaded.get("version") == self.VERSION:
+                    if isinstance(loaded.get("chunks"), dict):
+                        self.data = loaded["chunks"]
 
     def get(self, key: str) -> list[list[Any]] | None:
         found = self.data.get(key)
@@ -388,55 +347,56 @@ class LintCache:
         with contextlib.suppress(OSError):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            temp.write_text(json.dumps({"version": 1, "chunks": data}), encoding="utf-8")
+            temp.write_text(json.dumps({"version": self.VERSION, "chunks": data}), encoding="utf-8")
             os.replace(temp, self.path)
 
 
+BATCH = 2_000  # chunks a run reads: its start-up is paid once, a progress bar can move
+
+
 def lint_texts(
-    texts: Iterable[str], config: LintConfig, cache: LintCache | None = None, progress: Any = None
+    texts: Iterable[str],
+    config: LintConfig,
+    cache: LintCache | None = None,
+    progress: Callable[[int], Any] | None = None,
 ) -> list[list[RawFinding]]:
-    """The findings of each text, sorted by line; only chunks the cache does not know are scanned."""
+    """The findings of each text, sorted by line; only chunks the cache does not know are linted."""
     cache = cache or LintCache(None)
     cut = [chunks(text) for text in texts]
     todo: dict[str, str] = {}
     for file_chunks in cut:
         for chunk in file_chunks:
             key = chunk.key(config)
-            if cache.get(key) is None and key not in todo:
+            if not too_long_to_lint(chunk.document) and cache.get(key) is None and key not in todo:
                 todo[key] = chunk.document
-    if todo:
-        keys = list(todo)
-        step = 200  # one PyMarkdown run per batch: its start-up is paid once, progress can move
-        for begin in range(0, len(keys), step):
-            batch = keys[begin : begin + step]
-            for key, found in zip(batch, _scan_each([todo[k] for k in batch], config), strict=True):
-                cache.put(key, [list(item) for item in found])
-            if progress is not None:
-                progress(len(batch))
-    results: list[list[RawFinding]] = []
-    tabs_in_code = code_tabs_allowed(config)
-    for file_chunks in cut:
-        found: list[RawFinding] = []
-        for chunk in file_chunks:
-            if too_long_to_lint(chunk.document):
-                where = chunk.file_line(1) or chunk.start
-                said = f"{len(chunk.document):,} characters, more than the {LINT_CHUNK_MAX:,} the rule set reads"
-                found.append(RawFinding(where, 1, SKIPPED, "too long to lint", said))
+    keys = list(todo)
+    for begin in range(0, len(keys), BATCH):
+        batch = keys[begin : begin + BATCH]
+        for key, scan in zip(batch, _scan_each([todo[k] for k in batch], config), strict=True):
+            cache.put(key, [list(item) for item in scan.findings])
+        if progress is not None:
+            progress(len(batch))
+    return [_findings(file_chunks, config, cache) for file_chunks in cut]
+
+
+def _findings(file_chunks: list[Chunk], config: LintConfig, cache: LintCache) -> list[RawFinding]:
+    found: list[RawFinding] = []
+    for chunk in file_chunks:
+        if too_long_to_lint(chunk.document):
+            where = chunk.file_line(1) or chunk.start
+            said = f"{len(chunk.document):,} characters, more than the {LINT_CHUNK_MAX:,} the rule set reads"
+            found.append(RawFinding(where, 1, SKIPPED, "too long to lint", said))
+            continue
+        for line, column, rule, name, message, fixable in cache.get(chunk.key(config)) or []:
+            where = chunk.file_line(line) or (chunk.start if rule == SKIPPED else None)
+            if where is None or not config.enabled(rule) or (where in chunk.meta_lines and rule not in _AT_HEADINGS):
                 continue
-            for line, column, rule, name, message in cache.get(chunk.key(config)) or []:
-                where = chunk.file_line(line) or (chunk.start if rule == SKIPPED else None)  # _scan_each's
-                if where is None or not config.enabled(rule) or (rule == "md013" and where in chunk.meta_lines):
-                    continue
-                if rule == "md010" and where in chunk.code_lines and tabs_in_code:
-                    continue
-                found.append(RawFinding(where, column, rule, name, message))
-        setext = {f.line for f in found if f.rule == "md003" and "Actual: setext" in f.message}
-        found = [replace(f, setext=True) if f.rule == "md022" and f.line in setext else f for f in found]
-        results.append(sorted(found, key=lambda f: (f.line, f.column, f.rule)))
-    return results
+            found.append(RawFinding(where, column, rule, name, message, fixable and rule not in NEVER_FIXED))
+    return sorted(found, key=lambda f: (f.line, f.column, f.rule))
 
 
 def pending(texts: Iterable[str], config: LintConfig, cache: LintCache) -> int:
-    """How many chunks of `texts` the cache does not know (what a run would have to scan)."""
-    keys = {chunk.key(config) for text in texts for chunk in chunks(text)}
+    """How many chunks of `texts` the cache does not know (what a run would have to lint)."""
+    keys = {chunk.key(config) for text in texts for chunk in chunks(text) if not too_long_to_lint(chunk.document)}
     return sum(1 for key in keys if key not in cache.data)
+

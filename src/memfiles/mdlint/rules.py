@@ -1,181 +1,369 @@
-"""Which PyMarkdown rules apply to memory files, how they are configured, and the user's overrides.
+"""Which markdownlint rules apply to memory files, how they are configured, and the user's overrides.
 
-Every rule PyMarkdown enables by default stays on unless it is listed here; each one turned off or
-re-configured says why in one line (docs/lint.md says it at length). The user overrides any of it in
-PyMarkdown's own table, `[tool.pymarkdown]` of the project's pyproject.toml, with PyMarkdown's keys:
+The rules are markdownlint's (MD001-MD060), as rumdl implements them. Every rule is on unless it is
+listed in OFF with its reason (docs/lint.md says it at length): most of those are rules whose finding
+the write path could not fix without changing what the author wrote, and the write path never refuses
+a finding for style (D-110), so a default rule must be one a written body always passes.
+
+A project overrides any of it in `pyproject.toml`, in PyMarkdown's table as before (its keys are
+translated; one with no equivalent is a config error naming it) or in rumdl's own:
 
     [tool.pymarkdown]
     plugins.md013.line_length = 120
-    plugins.md040.enabled = false
+    plugins.md040.enabled = true
+
+    [tool.rumdl.MD013]
+    line-length = 120
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import hashlib
-import importlib.util
 import json
-import re
-from dataclasses import dataclass
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memfiles.errors import ConfigError
 
+# markdownlint's names of its rules (the message says `md009 no-trailing-spaces: ...`).
+NAMES = {
+    "md001": "heading-increment",
+    "md003": "heading-style",
+    "md004": "ul-style",
+    "md005": "list-indent",
+    "md007": "ul-indent",
+    "md009": "no-trailing-spaces",
+    "md010": "no-hard-tabs",
+    "md011": "no-reversed-links",
+    "md012": "no-multiple-blanks",
+    "md013": "line-length",
+    "md014": "commands-show-output",
+    "md018": "no-missing-space-atx",
+    "md019": "no-multiple-space-atx",
+    "md020": "no-missing-space-closed-atx",
+    "md021": "no-multiple-space-closed-atx",
+    "md022": "blanks-around-headings",
+    "md023": "heading-start-left",
+    "md024": "no-duplicate-heading",
+    "md025": "single-title",
+    "md026": "no-trailing-punctuation",
+    "md027": "no-multiple-space-blockquote",
+    "md028": "no-blanks-blockquote",
+    "md029": "ol-prefix",
+    "md030": "list-marker-space",
+    "md031": "blanks-around-fences",
+    "md032": "blanks-around-lists",
+    "md033": "no-inline-html",
+    "md034": "no-bare-urls",
+    "md035": "hr-style",
+    "md036": "no-emphasis-as-heading",
+    "md037": "no-space-in-emphasis",
+    "md038": "no-space-in-code",
+    "md039": "no-space-in-links",
+    "md040": "fenced-code-language",
+    "md041": "first-line-heading",
+    "md042": "no-empty-links",
+    "md043": "required-headings",
+    "md044": "proper-names",
+    "md045": "no-alt-text",
+    "md046": "code-block-style",
+    "md047": "single-trailing-newline",
+    "md048": "code-fence-style",
+    "md049": "emphasis-style",
+    "md050": "strong-style",
+    "md051": "link-fragments",
+    "md052": "reference-links-images",
+    "md053": "link-image-reference-definitions",
+    "md054": "link-image-style",
+    "md055": "table-pipe-style",
+    "md056": "table-column-count",
+    "md058": "blanks-around-tables",
+    "md059": "descriptive-link-text",
+    "md060": "table-column-style",
+}
 
-def default_rules(wrap: int = 100) -> dict[str, Any]:
-    """The memfiles rule set as a PyMarkdown configuration; `wrap` is the write path's wrap width."""
-    plugins: dict[str, dict[str, Any]] = {
-        # An entry is a level-3 heading right under the file's `# Title` when a file has no sections
-        # (@@D-001), so the level jumps from 1 to 3 by design.
-        "md001": {"enabled": False},
-        # The metadata list of every entry uses `-`; bodies follow it (the write path rewrites `*` and `+`).
-        "md004": {"style": "dash"},
-        # Tabs are part of code (a Makefile recipe); outside code they are reported.
-        "md010": {"code_blocks": False},
-        # Prose is wrapped at the write path's width. Code, headings and tables cannot be wrapped without
-        # changing them; an entry heading is bounded by the title limit `check` enforces.
-        "md013": {"line_length": wrap, "code_blocks": False, "headings": False, "tables": False}
-        if wrap > 0
-        else {"enabled": False},
-        # A list's numbers are its author's: `7. seventh` starts at seven, and the fix renumbered it from 1.
-        "md029": {"enabled": False},
-        # A procedure quotes what to type at a prompt (`$ make test`); the output is rarely worth keeping.
-        "md014": {"enabled": False},
-        # A title may end in C# or F#: an entry heading never has closing #s (a title ending in ` #` is
-        # refused), so a `#` at its end is text, not a closed heading missing its space.
-        "md020": {"enabled": False},
-        # Entries repeat body sub-headings (`#### Why`) under different parents; only siblings must differ.
-        "md024": {"siblings_only": True},
-        # A heading is an entry's title as its author chose it ("Why does hold fail?"); the index repeats it.
-        "md026": {"enabled": False},
-        # A blank line inside a list item would make the whole list loose (rendered differently).
-        "md031": {"list_items": False},
-        # Notes quote `<details>` and `<kbd>` on purpose, and type names like Vec<T> in prose are only
-        # fixable by the author adding backticks; the renderer shows them either way.
-        "md033": {"enabled": False},
-        # A bold line ("**Why**") is a common lead-in in notes, not a heading missing from the outline.
-        "md036": {"enabled": False},
-        # `2 * n * m` and `_ spaced _` are not emphasis in CommonMark (they show their marks), but this rule
-        # reads them as emphasis with spaces, and its fix (`2 *n* m`) turns them into italics: it changed
-        # what a body said, which the write path and fmt promise never to do.
-        "md037": {"enabled": False},
-        # A code span's spaces are its text (`` ` ` `` shows a space, `` ` x` `` a leading one); the fix
-        # dropped them, and turned a span of spaces into two backticks.
-        "md038": {"enabled": False},
-        # Two quotes with a blank line between are two quotes (CommonMark and GitHub agree): as written.
-        "md028": {"enabled": False},
-        # Notes quote logs, transcripts and output that have no language; `text` on every fence is noise.
-        "md040": {"enabled": False},
-        # An indented block and a fence render the same; a body quoting both is a matter of style.
-        "md046": {"enabled": False},
-        # A link's words are the author's; "see here" is a style matter, not a broken promise of the format.
-        "md059": {"enabled": False},
-        # Lining up a table's pipes is cosmetic; a note's table is read rendered.
-        "md060": {"enabled": False},
-    }
+# Off, and why (one line each; docs/lint.md says more).
+OFF = {
+    # An entry is a level-3 heading right under the file's `# Title` when a file has no sections (D-001).
+    "md001": "the jump from the file's title to its level-3 entries is the format",
+    "md011": "`(text)[url]` shows as written; making it a link would change what a reader sees",
+    "md014": "a procedure quotes what to type at a prompt (`$ make test`)",
+    "md020": "a title may end in C# or F#; an entry heading never has closing #s",
+    "md024": "two sub-headings alike are the author's words; no fix keeps them",
+    "md026": "a heading is a title as its author chose it",
+    "md028": "two quotes with a blank line between are two quotes",
+    "md029": "a list's numbers are its author's (`7. seventh` starts at seven)",
+    "md033": "notes quote <details> and <kbd> on purpose; Vec<T> in prose shows either way",
+    "md036": "a bold line (**Why**) is a common lead-in in notes",
+    "md037": "`2 * n * m` is not emphasis in CommonMark, and the fix made it italics",
+    "md038": "a code span's spaces are its text",
+    "md040": "notes quote logs and output that have no language",
+    "md042": "an empty link is the author's; no fix keeps it",
+    "md045": "an image's missing words are the author's to write",
+    "md046": "an indented block and a fence render the same",
+    "md051": "a link to another entry's heading is found in its file, not in the entry's own chunk",
+    "md052": "a reference is the author's; no fix keeps it",
+    "md053": "an unused link definition shows nothing, and removing it would lose the author's text",
+    "md056": "a table's cells are the author's; no fix keeps them",
+    "md059": "a link's words are the author's",
+    "md060": "lining up a table's pipes is cosmetic",
+}
+ON = sorted(set(NAMES) - set(OFF))
+
+
+def default_rules(wrap: int = 100) -> dict[str, dict[str, Any]]:
+    """The memfiles settings of the rules that are on (rumdl's keys); `wrap` is the write path's width."""
     return {
-        "plugins": plugins,
-        # Tables are GitHub Markdown: without the extension a table row is a long paragraph line to md013.
-        "extensions": {"markdown-tables": {"enabled": True}},
+        "MD004": {"style": "dash"},  # every entry's metadata list uses `-`; bodies follow it
+        "MD007": {"indent": 2},
+        "MD009": {"br-spaces": 2},
+        "MD010": {"code-blocks": False},  # a tab in code is the code's (a Makefile recipe)
+        # prose is wrapped at the write path's width; code, headings and tables cannot be wrapped
+        "MD013": {"line-length": wrap, "code-blocks": False, "headings": False, "tables": False, "reflow": False}
+        if wrap > 0
+        else {},
+        "MD024": {"siblings-only": True},
+        "MD031": {"list-items": False},  # a blank line inside a list item would make the list loose
     }
-
-
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(base)
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
 
 
 @dataclass(frozen=True)
 class LintConfig:
-    """A complete PyMarkdown configuration and a digest of it (part of every cache key)."""
+    """A complete rule configuration (rumdl's terms) and a digest of it (part of every cache key).
 
-    settings: dict[str, Any]
+    `keys` maps a rumdl setting (`MD013.line-length`) to the key the user wrote, for errors."""
+
+    rules: dict[str, dict[str, Any]]
+    on: frozenset[str] = frozenset(ON)
     source: str | None = None
+    keys: dict[str, str] = field(default_factory=dict)
+
+    @functools.cached_property
+    def toml(self) -> str:
+        lines = ["[global]", f"enable = {_value(sorted(rule.upper() for rule in self.on))}", "line-length = 0"]
+        for rule in sorted(self.rules):
+            if rule.lower() in self.on and self.rules[rule]:
+                lines.append(f"[{rule}]")
+                lines += [f"{key} = {_value(value)}" for key, value in sorted(self.rules[rule].items())]
+        return "\n".join(lines) + "\n"
 
     @functools.cached_property
     def digest(self) -> str:
         from memfiles.mdlint.engine import engine_version
 
-        text = json.dumps(self.settings, sort_keys=True) + engine_version()
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        return hashlib.sha256((self.toml + engine_version()).encode("utf-8")).hexdigest()[:16]
 
     def enabled(self, rule: str) -> bool:
-        return self.settings.get("plugins", {}).get(rule.lower(), {}).get("enabled", True) is not False
+        return rule.lower() in self.on or not rule.lower().startswith("md")
+
+    def setting(self, rule: str, key: str, default: Any = None) -> Any:
+        return self.rules.get(rule.upper(), {}).get(key, default)
+
+    def never_fixed(self, rules: tuple[str, ...]) -> list[str]:
+        """`rules`, md009 when it is strict (its fix drops a hard break's spaces), md010 when it reads code
+        (its fix drops a Makefile recipe's tabs)."""
+        out = list(rules)
+        if self.setting("MD009", "strict") is True:
+            out.append("md009")
+        if self.setting("MD010", "code-blocks", True) is not False:
+            out.append("md010")
+        return out
+
+    @contextlib.contextmanager
+    def file(self) -> Iterator[Path]:
+        """The configuration as a rumdl TOML file, for the length of the block."""
+        handle, name = tempfile.mkstemp(prefix="memfiles-rumdl-", suffix=".toml")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(self.toml)
+            yield Path(name)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
 
 
-@functools.cache
-def known_rules() -> frozenset[str]:
-    """PyMarkdown's rule ids (md009, pml100 ...), from its plugin files, without importing it."""
-    spec = importlib.util.find_spec("pymarkdown")
-    if spec is None or not spec.submodule_search_locations:
-        return frozenset()
-    folder = Path(next(iter(spec.submodule_search_locations))) / "plugins"
-    return frozenset(path.stem.removeprefix("rule_").replace("_", "") for path in folder.glob("rule_*.py"))
+def _value(value: Any) -> str:
+    """A TOML value (booleans, numbers, strings and lists of them: all a rule setting holds)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_value(item) for item in value) + "]"
+    return json.dumps(str(value))
 
 
-def user_rules(root: Path) -> tuple[dict[str, Any], str | None]:
-    """`[tool.pymarkdown]` of the root's pyproject.toml ({} when there is none), and where it came from
-    (the file's name relative to the root, as every error about it names it)."""
+def rule_name(rule: str) -> str:
+    return NAMES.get(rule.lower(), rule.lower())
+
+
+def _refused(shown: str, message: str, key: str) -> ConfigError:
+    return ConfigError(f"{shown}: {message}", key=key, path=shown)
+
+
+def _from_pymarkdown(table: dict[str, Any], shown: str, settings: _Settings) -> None:
+    """PyMarkdown's `[tool.pymarkdown]` keys as rumdl's: `plugins.md013.line_length` is
+    `MD013.line-length`, `plugins.mdNNN.enabled` turns a rule on or off."""
+    for name, value in table.items():
+        if name == "extensions":
+            _extensions(value, shown)
+        elif name != "plugins":
+            raise _refused(shown, f"tool.pymarkdown.{name} has no equivalent in memfiles' linter (rumdl)", f"tool.pymarkdown.{name}")
+    plugins = table.get("plugins", {})
+    if not isinstance(plugins, dict):
+        raise _refused(shown, "tool.pymarkdown.plugins must be a table (like plugins.md013.enabled = false)", "tool.pymarkdown.plugins")
+    for name, rule in plugins.items():
+        key = f"tool.pymarkdown.plugins.{name}"
+        if name.lower() not in NAMES:
+            raise _refused(shown, f"{key}: no such rule (md001 ... md060; pml rules have no equivalent)", key)
+        if not isinstance(rule, dict):
+            raise _refused(shown, f"{key} must be a table (like enabled = false)", key)
+        for option, value in rule.items():
+            settings.set(name, option.replace("_", "-"), value, f"{key}.{option}")
+
+
+def _extensions(value: Any, shown: str) -> None:
+    if not isinstance(value, dict):
+        raise _refused(shown, "tool.pymarkdown.extensions must be a table", "tool.pymarkdown.extensions")
+    for name, setting in value.items():
+        key = f"tool.pymarkdown.extensions.{name}"
+        if name != "markdown-tables" or not isinstance(setting, dict) or setting.get("enabled", True) is not True:
+            raise _refused(shown, f"{key}: memfiles always reads GitHub tables and nothing else is configurable", key)
+
+
+def _from_rumdl(table: dict[str, Any], shown: str, settings: _Settings) -> None:
+    """rumdl's own `[tool.rumdl]`: `[tool.rumdl.MD013] line-length = 120`, `disable = ["MD013"]`."""
+    for name, value in table.items():
+        key = f"tool.rumdl.{name}"
+        if name in ("enable", "disable", "extend-enable", "extend-disable"):
+            if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+                raise _refused(shown, f"{key} must be a list of rule ids", key)
+            for rule in value:
+                if rule.lower() not in NAMES:
+                    raise _refused(shown, f"{key}: no such rule {rule!r} (MD001 ... MD060)", key)
+                settings.set(rule, "enabled", "disable" not in name, key)
+        elif name.lower() in NAMES and isinstance(value, dict):
+            for option, item in value.items():
+                settings.set(name, str(option), item, f"{key}.{option}")
+        else:
+            raise _refused(shown, f"{key}: memfiles reads rule tables (MD013) and enable/disable lists only", key)
+
+
+class _Settings:
+    """The rules being built: the defaults, then the user's keys laid over them."""
+
+    def __init__(self, wrap: int) -> None:
+        self.rules = copy.deepcopy(default_rules(wrap))
+        self.on = set(ON)
+        self.keys: dict[str, str] = {}
+
+    def set(self, rule: str, option: str, value: Any, key: str) -> None:
+        rule = rule.upper()
+        if option == "enabled":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{key} must be true or false", key=key)
+            (self.on.add if value else self.on.discard)(rule.lower())
+        else:
+            self.rules.setdefault(rule, {})[option] = value
+            self.keys[f"{rule}.{option}"] = key
+        self.keys.setdefault(rule, key)
+
+
+def user_rules(root: Path, settings: _Settings) -> str | None:
+    """Lay `[tool.pymarkdown]` and `[tool.rumdl]` of the root's pyproject.toml over `settings`; the
+    file's name (relative to the root) when either is there."""
     pyproject = root / "pyproject.toml"
     if not pyproject.is_file():
-        return {}, None
+        return None
     shown = "pyproject.toml"
-
-    def refused(message: str, key: str | None = None) -> ConfigError:
-        return ConfigError(f"{shown}: {message}", key=key, path=shown)
-
     from memfiles.config import read_toml  # the one reading of TOML: its errors name the file and line
 
-    table = read_toml(pyproject, shown).get("tool", {}).get("pymarkdown")
-    if table is None:
-        return {}, None
-    if not isinstance(table, dict):
-        raise refused("[tool.pymarkdown] must be a table", "tool.pymarkdown")
-    for key in ("plugins", "extensions"):
-        if not isinstance(table.get(key, {}), dict):
-            raise refused(
-                f"tool.pymarkdown.{key} must be a table (like {key}.md013.enabled = false)", f"tool.pymarkdown.{key}"
-            )
-    known = known_rules()
-    for name, rule in table.get("plugins", {}).items():
-        key = f"tool.pymarkdown.plugins.{name}"
-        if known and re.fullmatch(r"(md|pml)\d+", name.lower()) and name.lower() not in known:
-            raise refused(f"{key}: PyMarkdown has no such rule (md001 ... md060)", key)
-        if not isinstance(rule, dict):
-            raise refused(f"{key} must be a table (like enabled = false)", key)
-    return table, shown
+    tool = read_toml(pyproject, shown).get("tool", {})
+    found = None
+    for name, translate in (("pymarkdown", _from_pymarkdown), ("rumdl", _from_rumdl)):
+        table = tool.get(name)
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise _refused(shown, f"[tool.{name}] must be a table", f"tool.{name}")
+        try:
+            translate(table, shown, settings)
+        except ConfigError as error:
+            raise ConfigError(error.message if error.message.startswith(shown) else f"{shown}: {error.message}",
+                              key=error.key, path=shown) from None
+        found = shown
+    return found
 
 
 def load_lint_config(root: Path, wrap: int = 100) -> LintConfig:
-    """The memfiles defaults with the user's `[tool.pymarkdown]` laid over them; ConfigError for a
-    setting no file memfiles writes could pass."""
-    table, source = user_rules(root)
-    merged = _merge(default_rules(wrap), table)
-    plugins = merged.get("plugins", {})
-    style = plugins.get("md004", {}).get("style", "dash")
-    if style not in ("dash", "consistent") and plugins.get("md004", {}).get("enabled", True) is not False:
-        key = "tool.pymarkdown.plugins.md004.style"
+    """The memfiles defaults with the user's settings laid over them; ConfigError for a setting no file
+    memfiles writes could pass, or one the linter refuses."""
+    settings = _Settings(wrap)
+    source = user_rules(root, settings)
+    config = LintConfig(settings.rules, frozenset(settings.on), source, settings.keys)
+    if source is None:
+        return config
+    style = config.setting("MD004", "style", "dash")
+    if style not in ("dash", "consistent") and config.enabled("md004"):
+        key = settings.keys.get("MD004.style", "tool.rumdl.MD004.style")
         raise ConfigError(
-            f"{source}: {key} = {style!r}: every entry's metadata list is written with '-', "
-            "so only 'dash' or 'consistent' can pass",
+            f"{source}: {key} = {style!r}: every entry's metadata list is written with '-', so only 'dash' or"
+            " 'consistent' can pass",
             key=key,
             path=source,
         )
-    length = plugins.get("md013", {}).get("line_length")
-    md013_on = plugins.get("md013", {}).get("enabled", True) is not False
-    if source and md013_on and wrap > 0 and isinstance(length, int) and not isinstance(length, bool) and length < wrap:
-        key = "tool.pymarkdown.plugins.md013.line_length"
+    length = config.setting("MD013", "line-length")
+    if wrap > 0 and config.enabled("md013") and isinstance(length, int) and not isinstance(length, bool) and length < wrap:
+        key = settings.keys.get("MD013.line-length", "tool.rumdl.MD013.line-length")
         raise ConfigError(
-            f"{source}: {key} = {length} is below the width memfiles wraps prose at (wrap = {wrap}): "
-            f"set wrap = {length} in [tool.memfiles] or memory/memfiles.toml too",
+            f"{source}: {key} = {length} is below the width memfiles wraps prose at (wrap = {wrap}): set wrap ="
+            f" {length} in [tool.memfiles] or memory/memfiles.toml too",
             key=key,
             path=source,
         )
-    return LintConfig(merged, source)
+    _validate(config)
+    return config
+
+
+@functools.lru_cache(maxsize=8)
+def _refusal(toml: str) -> str | None:
+    """What rumdl says against a configuration (an unknown option, a value of the wrong type), or None."""
+    from memfiles.mdlint.engine import rumdl_path
+
+    binary = rumdl_path()
+    if binary is None:
+        return None
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False, encoding="utf-8") as out:
+        out.write(toml)
+    try:
+        arguments = [binary, "check", "--stdin", "--config", out.name, "--deny-config-warnings", "--silent"]
+        done = subprocess.run(arguments, input=b"# x\n", capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    finally:
+        os.unlink(out.name)
+    if done.returncode != 2:
+        return None
+    said = [line for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+    return said[0].removeprefix("[config warning] ") if said else "refused"
+
+
+def _validate(config: LintConfig) -> None:
+    said = _refusal(config.toml)
+    if said is None:
+        return
+    key = config.source or "pyproject.toml"
+    for rumdl_key, user_key in config.keys.items():
+        rule, _, option = rumdl_key.partition(".")
+        if option and option in said and rule in said:
+            key = user_key
+            break
+    raise ConfigError(f"{config.source}: {key}: the linter refused it: {said}", key=key, path=config.source)

@@ -1,8 +1,10 @@
-"""Lint for a project: findings for `check` and the language server, fixes for `fmt`, clean bodies for writes.
+"""Lint for a project: findings for `check` and the language server, fixes for `fmt`, bodies for writes.
 
-The rules are PyMarkdown's, chosen in memfiles.mdlint.rules; the user's `[tool.pymarkdown]` is laid over
-them. Findings are contract Findings (code `md009`, severity warning). Results are cached by chunk
-content in .memfiles/lint-cache.json, so `check` on an unchanged project never starts PyMarkdown.
+The rules are markdownlint's as rumdl implements them, chosen in memfiles.mdlint.rules; the user's
+`[tool.pymarkdown]` or `[tool.rumdl]` is laid over them. Findings are contract Findings (code `md009`,
+severity warning). Results are cached by chunk content in .memfiles/lint-cache.json. Lint is advisory:
+the write path takes every printable finding (markdown/body.py) and never waits on the linter for
+more than its bounded run (D-110).
 """
 
 from __future__ import annotations
@@ -12,24 +14,17 @@ import sys
 from collections.abc import Iterable
 
 from memfiles.contract import Finding, severity_of
-from memfiles.errors import BatchError, LintCrashed, OpError, ParseError
-from memfiles.format.grammar import code_lines
-from memfiles.format.ids import Schema
+from memfiles.errors import BatchError, OpError, ParseError
 from memfiles.format.model import Entry, MemoryFile
 from memfiles.format.parse import parse
 from memfiles.format.render import render, render_entry
-from memfiles.mdlint.clean import clean_body, fix_markup, needs_scan
 from memfiles.mdlint.engine import (
-    PREFIX,
-    PYMARKDOWN_FIXABLE,
     LintCache,
     RawFinding,
     chunks,
-    code_tabs_allowed,
     fix_documents,
     lint_texts,
     pending,
-    scan_documents,
 )
 from memfiles.mdlint.rules import LintConfig, load_lint_config
 from memfiles.store.fileio import ensure_private_dir
@@ -117,19 +112,7 @@ def lint_text(
     return [to_finding(rel, raw) for raw in found]
 
 
-# --- fmt: fix what is fixable, never the Manual, never an entry's metadata -----------------------------
-
-
-def _fix_markup_everywhere(memory: MemoryFile) -> MemoryFile:
-    sections = tuple(
-        dataclasses.replace(
-            section,
-            intro=fix_markup(section.intro),
-            entries=tuple(dataclasses.replace(entry, body=fix_markup(entry.body)) for entry in section.entries),
-        )
-        for section in memory.sections
-    )
-    return dataclasses.replace(memory, preamble=fix_markup(memory.preamble), sections=sections)
+# --- fmt: the linter's fixes where they change nothing a reader sees; never the Manual, never metadata ----
 
 
 def _signature(memory: MemoryFile) -> list[tuple]:
@@ -144,20 +127,18 @@ def _signature(memory: MemoryFile) -> list[tuple]:
 
 
 def fix_text(project: Project, rel: str, memory: MemoryFile, config: LintConfig | None = None) -> str:
-    """The canonical text of `memory` with every fixable lint finding fixed, the Manual left byte for byte.
+    """The canonical text of `memory` with the linter's fixes applied to each chunk (an entry, a section's
+    text) that has a fixable finding, where the chunk renders as before; the Manual byte for byte. If the
+    fixes would change any entry's id, title or metadata, or the file would not parse, it stays canonical."""
+    from memfiles.markdown.reader import renders_alike
 
-    The memfiles clean-up runs on bodies and intros first; PyMarkdown's fix mode then runs on the chunks
-    that still have findings it can fix. If a fix would change any entry's id, title or metadata, or the
-    result would not parse, the file keeps the clean-up only.
-    """
     schema = project.settings.schema
     config = config or lint_config(project)
-    cleaned = _fix_markup_everywhere(memory)
-    text = render(cleaned, schema)
+    text = render(memory, schema)
     cache = open_cache(project)
     found = lint_texts([text], config, cache)[0]
     cache.save()
-    fixable_lines = {raw.line for raw in found if raw.rule in PYMARKDOWN_FIXABLE}
+    fixable_lines = {raw.line for raw in found if raw.fixable}
     if not fixable_lines:
         return text
     lines = text.split("\n")
@@ -166,35 +147,24 @@ def fix_text(project: Project, rel: str, memory: MemoryFile, config: LintConfig 
         count = chunk.text.count("\n")
         if any(chunk.start <= line < chunk.start + count for line in fixable_lines):
             todo.append(chunk)
-    fixed = fix_documents([chunk.document for chunk in todo], config)
+    fixed = fix_documents([chunk.document for chunk in todo], config, alike=renders_alike)
     for chunk, document in sorted(zip(todo, fixed, strict=True), key=lambda pair: -pair[0].start):
-        if chunk.prefixed:
-            if not document.startswith(PREFIX):
-                continue
-            document = document[len(PREFIX) :]
+        prefix = chunk.document[: len(chunk.document) - len(chunk.text)]
+        if not document.startswith(prefix):
+            continue
         count = chunk.text.count("\n")
-        lines[chunk.start - 1 : chunk.start - 1 + count] = document.rstrip("\n").split("\n")
+        lines[chunk.start - 1 : chunk.start - 1 + count] = document[len(prefix) :].rstrip("\n").split("\n")
     candidate = "\n".join(lines)
     try:
         reparsed = parse(candidate, rel, project.settings.schema)
     except ParseError:
         return text
-    if _signature(reparsed) != _signature(cleaned):
+    if _signature(reparsed) != _signature(memory):
         return text
     return render(reparsed, schema)
 
 
-# --- the write path: bodies stored so that the file passes ---------------------------------------------
-
-
-def _needs_scan(text: str, width: int) -> bool:
-    return needs_scan(text, width)
-
-
-def _vouchable(config: LintConfig) -> bool:
-    """Whether `needs_scan` may stand in for PyMarkdown under `config`: it knows the default rules only,
-    so a project with its own `[tool.pymarkdown]` has every body scanned under its rules."""
-    return config.source is None
+# --- the write path: every printable finding is stored (markdown/body.py) -------------------------------
 
 
 def _body_head(title: str, body: str) -> str:
@@ -205,90 +175,74 @@ def _body_head(title: str, body: str) -> str:
     return "# memfiles\n\n" + text[: len(text) - len(entry.body)]
 
 
-def _scan_body(config: LintConfig, title: str, body: str) -> list[tuple[int, str]]:
-    head = _body_head(title, body)
-    offset = head.count("\n")
-    found = scan_documents([head + body + "\n"], config)[0]
-    code = code_lines(body.split("\n"), offset + 1) if code_tabs_allowed(config) else frozenset()
+def _tidied(items: list[tuple[str, str]], config: LintConfig | None, careful: bool = True) -> list[str]:
+    """Stage 2 of markdown/body.py for (title, body) pairs: the linter's fixes, from one run; each kept
+    only where the body renders as before (`careful`), or all of them."""
+    from memfiles.markdown.reader import renders_alike
+
+    bodies = [body for _title, body in items]
+    if config is None or not items:
+        return bodies
+    heads = [_body_head(title, body) for title, body in items]
+    documents = [head + body + "\n" for head, body in zip(heads, bodies, strict=True)]
+    keep = [len(head) for head in heads]
+    fixed = fix_documents(documents, config, keep=keep, alike=renders_alike if careful else None)
     return [
-        (line - offset, f"{rule} {name.split(',')[0]}: {message}")
-        for line, _c, rule, name, message in found
-        if not (rule == "md010" and line in code)
+        document[len(head) :].strip("\n") if document.startswith(head) else body
+        for head, body, document in zip(heads, bodies, fixed, strict=True)
     ]
 
 
-def clean_text(
-    project: Project, text: str, position: int, field: str, title: str = "x", config: LintConfig | None = None
-) -> str:
-    """A body (or intro) as the write path stores it; OpError naming the line and rule if it cannot pass.
-    `config`: the project's lint configuration, when the caller has it already."""
+def _prepared(project: Project, items: list[tuple[str, str]], config: LintConfig | None) -> list:
+    """Stages 1-3 of markdown/body.py for (title, text) pairs, as Prepared. The linter's fixes and the
+    wrap are first applied all at once and the result compared with the repaired text (one rendering
+    each); a body where that changes what it shows takes the careful way, each stage kept only where it
+    renders as before (fixes in halves)."""
+    from memfiles.markdown.body import Prepared, repair, settle, wrap, wrapped
+    from memfiles.markdown.reader import renders_alike
+
     settings = project.settings
-    cleaned = clean_body(text, settings.wrap)
-    config = config or lint_config(project)  # first: a [tool.pymarkdown] it refuses is an error even for prose
-    if _vouchable(config) and not _needs_scan(cleaned, settings.wrap) and not _needs_scan(title, 0):
-        return cleaned
-    try:
-        problems = _scan_body(config, title, cleaned)
-    except LintCrashed as crash:
-        raise OpError(position, f"{field}: {crash}", field) from crash
-    if problems:
-        # PyMarkdown's own fixes (list indents, fence style, emphasis spacing...), then a second look
-        head = _body_head(title, cleaned)
-        fixed = fix_documents([head + cleaned + "\n"], config)[0]
-        if fixed.startswith(head):
-            cleaned = fixed[len(head) :].rstrip("\n")
-            problems = _scan_body(config, title, cleaned)
-    if problems:
-        line, message = problems[0]
-        where = f"{field} line {_given_line(text, cleaned, line)}" if line > 0 else "title"
-        named = field if line > 0 else "title"
-        raise OpError(position, f"{where}: {message}; the lint rule set refuses it (docs/lint.md)", named)
-    return cleaned
+    repaired = [repair(text, settings.schema) for _title, text in items]
+    titles = [title for title, _text in items]
+    first = [wrapped(prepared.text, settings.wrap) for prepared in repaired]  # a linter reads lines as wrapped
+    quick = _tidied(list(zip(titles, first, strict=True)), config, careful=False)
+    done: list[Prepared | None] = []
+    for prepared, text in zip(repaired, quick, strict=True):
+        final = wrapped(text, settings.wrap)
+        done.append(Prepared(final, prepared.notes) if renders_alike(prepared.text, final) else None)
+    slow = [n for n, item in enumerate(done) if item is None]
+    if slow:
+        careful = [wrap(repaired[n], settings.wrap) for n in slow]
+        tidied = _tidied([(titles[n], prepared.text) for n, prepared in zip(slow, careful, strict=True)], config)
+        for n, prepared, text in zip(slow, careful, tidied, strict=True):
+            done[n] = wrap(Prepared(text, prepared.notes), settings.wrap)
+    return [settle(item, settings.schema) for item in done if item is not None]
 
 
-def _given_line(given: str, cleaned: str, line: int) -> int:
-    """The line of the text as given that became line `line` of the cleaned text (which has blank lines
-    added around blocks): the same occurrence of the same words; `line` itself when it was rewritten."""
-    cleaned_lines = cleaned.split("\n")
-    if not 0 < line <= len(cleaned_lines) or not cleaned_lines[line - 1].strip():
-        return line
-    words = cleaned_lines[line - 1].strip()
-    nth = sum(1 for before in cleaned_lines[: line - 1] if before.strip() == words)
-    places = [n for n, row in enumerate(given.replace("\r\n", "\n").split("\n"), start=1) if row.strip() == words]
-    return places[nth] if nth < len(places) else line
-
-
-def clean_ops(project: Project, ops: list) -> list:  # list[Op]
-    """The ops with every body and intro cleaned for the lint rules; BatchError naming every op that cannot
-    pass (all of them at once, so that one run shows what a batch must fix)."""
+def clean_ops(project: Project, ops: list) -> list[str]:  # ops: list[Op]
+    """Every body and intro of `ops` made ready for its file (markdown/body.py), in place; the notes on
+    what was changed that a reader may see, as warnings. BatchError naming every op whose body is past
+    the body limit once prepared (all of them at once, so that one run shows what a batch must fix)."""
     schema = project.settings.schema
+    work = [
+        (op, field, op.fields.get("title") or "x")
+        for op in ops
+        for field in ("body", "intro")
+        if isinstance(op.fields.get(field), str) and op.fields.get(field)
+    ]
+    config = lint_config(project) if work else None
+    prepared = _prepared(project, [(title, op.fields[field]) for op, field, title in work], config)
     problems: list[OpError] = []
-    texts = any(isinstance(op.fields.get(key), str) for op in ops for key in ("title", "body", "intro"))
-    config = lint_config(project) if texts else LintConfig({})  # a status change reads no lint settings
-    for op in ops:
-        try:
-            _clean_op(project, schema, op, config)
-        except BatchError as error:
-            problems.extend(error.problems)
-        except OpError as error:
-            problems.append(error)
+    notes: list[str] = []
+    several = len({op.position for op, *_ in work}) > 1
+    for (op, field, _title), done in zip(work, prepared, strict=True):
+        if field == "body" and len(done.text) > schema.body_limit:
+            message = f"body is {len(done.text)} characters once prepared for its file; at most {schema.body_limit}"
+            problems.append(OpError(op.position, message, field))
+            continue
+        op.fields[field] = done.text
+        where = f"op {op.position} {field}" if several else field
+        notes += [f"{where}: {note}" for note in [*getattr(op, "notes", []), *done.notes]]
     if problems:
         raise BatchError(problems)
-    return ops
-
-
-def _clean_op(project: Project, schema: Schema, op, config: LintConfig) -> None:  # op: Op (store.ops)
-    title = op.fields.get("title")
-    if isinstance(title, str) and "body" not in op.fields and (_needs_scan(title, 0) or not _vouchable(config)):
-        clean_text(project, "x", op.position, "title", title, config)  # a new title under the old body's rules
-    for field in ("body", "intro"):
-        value = op.fields.get(field)
-        if not isinstance(value, str) or not value:
-            continue
-        cleaned = clean_text(project, value, op.position, field, op.fields.get("title") or "x", config)
-        if field == "body" and len(cleaned) > schema.body_limit:
-            raise OpError(
-                op.position,
-                f"body is {len(cleaned)} characters once cleaned for the lint rules; at most {schema.body_limit}",
-            )
-        op.fields[field] = cleaned
+    return notes

@@ -34,8 +34,9 @@ def write_ops(
     """
     from memfiles.services.lint import clean_ops
 
+    notes: list[str] = []
     try:
-        ops = clean_ops(project, ops)  # bodies stored so that the file passes the lint rule set (docs/lint.md)
+        notes = clean_ops(project, ops)  # every printable body stored, with what was changed said (docs/format.md)
     except BatchError as refused:  # reported with every other op's problems, in one BatchError from apply
         left_out = {problem.position for problem in refused.problems}
         problems = [*(problems or []), *refused.problems]
@@ -43,6 +44,8 @@ def write_ops(
     result = Batch(project).apply(
         ops, request_id=request_id, allow_dangling=allow_dangling, problems=problems, guard=guard
     )
+    if not result.replayed:
+        result.warnings[:0] = notes
     warning = None
     if notify is not None and not result.replayed and (result.changed_ids or result.pruned):
         try:

@@ -16,8 +16,8 @@ from typing import Any
 from memfiles.errors import BatchError, OpError
 from memfiles.format.grammar import is_manual_name, title_loses_its_end
 from memfiles.format.ids import Schema, evidence_id, normalize_id
-from memfiles.format.validate import body_problem, is_date
-from memfiles.format.wrap import clip, control_character, normalize_body, one_line, printable_body, stray_control
+from memfiles.format.validate import is_date
+from memfiles.format.wrap import clip, control_character, one_line, printable_body, stray_control
 from memfiles.jsonin import json_type
 from memfiles.store.project import WORKING_KIND
 
@@ -71,6 +71,7 @@ class Op:
     op: str
     id: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what was changed in a text as given (the writer is told)
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.fields.get(name, default)
@@ -142,21 +143,20 @@ def _ids(
     return items
 
 
-def _body(problems: _Problems, key: str, item: Any, schema: Schema, wrap: int) -> str | None:
+def _body(problems: _Problems, key: str, item: Any, schema: Schema, notes: list[str]) -> str | None:
+    """A body or intro as given, its line ends LF and its control characters dropped (a note says so).
+    What else it needs to stand in its file is the write path's to do (markdown/body.py, D-110)."""
     if not isinstance(item, str):
         problems.add(f"{key} must be text, got {json_type(item)}", key)
         return None
-    control = stray_control(item.replace("\r\n", "\n").replace("\r", "\n"))  # lines as given, before wrapping
+    text = item.replace("\r\n", "\n").replace("\r", "\n")
+    control = stray_control(text)
     if control is not None:
-        problems.add(f"{key} line {control[0]} holds {control[1]}: delete it ({key} is printable text)", key)
-        return None
-    text = normalize_body(item, wrap)
-    if key == "body" and not text:
+        text = printable_body(text)
+        notes.append(f"line {control[0]} held {control[1]}, which no Markdown viewer shows: control characters dropped")
+    text = text.strip("\n")
+    if key == "body" and not text.strip():
         problems.add("body is empty", key)
-        return None
-    problem = body_problem(text, schema)
-    if problem:
-        problems.add(problem if key == "body" else problem.replace("body", key), key)
         return None
     if key == "body" and len(text) > schema.body_limit:
         problems.add(f"body is {len(text)} characters; at most {schema.body_limit}: shorten it or split it", key)
@@ -206,7 +206,7 @@ def _parse_op(value: Any, problems: _Problems, schema: Schema, wrap: int) -> Op 
             # `--section "## Design"` means the section Design: the heading's marks are fmt's to write
             checked = _text(problems, key, item.strip().lstrip("#"))
         elif key in ("intro", "body"):
-            checked = _body(problems, key, item, schema, wrap)
+            checked = _body(problems, key, item, schema, op.notes)
         else:
             checked = _text(problems, key, item)
         if checked is not None:
