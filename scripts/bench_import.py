@@ -98,7 +98,17 @@ def timed_import(batch: dict, scratch: Path, name: str) -> tuple[float, float, s
 
 
 def _kind(warning: str) -> str:
-    for word in ("demoted", "log or traceback", "Jira", "unified diff", "never closed", "conflict marker", "entry heading", "control", "index"):
+    for word in (
+        "demoted",
+        "log or traceback",
+        "Jira",
+        "unified diff",
+        "never closed",
+        "conflict marker",
+        "entry heading",
+        "control",
+        "index",
+    ):
         if word in warning:
             return word
     return warning.split(":")[-1][:60]
@@ -110,7 +120,7 @@ def measure(label: str, reports: list[tuple[str, str]], runs: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="memfiles-bench-import-") as name:
         scratch = Path(name)
         for run in range(runs):
-            cpu, wall, plain_done, _ = timed_import(plain, scratch, f"plain{run}")
+            cpu, wall, _plain, _ = timed_import(plain, scratch, f"plain{run}")
             plain_times.append(cpu)
             plain_walls.append(wall)
             cpu, wall, raw_done, raw_root = timed_import(raw, scratch, f"raw{run}")

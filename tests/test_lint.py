@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from memfiles.config import load_settings
@@ -119,23 +119,24 @@ def test_a_bad_override_is_a_clear_error(root: Path, run: Run) -> None:
     assert "pyproject.toml" in result.output and "md013" in result.output
 
 
-def test_write_path_refuses_a_body_it_cannot_clean(root: Path, run: Run) -> None:
-    """A body with an empty link is refused naming the line and rule, and nothing is written."""
-    run("add", "--kind", "decision", "--title", "First", "--area", "x", "--body", "Fine.")
-    before = snapshot(root)
+def test_write_path_stores_a_body_no_rule_can_fix(root: Path, run: Run) -> None:
+    """A body with an empty link (no fix keeps it) is stored as written: md042 is off, because the write
+    path never refuses a finding for a style rule (D-110), and check passes."""
     result = run("add", "--kind", "decision", "--title", "Second", "--area", "x", "--body", "Text\n\nSee [this]().")
-    assert result.exit_code == 2
-    assert "body line 3" in result.output and "md042" in result.output
-    assert snapshot(root) == before
+    assert result.exit_code == 0, result.output
+    assert "See [this]()." in (root / "memory" / "decisions.md").read_text()
+    assert run("check").exit_code == 0
 
 
-def test_a_refused_body_names_the_field_and_the_line_as_given(root: Path, run: Run) -> None:
-    """`# Top` on the body's second line was refused at "body line 3" (the line after the clean-up put a
-    blank line above it) with field null; it names the line as given, and the field."""
+def test_a_level_one_heading_is_demoted_and_its_line_named(root: Path, run: Run) -> None:
+    """`# Top` on the body's second line (md025: a second title) is demoted to level 4, and the JSON
+    warning names the field and the line as given."""
     result = run("add", "-k", "decision", "-t", "Second", "-a", "x", "--body", "Intro line.\n# Top\nmore", "--json")
-    assert result.exit_code == 2
-    error = json.loads(result.stdout)["error"]
-    assert error["field"] == "body" and error["message"].startswith("body line 2: md025")
+    assert result.exit_code == 0, result.output
+    [warning] = json.loads(result.stdout)["warnings"]
+    assert warning.startswith("body: its headings were demoted 3 levels (the level-1 heading at line 2"), warning
+    assert "\n\n#### Top\n\nmore" in (root / "memory" / "decisions.md").read_text()
+    assert run("check").exit_code == 0
 
 
 def test_write_path_cleans_the_issue_examples(root: Path, run: Run) -> None:
@@ -198,17 +199,16 @@ def test_write_path_never_writes_a_file_that_fails_the_rules(
 
     from memfiles.cli.main import cli
 
+    body = "".join(part + sep for part, sep in zip(parts, separators, strict=False)).strip() or "x"
+    # rumdl reads a table right under a list item's lazy line as a table (md032 wants a blank line above
+    # it); CommonMark and GitHub read it as more of the item's text, so no fix keeps it alike (F-046)
+    assume("lazy continuation\n|" not in body)
     root = tmp_path_factory.mktemp("hypo")
     (root / "memory").mkdir()
-    body = "".join(part + sep for part, sep in zip(parts, separators, strict=False)).strip() or "x"
     result = CliRunner().invoke(
         cli, ["--root", str(root), "add", "--kind", "lesson", "--title", "T", "--area", "a", "--body", body]
     )
-    if result.exit_code == 2:  # only what the author must decide: two sibling headings alike, nothing, too much
-        refusals = ("md024 no-duplicate-heading", "body is empty", "characters; at most")
-        assert any(reason in result.output for reason in refusals), result.output
-        return
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 0, result.output  # every printable body is stored
     findings = lint_project(Project(load_settings(root)))
     assert not findings, [str(f) for f in findings]
 
@@ -243,23 +243,21 @@ def test_override_values_pymarkdown_refuses_are_errors(root: Path, run: Run) -> 
             assert "Traceback" not in result.output and "\n" not in error["message"]
 
 
-def test_write_path_refuses_a_title_that_fails_the_rules(root: Path, run: Run) -> None:
-    """A title the rules refuse (an empty link) is refused on add and on set, naming the rule; so is one
-    whose closing `#`s a heading would drop (check then said md003, and the heading showed less)."""
+def test_write_path_refuses_a_title_a_heading_would_not_show(root: Path, run: Run) -> None:
+    """A title whose closing `#`s a heading would drop is refused on add and on set (check then said md003,
+    and the heading showed less); a title with an empty link is the author's words and is stored; `C#`
+    and `F#` are text."""
     run("add", "--kind", "decision", "--title", "First", "--area", "x", "--body", "Fine.")
     before = snapshot(root)
     for args in (("add", "--kind", "decision", "--area", "x", "--body", "Plain."), ("set", "D-001")):
-        result = run(*args, "--title", "An empty [link]() here")
-        assert result.exit_code == 2 and "title: md042" in result.output, result.output
         for title in ("Ends with a hash #", "Ends with hashes ##  ", "#"):
             result = run(*args, "--title", title)
             assert result.exit_code == 2 and "a Markdown heading does not show" in result.output, result.output
     assert snapshot(root) == before
     assert run("add", "--kind", "decision", "--area", "x", "--body", "Plain.", "--title", "Learned C#").exit_code == 0
     assert run("set", "D-002", "--title", "Issue #12 and C# notes").exit_code == 0
-    assert (
-        run("add", "--kind", "decision", "--area", "x", "--body", "Plain.", "--title", "Uses C# and F#").exit_code == 0
-    )
+    assert run("add", "-k", "decision", "-a", "x", "--body", "Plain.", "--title", "Uses C# and F#").exit_code == 0
+    assert run("add", "-k", "decision", "-a", "x", "--body", "Plain.", "--title", "An empty [link]()").exit_code == 0
     assert not lint_project(Project(load_settings(root)))  # md020 read `F#` as a closed heading
     before = snapshot(root)
     result = run("add", "--kind", "decision", "--area", "x", "--body", "Plain.", "--title", "t", "--section", "Ends #")
@@ -267,39 +265,37 @@ def test_write_path_refuses_a_title_that_fails_the_rules(root: Path, run: Run) -
     assert snapshot(root) == before
 
 
-def test_import_names_every_op_the_rules_refuse(root: Path, run: Run) -> None:
-    """An import whose ops 1 and 3 the rules refuse names both in one run (JSON problems too); nothing is written."""
+def test_import_stores_every_op_and_names_the_ops_it_changed(root: Path, run: Run) -> None:
+    """An import whose ops 1 and 3 hold what would break the file (a `##` heading, a fence left open) is
+    written whole (a batch of findings is never lost for one body); the warnings name ops 1 and 3."""
     run("add", "--kind", "decision", "--title", "First", "--area", "x", "--body", "Fine.")
-    before = snapshot(root)
     ops = [
-        {"op": "add", "kind": "decision", "title": "Bad one", "area": "x", "body": "See [this]()."},
+        {"op": "add", "kind": "decision", "title": "Bad one", "area": "x", "body": "## Steps\n\nDo it."},
         {"op": "add", "kind": "decision", "title": "Good one", "area": "x", "body": "Fine."},
-        {"op": "add", "kind": "decision", "title": "Bad two", "area": "x", "body": "Also [that]()."},
+        {"op": "add", "kind": "decision", "title": "Bad two", "area": "x", "body": "Run:\n```sh\nmake"},
     ]
     batch = root / "ops.json"
     batch.write_text(json.dumps({"ops": ops}))
-    result = run("import", str(batch))
-    assert result.exit_code == 2
-    assert "op 1" in result.output and "op 3" in result.output and "2 problems" in result.output, result.output
-    assert snapshot(root) == before
     answer = json.loads(run("import", str(batch), "--json").stdout)
-    assert [problem.get("op") for problem in answer["error"]["problems"]] == [1, 3], answer
+    assert answer["added"] == ["D-002", "D-003", "D-004"], answer
+    assert [warning.split(":")[0] for warning in answer["warnings"]] == ["op 1 body", "op 3 body"], answer
+    assert run("check").exit_code == 0
 
 
 def test_an_entry_too_long_to_lint_is_named_not_linted(root: Path, run: Run) -> None:
-    """With body_limit raised, a 60,000-character body: PyMarkdown is not given it (its time grows faster
-    than the text: 83 s for 700 KB), check names it as lint-skipped (info, exit 0), fmt leaves it as it
-    is, and a body_limit above 50,000 is still a setting (it was refused for a while)."""
-    (root / "memory" / "memfiles.toml").write_text("body_limit = 100000\n")
+    """With body_limit raised, a body past LINT_CHUNK_MAX is not given to the linter: check names it as
+    lint-skipped (info, exit 0) and fmt leaves it as it is."""
+    from memfiles.mdlint.engine import LINT_CHUNK_MAX
+
+    (root / "memory" / "memfiles.toml").write_text("body_limit = 1000000\n")
     paragraph = "The watcher keeps the index in step with the files, entry by entry, as they change."
-    body = "\n\n".join([paragraph] * 700)
-    assert len(body) > 50_000
+    body = "\n\n".join([paragraph] * (LINT_CHUNK_MAX // len(paragraph) + 10))
     assert run("add", "-k", "fact", "-t", "A very long note", "-a", "docs", "--body", body).exit_code == 0
     result = run("check", "--json")
     assert result.exit_code == 0
     [found] = json.loads(result.stdout)["findings"]
     assert (found["code"], found["severity"], found["line"]) == ("lint-skipped", "info", 8)
-    assert "more than the 50,000 the rule set reads" in found["message"]
+    assert f"more than the {LINT_CHUNK_MAX:,} the rule set reads" in found["message"]
     before = (root / "memory" / "facts.md").read_bytes()
     assert run("fmt").exit_code == 0 and (root / "memory" / "facts.md").read_bytes() == before
 
@@ -373,23 +369,19 @@ def test_a_marker_left_of_the_items_text_after_a_blank_line_is_code(root: Path, 
     assert run("check").exit_code == 0 and run("fmt", "--check").exit_code == 0
 
 
-def test_check_does_not_say_fmt_fixes_md022_at_a_setext_heading(root: Path, run: Run) -> None:
-    """A heading written by hand as `Results` over `-------`, text right under it: check said md022
-    "(memfiles fmt fixes it)" and fmt left it, so check failed for ever. fmt does not touch setext
-    headings (an underline under text may also end an HTML block or a list item's lazy line, which a
-    blank line would change), so md022 there is no longer said to be fmt's: md003 asks for ### first.
-    fmt leaves such a body, an HTML comment holding `---` included, byte for byte."""
+def test_fmt_leaves_a_setext_heading_it_cannot_fix_and_check_says_so(root: Path, run: Run) -> None:
+    """A heading written by hand as `Results` over `-------`, text right under it: check reports it, and
+    a fix fmt applies only where the entry renders as before, so fmt never claims what it cannot do and
+    the HTML comment holding `---` stays byte for byte."""
     run("add", "-k", "D", "-t", "Root", "-a", "a", "--body", "PLACEHOLDER")
     path = root / "memory" / "decisions.md"
     body = "Results\n-------\nThe numbers were fine.\n\n<!--\nnote\n---\nmore\n-->"
     path.write_text(path.read_text().replace("PLACEHOLDER", body))
-    before = path.read_text()
-    found = run("check", "--json")
-    md022 = [f for f in json.loads(found.stdout)["findings"] if f["code"] == "md022"]
-    assert md022 and all(not f["detail"]["fixable"] and "fmt fixes it" not in f["message"] for f in md022)
-    assert "md003" in _codes(run("check").output)
+    assert run("check").exit_code == 1
     assert run("fmt").exit_code == 0
-    assert path.read_text() == before
+    after = path.read_text()
+    assert "<!--\nnote\n---\nmore\n-->" in after and "The numbers were fine." in after
+    assert run("fmt", "--check").exit_code == 0
 
 
 @pytest.mark.parametrize(
@@ -428,69 +420,22 @@ def test_bodies_hypothesis_found_are_stored_so_that_lint_passes(root: Path, run:
     assert not findings, [str(f) for f in findings]
 
 
-# PyMarkdown 0.9.41 fails inside its own scan on some nestings of lists and quotes (an AssertionError it
-# reports as "Unexpected Error"): found by fuzzing the write path's output against scan_documents.
-_PYMARKDOWN_CRASHES_ON = ">more prose\n> > + y"
+def test_a_linter_run_that_does_not_finish_is_named_and_never_stalls(
+    root: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of the linter past its budget is killed; its batch is linted again in halves down to the
+    chunk that does not finish, reported as lint-skipped at its place, and writes never wait for it."""
+    from memfiles.mdlint import engine
 
-
-def test_pymarkdown_failing_on_a_body_is_said_as_such_and_nothing_is_written(root: Path, run: Run) -> None:
-    """Not "the lint defaults were refused by PyMarkdown" (the configuration is not at fault): exit 2, an
-    op error naming the op and the body and saying PyMarkdown failed on the text, no file written; in an
-    import batch, the op's number."""
-    before = snapshot(root)
-    result = run("add", "-k", "L", "-t", "T", "-a", "a", "--json", "--body", _PYMARKDOWN_CRASHES_ON)
-    if result.exit_code == 0:
-        pytest.skip("this PyMarkdown reads the body: the crash it had is fixed")
-    error = json.loads(result.stdout)["error"]
-    assert result.exit_code == 2 and error["code"] == "op" and error["field"] == "body", result.output
-    assert "PyMarkdown failed on this text" in error["message"] and "tool.pymarkdown" not in error["message"]
-    assert snapshot(root) == before
-    ops = [
-        {"op": "add", "kind": "lesson", "title": "Fine", "area": "a", "body": "Fine."},
-        {"op": "add", "kind": "lesson", "title": "T", "area": "a", "body": _PYMARKDOWN_CRASHES_ON},
-    ]
-    (root.parent / "ops.json").write_text(json.dumps({"ops": ops}), encoding="utf-8")
-    result = run("import", str(root.parent / "ops.json"))
-    assert result.exit_code == 2 and "op 2: body: PyMarkdown failed on this text" in result.output, result.output
-    assert snapshot(root) == before
-
-
-def test_check_names_the_entry_pymarkdown_fails_on_and_lints_the_rest(root: Path, run: Run) -> None:
-    """An entry written by hand that PyMarkdown fails on is `lint-skipped` at its file and line (info), as
-    one too long to lint is; the other entries are linted all the same, and fmt leaves it as it is."""
-    path = _hand_edit(root, run)  # messy bodies: lint findings
-    result = run("add", "--kind", "decision", "--title", "Crashes the linter", "--area", "lint", "--body", "Later.")
-    assert result.exit_code == 0, result.output
-    path.write_text(path.read_text(encoding="utf-8").replace("Later.\n", _PYMARKDOWN_CRASHES_ON + "\n"), "utf-8")
+    _hand_edit(root, run)
+    monkeypatch.setattr(engine, "BUDGET_BASE", 0.0)  # no run can finish within no time at all
+    monkeypatch.setattr(engine, "BUDGET_PER_MB", 0.0)
     result = run("check", "--json")
     findings = json.loads(result.stdout)["findings"]
-    skipped = [f for f in findings if f["code"] == "lint-skipped"]
-    if not skipped:
-        pytest.skip("this PyMarkdown reads the entry: the crash it had is fixed")
-    assert len(skipped) == 1 and skipped[0]["path"] == "memory/decisions.md", skipped
-    assert "PyMarkdown failed on this text" in skipped[0]["message"]
-    heading = path.read_text(encoding="utf-8").split("\n")[skipped[0]["line"] - 1]
-    assert heading.startswith("### ") and heading.endswith("Crashes the linter"), heading
-    assert any(f["code"].startswith("md") for f in findings), findings  # the messy entry is still linted
-    assert "Traceback" not in result.output
-    fixed = run("fmt")
-    assert "Traceback" not in fixed.output and _PYMARKDOWN_CRASHES_ON in path.read_text(encoding="utf-8")
-
-
-def test_a_pymarkdown_crash_is_told_from_a_refused_setting() -> None:
-    from pymarkdown.api import PyMarkdownApiException
-
-    from memfiles.errors import ConfigError, LintCrashed
-    from memfiles.mdlint.engine import _pymarkdown_error
-    from memfiles.mdlint.rules import LintConfig
-
-    config = LintConfig({}, None)
-    crash = PyMarkdownApiException("Unexpected Error(BadTokenizationError): An unhandled error occurred.")
-    assert isinstance(_pymarkdown_error(config, crash), LintCrashed)
-    fixes = PyMarkdownApiException("Multiple plugins (MD031 and MD031) are in conflict about fixing the token.")
-    assert isinstance(_pymarkdown_error(config, fixes), LintCrashed)  # its fix mode failing on the text
-    refused = PyMarkdownApiException("The value for property 'plugins.md013.line_length' is not valid.")
-    assert isinstance(_pymarkdown_error(config, refused), ConfigError)
+    assert findings and {f["code"] for f in findings} == {"lint-skipped"}, findings
+    assert all("did not finish" in f["message"] and f["path"] == "memory/decisions.md" for f in findings)
+    written = run("add", "-k", "L", "-t", "Still written", "-a", "a", "--body", "## Steps\n\n* do it")
+    assert written.exit_code == 0 and "demoted" in written.output, written.output
 
 
 # --- what the write path stores without a scan -------------------------------------------------------
@@ -530,58 +475,34 @@ _VOUCH_FRAGMENTS = st.sampled_from(
 )
 
 
-@settings(max_examples=150, deadline=None)
-@given(parts=st.lists(_VOUCH_FRAGMENTS, min_size=1, max_size=6), blank=st.lists(st.booleans(), min_size=6, max_size=6))
-@example(parts=["- #123 merged"], blank=[False] * 6)
-@example(parts=["Plain prose about the parser.", "--"], blank=[False] * 6)
-@example(parts=["- a dash item", "  - #7 nested"], blank=[False] * 6)
-@example(parts=["Plain prose about the parser.", "+"], blank=[True] * 6)
-def test_what_needs_scan_vouches_for_passes_pymarkdown(parts: list[str], blank: list[bool]) -> None:
-    """Whenever the write path skips PyMarkdown (needs_scan is False), PyMarkdown finds nothing in the
-    body as stored: the fast path never stores what check then reports."""
-    from memfiles.mdlint.clean import clean_body, needs_scan
-    from memfiles.mdlint.rules import load_lint_config
-    from memfiles.services.lint import _scan_body
-
-    body = "".join(part + ("\n\n" if gap else "\n") for part, gap in zip(parts, blank, strict=False)).strip()
-    cleaned = clean_body(body, 100)
-    if needs_scan(cleaned, 100):
-        return
-    assert _scan_body(load_lint_config(REPO / "tests", 100), "x", cleaned) == [], cleaned
-
-
-def test_a_project_with_its_own_rules_has_every_body_scanned(root: Path, run: Run) -> None:
-    """needs_scan knows the default rules only: under a `[tool.pymarkdown]` of the project's, plain prose
-    the defaults pass is still judged by the project's rules, and refused when they refuse it."""
-    from memfiles.mdlint.clean import needs_scan
-
-    (root / "pyproject.toml").write_text("[tool.pymarkdown]\nplugins.md036.enabled = true\n", encoding="utf-8")
+def test_a_project_with_its_own_rules_is_linted_by_them_and_never_refused(root: Path, run: Run) -> None:
+    """`[tool.rumdl]` (rumdl's own keys) and `[tool.pymarkdown]` (translated) turn rules on; a body such a
+    rule reports is stored all the same, and check reports it."""
+    (root / "pyproject.toml").write_text("[tool.rumdl.MD036]\nenabled = true\n", encoding="utf-8")
     prose = "**Why it matters**\n\nBecause the index is derived."
-    assert not needs_scan(prose, 100)  # the defaults pass it unscanned
     result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", prose)
-    assert result.exit_code == 2, result.output
-    assert "md036" in result.output and "body line 1" in result.output
-    assert not (root / "memory" / "lessons.md").exists()
-    result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", "Short prose.")
     assert result.exit_code == 0, result.output
-    assert not lint_project(Project(load_settings(root)))
+    assert "md036" in _codes(run("check").output)
+    (root / "pyproject.toml").write_text("[tool.pymarkdown]\nplugins.md036.enabled = true\n", encoding="utf-8")
+    assert "md036" in _codes(run("check").output)
 
 
 @pytest.mark.parametrize(
     ("body", "stored"),
     [
-        ("- #123 merged", "- \\#123 merged"),
-        ("- a\n  - #7 nested", "- a\n  - \\#7 nested"),
+        ("- #123 merged", "- #123 merged"),
+        ("- a\n  - #7 nested", "- a\n  - #7 nested"),
         ("> #tag quoted", "> \\#tag quoted"),
-        ("1. #4 first", "1. \\#4 first"),
-        ("- # a heading in an item", None),  # a heading, not a `#word`: md025 refuses it
+        ("1. #4 first", "1. #4 first"),
+        ("#tag at a paragraph's start", "\\#tag at a paragraph's start"),
+        ("- # a heading in an item", "- #### a heading in an item"),
     ],
 )
-def test_a_hash_word_in_an_item_or_quote_is_escaped(root: Path, run: Run, body: str, stored: str | None) -> None:
+def test_a_hash_word_in_an_item_or_quote_is_escaped(root: Path, run: Run, body: str, stored: str) -> None:
+    """`#word` reads as text in CommonMark; where the linter reads it as a heading missing its space (at a
+    paragraph's or a quote's start), it is escaped and shows the same; in an item it is kept as written.
+    `# a heading` in an item is a heading, demoted as any other."""
     result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", body)
-    if stored is None:
-        assert result.exit_code == 2 and "md025" in result.output, result.output
-        return
     assert result.exit_code == 0, result.output
     assert stored + "\n" in (root / "memory" / "lessons.md").read_text(encoding="utf-8")
     assert not lint_project(Project(load_settings(root)))
@@ -626,21 +547,22 @@ def test_a_body_is_stored_as_it_says_never_renumbered_or_respaced(root: Path, ru
 @pytest.mark.parametrize(
     ("setting", "body", "refused"),
     [
-        ("plugins.md010.code_blocks = true", "```\n\tcode\n```", "body line 2: md010"),
-        ("plugins.md009.strict = true", "hard  \nbreak", "body line 1: md009"),
-        ("plugins.md029.enabled = true", "7. seventh\n8. eighth", "body line 1: md029"),
-        ("plugins.md038.enabled = true", "a ` x` b", "body line 1: md038"),
+        ("plugins.md010.code_blocks = true", "```\n\tcode\n```", "md010"),
+        ("plugins.md029.enabled = true", "1. first\n3. third", "md029"),
+        ("plugins.md038.enabled = true", "a ` x` b", "md038"),
     ],
 )
-def test_a_rule_whose_fix_would_change_the_text_refuses_instead(
+def test_a_rule_whose_fix_would_change_the_text_is_never_applied(
     root: Path, run: Run, setting: str, body: str, refused: str
 ) -> None:
     """A project may turn these on; their fixes would drop tabs, spaces or numbers, so the write path
-    names the line and the rule and writes nothing, and fmt leaves such a text as it is."""
+    stores the body as given and check reports the rule, which fmt does not claim to fix."""
     (root / "pyproject.toml").write_text(f"[tool.pymarkdown]\n{setting}\n", encoding="utf-8")
     result = run("add", "-k", "L", "-t", "T", "-a", "a", "--body", body)
-    assert result.exit_code == 2 and refused in result.output, result.output
-    assert not (root / "memory" / "lessons.md").exists()
+    assert result.exit_code == 0, result.output
+    assert "\n" + body + "\n" in (root / "memory" / "lessons.md").read_text(encoding="utf-8")
+    found = [f for f in json.loads(run("check", "--json").stdout)["findings"] if f["code"] == refused]
+    assert found and not found[0]["detail"]["fixable"], found
 
 
 def test_fmt_never_applies_a_fix_that_changes_the_text(root: Path, run: Run) -> None:
@@ -648,12 +570,12 @@ def test_fmt_never_applies_a_fix_that_changes_the_text(root: Path, run: Run) -> 
     (root / "pyproject.toml").write_text("[tool.pymarkdown]\nplugins.md029.enabled = true\n", encoding="utf-8")
     assert run("add", "-k", "L", "-t", "T", "-a", "a", "--body", "Steps.").exit_code == 0
     path = root / "memory" / "lessons.md"
-    path.write_text(path.read_text(encoding="utf-8").replace("Steps.", "3. c\n4. d"), encoding="utf-8")
+    path.write_text(path.read_text(encoding="utf-8").replace("Steps.", "1. c\n3. d"), encoding="utf-8")
     found = [f for f in json.loads(run("check", "--json").output)["findings"] if f["code"].startswith("md029")]
     assert found and found[0]["detail"]["fixable"] is False, found
     assert "fmt fixes it" not in run("check").output
     run("fmt")
-    assert "\n3. c\n4. d\n" in path.read_text(encoding="utf-8")
+    assert "\n1. c\n3. d\n" in path.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(
@@ -674,22 +596,20 @@ def test_a_setting_no_written_file_could_pass_is_refused_naming_its_key(
     assert not (root / "memory" / "lessons.md").exists()
 
 
-def test_import_names_lint_refusals_with_every_other_problem(root: Path, run: Run) -> None:
-    """One op the rules refuse used to hide the batch's other problems until it was fixed."""
+def test_import_names_every_problem_and_stores_no_op_of_a_refused_batch(root: Path, run: Run) -> None:
+    """An empty body is refused (there is no finding to keep); a batch with one is written not at all,
+    and names it with every other problem; the ops a style rule once refused are no problem now."""
     assert run("add", "-k", "L", "-t", "first", "-a", "x", "--body", "hi").exit_code == 0
     ops = [
         {"op": "add", "kind": "lesson", "title": "c", "area": "x", "body": "   "},
         {"op": "update", "id": "L-1", "body": "## level two"},
         {"op": "add", "kind": "lesson", "title": "a", "area": "x", "body": "Title\n---\n\ntext"},
+        {"op": "add", "kind": "lesson", "title": "", "area": "x", "body": "text"},
     ]
     (root / "ops.json").write_text(json.dumps({"ops": ops}), encoding="utf-8")
     before = (root / "memory" / "lessons.md").read_text(encoding="utf-8")
     result = run("import", str(root / "ops.json"))
     assert result.exit_code == 2
-    assert "3 problems" in result.output
-    assert (
-        "op 1: body is empty" in result.output
-        and "op 2:" in result.output
-        and "op 3: body line 1: md003" in result.output
-    )
+    assert "2 problems" in result.output and "op 1: body is empty" in result.output and "op 4:" in result.output
+    assert "op 2" not in result.output and "op 3" not in result.output
     assert (root / "memory" / "lessons.md").read_text(encoding="utf-8") == before

@@ -115,7 +115,9 @@ def conflict_lines(lines: list[str]) -> list[int]:
     finds a pair; [] otherwise."""
     if conflict_marker(lines) is None:
         return []
-    return [index for index, line in enumerate(lines) if _CONFLICT_OPEN_RE.match(line) or _CONFLICT_CLOSE_RE.match(line)]
+    return [
+        index for index, line in enumerate(lines) if _CONFLICT_OPEN_RE.match(line) or _CONFLICT_CLOSE_RE.match(line)
+    ]
 
 
 # --- lines and line endings -----------------------------------------------------------------------

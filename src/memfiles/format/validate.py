@@ -60,7 +60,9 @@ def body_problem(body: str, schema: Schema | None = None) -> str | None:
     """Why `body` cannot stand in an entry (it would end the entry or break the file), or None."""
     grammar = (schema or Schema()).grammar
     # A heading indented by up to 3 spaces is a heading all the same (CommonMark), and the lint fixer
-    # (md023) moves it to the margin: judge each line as it will stand.
+    # (md023) moves it to the margin: judge each line as it will stand. A section is a `##` line at the
+    # margin only: the write path demotes every heading of level 2, so one left indented is no heading
+    # (in an HTML block, say), and the fixer leaves it where it is.
     lines = [heading_at_margin(line) for line in body.split("\n")]
     conflict = conflict_marker(body.split("\n"))
     if conflict is not None:
@@ -68,11 +70,12 @@ def body_problem(body: str, schema: Schema | None = None) -> str | None:
             f"body line {conflict} opens a git conflict (<<<<<<< ... >>>>>>>): resolve the merge it came from;"
             " to show one as an example, indent its marker lines by a space"
         )
+    given = body.split("\n")
     fence = Fence()
     for number, line in enumerate(lines, start=1):
         if fence.feed(line, number):
             continue
-        if section_name(line) is not None:
+        if section_name(given[number - 1]) is not None:
             return f"body line {number} is a level-2 heading, which would end the entry: use ### or deeper"
         if grammar.entry_heading(line) or grammar.broken_heading(line):
             return f"body line {number} looks like an entry heading ('### ID: ...'): reword it"

@@ -29,8 +29,10 @@ from memfiles.markdown.repairs import (
     escape_entry_headings,
     escape_index_markers,
     indent_conflict_markers,
+    indent_section_lines,
     separate_lists,
 )
+
 
 @dataclass
 class Prepared:
@@ -57,7 +59,7 @@ def repair(text: str, schema: Schema, *, logs: bool = True) -> Prepared:
     lines = indent_conflict_markers(lines, notes)
     lines = escape_index_markers(lines, notes)
     lines = close_fences(lines, notes)
-    lines = demote_headings(lines, notes)
+    lines = indent_section_lines(demote_headings(lines, notes), notes)
     if logs:
         lines = fence_logs(fence_pasted_code(lines, notes), notes)
     lines = escape_entry_headings(lines, schema.grammar, notes)

@@ -148,7 +148,9 @@ def fence_pasted_code(lines: list[str], notes: list[str]) -> list[str]:
         start, end, info = found[0]
         what = "a unified diff" if info else "a Jira {code} or {noformat} block, or a table Markdown cannot read"
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-        notes.append(f"lines {start + 1}-{end} are {what}: they are stored as a code block, so they read as written{more}")
+        notes.append(
+            f"lines {start + 1}-{end} are {what}: they are stored as a code block, so they read as written{more}"
+        )
     return out
 
 

@@ -30,6 +30,7 @@ from memfiles.format.grammar import (
     conflict_lines,
     heading_at_margin,
     outside_fences,
+    section_name,
 )
 from memfiles.format.toc import INDEX_END, INDEX_START_PREFIX
 from memfiles.markdown.reader import blocks
@@ -105,6 +106,18 @@ def escape_entry_headings(lines: list[str], grammar: Grammar, notes: Notes) -> l
     return out
 
 
+def indent_section_lines(lines: list[str], notes: Notes) -> list[str]:
+    """A `## ...` line at the margin that is no heading to CommonMark (inside an HTML block) would still
+    start a section of the file: indented by a space, which shows the same there."""
+    out = list(lines)
+    found = [number for number, line in outside_fences(out) if section_name(line) is not None]
+    for number in found:
+        out[number - 1] = " " + out[number - 1]
+    if found:
+        notes.append(f"line {found[0]} would start a section of the file: indented by a space (it shows the same)")
+    return out
+
+
 def indent_conflict_markers(lines: list[str], notes: Notes) -> list[str]:
     """A pasted git conflict: its marker lines indented by a space (so the file does not read as mid-merge,
     a fence's code included), and, outside a fence, the conflict fenced as code (its `=======` would
@@ -139,7 +152,9 @@ def escape_index_markers(lines: list[str], notes: Notes) -> list[str]:
             out[index] = line.replace("memfiles:index:", "memfiles\\:index:", 1)
             found.append(index + 1)
     if found:
-        notes.append(f"line {found[0]} is a generated-index marker: its colon is escaped, so the index stays the tool's")
+        notes.append(
+            f"line {found[0]} is a generated-index marker: its colon is escaped, so the index stays the tool's"
+        )
     return out
 
 

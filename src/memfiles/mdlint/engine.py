@@ -282,7 +282,8 @@ def fix_documents(
 ) -> list[str]:
     """Each document with the linter's fixes applied (mdlint/fixes.py), never those of NEVER_FIXED nor any
     that touches the first `keep[n]` characters of document n, and only those that keep
-    `alike(before, after)` (asked of what follows those characters). A document too long to lint, or in a run that does not finish, is left as it is."""
+    `alike(before, after)` (asked of what follows those characters). A document too long to lint, or in
+    a run that does not finish, is left as it is."""
     from memfiles.mdlint.fixes import apply, candidates
 
     never = set(config.never_fixed(NEVER_FIXED))
@@ -324,9 +325,9 @@ class LintCache:
         if path is not None:
             with contextlib.suppress(OSError, ValueError):
                 loaded = json.loads(path.read_text(encoding="utf-8"))
-                if isinstance(loaded, dict) and loaded.get("version") == self.VERSION:
-                    if isinstance(loaded.get("chunks"), dict):
-                        self.data = loaded["chunks"]
+                fresh = isinstance(loaded, dict) and loaded.get("version") == self.VERSION
+                if fresh and isinstance(loaded.get("chunks"), dict):
+                    self.data = loaded["chunks"]
 
     def get(self, key: str) -> list[list[Any]] | None:
         found = self.data.get(key)
@@ -381,6 +382,7 @@ def lint_texts(
 
 def _findings(file_chunks: list[Chunk], config: LintConfig, cache: LintCache) -> list[RawFinding]:
     found: list[RawFinding] = []
+    never = set(config.never_fixed(NEVER_FIXED))
     for chunk in file_chunks:
         if too_long_to_lint(chunk.document):
             where = chunk.file_line(1) or chunk.start
@@ -391,7 +393,7 @@ def _findings(file_chunks: list[Chunk], config: LintConfig, cache: LintCache) ->
             where = chunk.file_line(line) or (chunk.start if rule == SKIPPED else None)
             if where is None or not config.enabled(rule) or (where in chunk.meta_lines and rule not in _AT_HEADINGS):
                 continue
-            found.append(RawFinding(where, column, rule, name, message, fixable and rule not in NEVER_FIXED))
+            found.append(RawFinding(where, column, rule, name, message, fixable and rule not in never))
     return sorted(found, key=lambda f: (f.line, f.column, f.rule))
 
 
@@ -399,4 +401,3 @@ def pending(texts: Iterable[str], config: LintConfig, cache: LintCache) -> int:
     """How many chunks of `texts` the cache does not know (what a run would have to lint)."""
     keys = {chunk.key(config) for text in texts for chunk in chunks(text) if not too_long_to_lint(chunk.document)}
     return sum(1 for key in keys if key not in cache.data)
-

@@ -12,7 +12,9 @@ few rules, tried in its place:
 - md010: a line's tabs become spaces, to the same columns;
 - md034: a bare `www.` address becomes a link that shows the same words (rumdl's adds `https://`);
 - md030, md032: `1.Select` or `4. happens` under a paragraph's line, which are text to CommonMark (no
-  space; a list that may not interrupt a paragraph), get their `.` escaped rather than made a list.
+  space; a list that may not interrupt a paragraph), get their `.` escaped rather than made a list;
+- md032: a list with no blank line after it, where rumdl offers no fix, gets one (kept where it renders
+  as before: not where rumdl reads a table under a list's lazy last line, which is more of that line).
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ def own_fix(lines: _Lines, rule: str, line: int, message: str) -> Fix | None:
         if not kept.strip():
             return lines.span(line, 0, len(text), "") if text else None
         return lines.span(line, len(kept), len(text), "  ") if len(text) - len(kept) > 2 else None
+    if rule == "md032" and "followed by" in message:  # where rumdl offers none: a blank line after the list
+        return lines.span(line, len(text), len(text), "\n")
     if rule in ("md030", "md032"):  # `1.Select`, or `4. happens` after a paragraph's line: text, not a list
         match = _NUMBERED.match(text)
         return lines.span(line, match.end(1), match.end(1), "\\") if match else None

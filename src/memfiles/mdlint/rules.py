@@ -216,10 +216,18 @@ def _from_pymarkdown(table: dict[str, Any], shown: str, settings: _Settings) -> 
         if name == "extensions":
             _extensions(value, shown)
         elif name != "plugins":
-            raise _refused(shown, f"tool.pymarkdown.{name} has no equivalent in memfiles' linter (rumdl)", f"tool.pymarkdown.{name}")
+            raise _refused(
+                shown,
+                f"tool.pymarkdown.{name} has no equivalent in memfiles' linter (rumdl)",
+                f"tool.pymarkdown.{name}",
+            )
     plugins = table.get("plugins", {})
     if not isinstance(plugins, dict):
-        raise _refused(shown, "tool.pymarkdown.plugins must be a table (like plugins.md013.enabled = false)", "tool.pymarkdown.plugins")
+        raise _refused(
+            shown,
+            "tool.pymarkdown.plugins must be a table (like plugins.md013.enabled = false)",
+            "tool.pymarkdown.plugins",
+        )
     for name, rule in plugins.items():
         key = f"tool.pymarkdown.plugins.{name}"
         if name.lower() not in NAMES:
@@ -297,8 +305,11 @@ def user_rules(root: Path, settings: _Settings) -> str | None:
         try:
             translate(table, shown, settings)
         except ConfigError as error:
-            raise ConfigError(error.message if error.message.startswith(shown) else f"{shown}: {error.message}",
-                              key=error.key, path=shown) from None
+            raise ConfigError(
+                error.message if error.message.startswith(shown) else f"{shown}: {error.message}",
+                key=error.key,
+                path=shown,
+            ) from None
         found = shown
     return found
 
@@ -321,7 +332,13 @@ def load_lint_config(root: Path, wrap: int = 100) -> LintConfig:
             path=source,
         )
     length = config.setting("MD013", "line-length")
-    if wrap > 0 and config.enabled("md013") and isinstance(length, int) and not isinstance(length, bool) and length < wrap:
+    if (
+        wrap > 0
+        and config.enabled("md013")
+        and isinstance(length, int)
+        and not isinstance(length, bool)
+        and length < wrap
+    ):
         key = settings.keys.get("MD013.line-length", "tool.rumdl.MD013.line-length")
         raise ConfigError(
             f"{source}: {key} = {length} is below the width memfiles wraps prose at (wrap = {wrap}): set wrap ="

@@ -9,7 +9,6 @@ more than its bounded run (D-110).
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Iterable
 
