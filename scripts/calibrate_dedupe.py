@@ -31,7 +31,6 @@ from eval_retrieval import DATA, _cli, make_project, read_jsonl
 
 from memfiles.config import load_settings
 from memfiles.index.text import tokenize
-from memfiles.mdlint.rules import known_rules
 from memfiles.services import dupes
 from memfiles.services.dedupe import LEXICAL_PAIR_THRESHOLD, LEXICAL_TITLE, lexical_pairs, sparse_similarities
 from memfiles.store.project import Project
@@ -67,10 +66,6 @@ class Part:
 
     def __init__(self, folder: Path, docs: list[dict], labelled: set[tuple[str, str]]) -> None:
         self.folder = folder
-        # Bug reports are not memory notes: bare URLs in titles, setext headings, loose lists... which the
-        # write path's lint refuses. The eval keeps the reporters' words as they are, so lint is off here.
-        rules = "".join(f"plugins.{rule}.enabled = false\n" for rule in sorted(known_rules()))
-        (folder / "pyproject.toml").write_text("[tool.pymarkdown]\n" + rules)
         to_corpus = make_project(folder, docs)
         start = time.perf_counter()
         _cli(["memfiles", "--root", str(folder), "backfill"])

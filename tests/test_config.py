@@ -269,7 +269,7 @@ def test_check_names_a_package_memory_folders_own_configuration(run: Run, root: 
 
 
 def test_a_broken_pyproject_is_named_at_its_line_beside_memfiles_toml(run: Run, root: Path) -> None:
-    """memory/memfiles.toml holds the settings, but the lint reads [tool.pymarkdown] from pyproject.toml:
+    """memory/memfiles.toml holds the settings, but the lint reads [tool.rumdl] from pyproject.toml:
     its syntax error is said as every TOML error is, with the line (it lacked "not valid TOML" and the line)."""
     (root / "memory" / "memfiles.toml").write_text("wrap = 80\n")
     (root / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.memfiles\n')

@@ -47,6 +47,26 @@ class TestImports:
         )
         assert not _modules_after(code) & set(HEAVY)
 
+    @pytest.mark.parametrize(
+        "args",
+        [
+            ["list"],
+            ["show", "D-001"],
+            ["check", "--no-lint"],
+            ["hook", "UserPromptSubmit"],
+        ],
+    )
+    def test_reads_never_import_the_markdown_reader(self, args: list[str]) -> None:
+        """Reads (list, show, a check without lint, a prompt hook) never import markdown-it-py, which only
+        a write, fmt or a lint pays for (docs/lint.md)."""
+        code = (
+            "import os\nos.environ['MEMFILES_SEARCH_WATCH'] = '0'\n"
+            "from click.testing import CliRunner\nfrom memfiles.cli.main import cli\n"
+            f"r = CliRunner().invoke(cli, ['--root', '.', *{args!r}], input='{{\"prompt\": \"hello\"}}')\n"
+            "assert r.exit_code in (0, 1), r.output"
+        )
+        assert "markdown_it" not in _modules_after(code)
+
     def test_query_path_does_not_import_torch(self) -> None:
         """The query embedder (numpy) loads without torch or sentence-transformers."""
         code = "from memfiles.index.embedder import load_embedder\nload_embedder(None, light=True).encode(['x'])"

@@ -361,7 +361,7 @@ def _refusal(toml: str) -> str | None:
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False, encoding="utf-8") as out:
         out.write(toml)
     try:
-        arguments = [binary, "check", "--stdin", "--config", out.name, "--deny-config-warnings", "--silent"]
+        arguments = [binary, "check", "--stdin", "--config", out.name, "--deny-config-warnings", "--quiet"]
         done = subprocess.run(arguments, input=b"# x\n", capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -369,18 +369,20 @@ def _refusal(toml: str) -> str | None:
         os.unlink(out.name)
     if done.returncode != 2:
         return None
-    said = [line for line in done.stderr.decode("utf-8", "replace").splitlines() if line.strip()]
-    return said[0].removeprefix("[config warning] ") if said else "refused"
+    output = (done.stderr + done.stdout).decode("utf-8", "replace").splitlines()
+    said = [line for line in output if "config warning" in line or "Invalid configuration" in line]
+    return said[0].split("] ", 1)[-1].strip() if said else "a setting it cannot use"
 
 
 def _validate(config: LintConfig) -> None:
     said = _refusal(config.toml)
     if said is None:
         return
-    key = config.source or "pyproject.toml"
+    key = None
     for rumdl_key, user_key in config.keys.items():
         rule, _, option = rumdl_key.partition(".")
         if option and option in said and rule in said:
             key = user_key
             break
-    raise ConfigError(f"{config.source}: {key}: the linter refused it: {said}", key=key, path=config.source)
+    where = f"{config.source}: {key}" if key else f"{config.source}"
+    raise ConfigError(f"{where}: the linter refused it: {said}", key=key, path=config.source)
