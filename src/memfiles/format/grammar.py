@@ -208,13 +208,13 @@ def unquoted(line: str, most: int = -1) -> tuple[int, str]:
     """(how many block quote markers `line` starts with, at most `most` of them if it is not -1; the
     text after them). `> > x` is (2, "x"); a marker is `>` up to three spaces in, with the one space
     after it that belongs to it."""
-    depth = 0
+    depth = at = 0
     while depth != most:
-        marker = _QUOTE_MARKER_RE.match(line)
+        marker = _QUOTE_MARKER_RE.match(line, at)  # matched in place: a slice per marker is quadratic
         if marker is None:
             break
-        line, depth = line[marker.end() :], depth + 1
-    return depth, line
+        at, depth = marker.end(), depth + 1
+    return depth, line[at:]
 
 
 class Fence:

@@ -2,15 +2,19 @@
 
 Three stages, each read with markdown-it-py (reader.py):
 
-1. `repair`: what would break the entry or the file is changed, and said (repairs.py); a pasted log
-   or traceback is fenced as code (logs.py). These change what a reader sees, on purpose, with a note.
+1. `repair`: what would break the entry or the file is changed, and said (repairs.py); a pasted log,
+   traceback, Jira code block or diff is fenced as code (logs.py). These change what a reader sees, on
+   purpose, each with a note.
 2. the linter's fixes (rumdl, run once per batch by services/lint.py): blank lines around blocks, `-`
    bullets, bare URLs in `<...>`, trailing spaces... kept only where the body renders as before.
-3. `finish`: prose wrapped at the width (reflow.py), kept only where it renders as before; then the
-   format's own judgement (`body_problem`), and if anything is still wrong, the body is stored whole in
-   a code fence, with a note, rather than refused.
+3. `wrap`: prose wrapped at the width (reflow.py), kept only where it renders as before; then `settle`:
+   the format's own judgement (`body_problem`), and if anything is still wrong, the body is stored whole
+   in a code fence, with a note, rather than refused.
 
-So a body is refused only when it cannot be stored at all (empty, or past the body limit).
+services/lint.py runs them for a batch: the wrap first (a linter reads lines as they will be), the
+fixes, the wrap again, all compared with stage 1's text at once; only a body where that shows a change
+takes the careful way, each stage kept on its own. So a body is refused only when it cannot be stored
+at all (empty, or past the body limit).
 """
 
 from __future__ import annotations
@@ -51,17 +55,16 @@ def _trimmed(lines: list[str]) -> list[str]:
     return lines[start:end]
 
 
-def repair(text: str, schema: Schema, *, logs: bool = True) -> Prepared:
+def repair(text: str, schema: Schema) -> Prepared:
     """Stage 1: `text` (line ends LF, no control characters) changed only where it would break the entry
-    or the file, and its pasted logs fenced as code (`logs`)."""
+    or the file, and its pasted logs and code fenced as code."""
     notes: list[str] = []
     lines = _trimmed(text.split("\n"))
     lines = indent_conflict_markers(lines, notes)
     lines = escape_index_markers(lines, notes)
     lines = close_fences(lines, notes)
     lines = indent_section_lines(demote_headings(lines, notes), notes)
-    if logs:
-        lines = fence_logs(fence_pasted_code(lines, notes), notes)
+    lines = fence_logs(fence_pasted_code(lines, notes), notes)
     lines = escape_entry_headings(lines, schema.grammar, notes)
     lines = separate_lists(lines)
     text = "\n".join(_trimmed(lines))

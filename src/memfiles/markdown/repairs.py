@@ -5,23 +5,24 @@ A body is stored as given, but for what would break the entry or the file, read 
 - a heading of level 1 or 2 would end the entry (a `##` line is a section): the body's headings are
   demoted together, so that the highest is level 4, under the entry's own level 3 (their levels
   relative to each other kept, at most 6); a setext heading becomes an ATX one on the way;
+- a `##` line that is no heading (in an HTML block) would still start a section: indented by a space;
 - a line shaped like an entry heading (`### D-12: x`) would start an entry: the id's hyphen is escaped
   (`D\\-12`, which shows the same); a heading of an id with a metadata list under it gets an invisible
   `<!-- -->` between the two;
 - a git conflict marker pair would make the file read as mid-merge: the marker lines are indented by
-  a space (a paragraph shows the same; a quote stays a quote);
+  a space, and outside a fence the conflict is fenced as code;
 - a generated-index marker would end or start the file's index: its colon is escaped;
-- a code fence left open would run on into the next entries: it is closed at the end of the body.
+- a code fence left open would run on into the next entries: it is closed at the end of the body (one a
+  list item or quote ends is closed there, which shows the same and keeps the format's reading with it).
 
-Each repair is a note for the writer's warnings. `body_problem` (format/validate.py) is the format's
-own judgement of the result; the write path asks it last (see body.py).
+Each repair is a note for the writer's warnings (but `separate_lists`, which changes nothing a reader
+sees). `body_problem` (format/validate.py) is the format's own judgement of the result; the write path
+asks it last (see body.py).
 """
 
 from __future__ import annotations
 
 import re
-
-from markdown_it.token import Token
 
 from memfiles.format.grammar import (
     Fence,
@@ -39,10 +40,6 @@ MAX_LEVEL = 6
 LOWEST_TOP = 4  # the highest heading a body may hold: one under the entry's level 3
 
 Notes = list[str]
-
-
-def _heading_tokens(tokens: list[Token]) -> list[Token]:
-    return [token for token in tokens if token.type == "heading_open" and token.map is not None]
 
 
 def demote_headings(lines: list[str], notes: Notes) -> list[str]:
