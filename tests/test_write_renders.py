@@ -229,3 +229,39 @@ def test_hypothesis_bodies(tmp_path: Path, lines: list[str]) -> None:
 )
 def test_cases_the_old_clean_up_was_fixed_for(tmp_path: Path, body: str) -> None:
     assert _faults(_store(tmp_path, [body])) == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    make test\n    make lint\n\nThat is how.",  # indented code first
+        "\tcode with\ttab",
+        "  indented prose here",
+        "- one\n- two\n\nAfter.",  # a list first: it went on with the metadata list
+        "- one\n\n  more of one",
+        "   1. one\n   2. two",
+        "-\nmore",  # an empty item, then its lazy line
+        "-\n- b",
+        " - one",
+        "  > a quote\n  > goes on",
+    ],
+)
+def test_a_body_renders_in_its_file_as_it_does_alone(tmp_path: Path, body: str) -> None:
+    """Under the metadata list a line two columns in is more of `- status: ...`, and a `-` list goes on
+    with the metadata list: the separator canonical form puts above such a body ends the metadata list
+    (F-044), so the entry's body renders in the file as the stored body does on its own."""
+    from click.testing import CliRunner
+
+    from memfiles.cli.main import cli
+    from memfiles.format.parse import parse
+
+    (tmp_path / "memory").mkdir()
+    result = CliRunner().invoke(cli, ["--root", str(tmp_path), "add", "-k", "L", "-t", "T", "-a", "a", "--body", body])
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "memory" / "lessons.md").read_text(encoding="utf-8")
+    stored = parse(text).entries[0].body
+    entry = text[text.index("### L-001") : text.index("## Manual")]
+    head = entry[: entry.index("- status: active\n") + len("- status: active\n")]
+    tags = lambda text: re.sub(r">\s+<", "><", _html(text))  # noqa: E731
+    assert tags(entry) == tags(head) + tags(stored)
+    assert tags(stored) == tags(body)
