@@ -5,9 +5,10 @@ so is a one-letter option with a value (`-n 4`, `-j8`, `-O2`: how build and test
 many jobs or which level); any other single-dash option is an option of a command (`-setup` of
 `set_clock_gating_check`) and only counts with its command (`set_clock_gating_check -setup`). A
 backtick-quoted command counts whole (`abc -D 1250`), and so does a command a sentence starts with, with
-its short options (`pytest -n 4`, `go test -race`). Two uses are the same flag when the command matches and the entry's
-options (with their numeric values: `--max-fanout 16` is not `--max-fanout 32`, `-j8` is `-j 8`, but
-`--max-fanout` is either) are all among the run's.
+its short options (`pytest -n 4`, `go test -race`), or with a subcommand (`git config --system`). Two
+uses are the same flag when the command matches and the entry's options (with their numeric values:
+`--max-fanout 16` is not `--max-fanout 32`, `-j8` is `-j 8`, but `--max-fanout` is either) are all
+among the run's.
 """
 
 from __future__ import annotations
@@ -134,11 +135,21 @@ def _scan(text: str, quoted: bool) -> list[Flag]:
 def _owner(tokens: list[str], position: int, quoted: bool) -> tuple[str | None, int]:
     """The command an option at `position` belongs to, and where that command starts; (None, position)."""
     if quoted and position > 0 and not _option(tokens[0]):
+        # `git config --system`: the command and the subcommand words before its first option, as a
+        # command line in prose is read (`synth -top core` is `synth`: `-top` comes first)
+        words = [tokens[0]]
+        for word in tokens[1:position]:
+            if len(words) > _SUBCOMMANDS or not _PLAIN_WORD.match(word) or word in _CONNECTORS:
+                break
+            words.append(word)
+        if len(words) == position:
+            return " ".join(words), 0
         return tokens[0], 0
-    # A command a sentence starts with owns its short options (`pytest -n 4`, `go test -race`); a long
-    # option keeps standing alone ("pass --no-retime": `pass` is a verb of prose, not a command).
-    line = None if tokens[position].startswith("--") else _command_line(tokens, position)
-    if line is not None:
+    # A command a sentence starts with owns its short options (`pytest -n 4`, `go test -race`), and its
+    # long ones when it has a subcommand (`git config --system`); one word before a long option is a
+    # verb of prose as often as a command ("pass --no-retime"), and the option stands alone.
+    line = _command_line(tokens, position)
+    if line is not None and (not tokens[position].startswith("--") or " " in line[0]):
         return line
     back = position - 1
     if back >= 0 and tokens[back].lower() in _CONNECTORS:
