@@ -14,7 +14,7 @@ before any held-out figure was read:
    threshold is the truth's entry, or when no entry reaches it and the truth's is a new one);
 2. among those, the weights in the middle of that region: the point farthest (in grid steps, counting
    the grid's edge as a worse point) from any point with more wrong decisions;
-3. then the least weight on evidence other than the meaning (fix + rare + tool + area).
+3. then the least weight on evidence other than the meaning (fix + rare + same + other).
 `choose(findings)` does this on the domains it is given; scripts/eval_distil.py calls it once per
 domain without that domain (leave one domain out), and once on all of them for the shipped weights.
 """
@@ -41,8 +41,8 @@ from memfiles.store.project import Project
 GRID = {
     "fix": [round(0.05 * n, 2) for n in range(13)],  # 0 to 0.60
     "rare": [round(0.05 * n, 2) for n in range(7)],  # 0 to 0.30
-    "tool": [round(0.05 * n, 2) for n in range(7)],  # 0 to 0.30
-    "area": [round(0.05 * n, 2) for n in range(7)],  # 0 to 0.30
+    "same": [round(0.05 * n, 2) for n in range(7)],  # 0 to 0.30
+    "other": [round(0.05 * n, 2) for n in range(7)],  # 0 to 0.30
 }
 # The threshold is not chosen here: STS-B's (services/signals.py), read off data none of these domains is.
 THRESHOLD = {"model": 0.80, "lexical": 0.60}
@@ -140,7 +140,7 @@ def domain_findings(folder: Path, truth: dict[str, Any], use_model: bool = True)
 
 
 def _grid() -> tuple[np.ndarray, np.ndarray]:
-    """Every (fix, rare, tool, area) of GRID, one a row; and each row's position in steps."""
+    """Every (fix, rare, same, other) of GRID, one a row; and each row's position in steps."""
     axes = list(GRID.values())
     values = np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)
     steps = np.stack([a.ravel() for a in np.meshgrid(*(np.arange(len(a)) for a in axes), indexing="ij")], axis=1)
@@ -152,6 +152,7 @@ def wrong(findings: list[Finding], grid: np.ndarray, threshold: float) -> np.nda
     count = np.zeros(len(grid), dtype=int)
     for finding in findings:
         x = np.array([f for f, _ in finding], dtype=float)  # (entries, 5)
+        x[:, 4] = -x[:, 4]  # another place takes its weight away
         truth = np.array([y for _, y in finding], dtype=bool)
         scores = x[:, :1].T + grid @ x[:, 1:].T  # (grid, entries): meaning + weighted evidence
         best = scores.max(axis=1)
@@ -178,8 +179,8 @@ def choose(findings: list[Finding], mode: str = "model") -> Weights:
             depth[start : start + 512] = np.minimum(depth[start : start + 512], block)
     depth = np.where(best, depth, -1)
     row = np.lexsort((grid.sum(axis=1), -depth))[0]  # the deepest, then the least evidence weight
-    fix, rare, tool, area = (round(float(v), 2) for v in grid[row])
-    return Weights(fix=fix, rare=rare, tool=tool, area=area, threshold=threshold)
+    fix, rare, same, other = (round(float(v), 2) for v in grid[row])
+    return Weights(fix=fix, rare=rare, same=same, other=other, threshold=threshold)
 
 
 def all_findings(data: Path, use_model: bool = True) -> dict[str, list[Finding]]:

@@ -279,7 +279,7 @@ def _goal(r: dict) -> str:
 
 
 def _print(results: dict[str, dict], totals: dict, held_out: bool) -> None:
-    weights = "| weights (fix / rare / tool / area) " if held_out else ""
+    weights = "| weights (fix / rare / same / other) " if held_out else ""
     print(
         f"| domain {weights}| records | batches | precision | recall | F1 | on the right entry (P / R) "
         "| entries found | missing | extra | duplicates | counters off | mixed bodies | idempotent | goal |"
@@ -287,7 +287,7 @@ def _print(results: dict[str, dict], totals: dict, held_out: bool) -> None:
     print("|---" * (15 + bool(held_out)) + "|")
     for name, r in results.items():
         w = r.get("weights")
-        cell = f"| {w['fix']:.2f} / {w['rare']:.2f} / {w['tool']:.2f} / {w['area']:.2f} " if held_out else ""
+        cell = f"| {w['fix']:.2f} / {w['rare']:.2f} / {w['same']:.2f} / {w['other']:.2f} " if held_out else ""
         print(
             f"| {name} {cell}| {r['records']} | {r['batches']} | {r['precision']:.3f} | {r['recall']:.3f} "
             f"| {_f1(r['precision'], r['recall']):.3f} | {r['placement_precision']:.3f} / {r['placement_recall']:.3f} "

@@ -11,9 +11,11 @@ reads "Fix: Git config ..." or "Npm ci fails ..." has changed a command. What co
   words the log writes after it before its options (`npm ci`, `go test`).
 
 A run of these (with option values and the words `true`, `false`, `on`, `off` after them) is one code
-span. A sentence's first letter is upper-cased only when its first word is a plain word of prose: never
-a code span, a word with a digit (`sky130`) or a capital inside (`macOS`). A CamelCase or all-caps name
-(`TimeoutError`, `EINTEGRITY`) is left as written, unspanned: it cannot be re-cased.
+span. A sentence's first letter is upper-cased only when its first word is a plain word of prose that
+the log itself writes with a capital somewhere ("the linker ..." becomes "The linker ..." in a log that
+says "The"): never a code span, a command, a word with a digit (`sky130`) or a capital inside
+(`macOS`), nor a word the author never capitalised. A CamelCase or all-caps name (`TimeoutError`,
+`EINTEGRITY`) is left as written, unspanned: it cannot be re-cased.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ _CODE = re.compile(
 _PATH = re.compile(r"^[\w.~-]*/[\w./-]*$")
 _ABBREVIATION = re.compile(r"^(?:[A-Za-z]\.)+[A-Za-z]?$")  # e.g, i.e, U.S
 _PLAIN = re.compile(r"^[a-z][a-z0-9-]*$")
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")  # "The", "Docker": a word the author writes with a capital
 _VALUE_WORDS = frozenset({"true", "false", "on", "off", "yes", "no", "auto"})
 _LEADING = "([{\"'"
 _TRAILING = ".,;:!?)]}\"'"
@@ -46,10 +49,12 @@ _TRAILING = ".,;:!?)]}\"'"
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """The commands a domain's log names (lower case), and the words it writes after each before options."""
+    """The commands a domain's log names (lower case), the words it writes after each before options,
+    and the words it writes with a capital (lower case)."""
 
     commands: frozenset[str] = frozenset()
     phrases: frozenset[tuple[str, ...]] = field(default_factory=frozenset)
+    capitalised: frozenset[str] = frozenset()
 
 
 NO_VOCABULARY = Vocabulary()
@@ -59,11 +64,13 @@ def vocabulary(texts: Iterable[str], tools: Iterable[str] = ()) -> Vocabulary:
     """Learn the commands of a log from its texts (backtick spans, commands with options) and tools."""
     commands: set[str] = set()
     phrases: set[tuple[str, ...]] = set()
+    capitalised: set[str] = set()
     for tool in tools:
         words = tool.split()
         if words and _PLAIN.match(words[0].lower()):
             commands.add(words[0].lower())
     for text in texts:
+        capitalised.update(w.lower() for w in _CAPITALISED.findall(_BACKTICK_SPAN.sub(" ", text)))
         for span in _BACKTICK_SPAN.findall(text):
             words = span.strip("`").split()
             head = _head(words)
@@ -76,7 +83,7 @@ def vocabulary(texts: Iterable[str], tools: Iterable[str] = ()) -> Vocabulary:
                 if all(_PLAIN.match(w) for w in words):
                     commands.add(words[0])
                     phrases.add(tuple(words))
-    return Vocabulary(frozenset(commands), frozenset(phrases))
+    return Vocabulary(frozenset(commands), frozenset(phrases), frozenset(capitalised))
 
 
 def _head(words: list[str]) -> list[str]:
@@ -185,9 +192,10 @@ def _kinds(tokens: list[str], vocab: Vocabulary) -> list[str | None]:
 
 
 def sentence(text: str, vocab: Vocabulary = NO_VOCABULARY, spans: bool = False) -> str:
-    """One line, no closing full stop, the first letter upper-cased unless the first word is code or a
-    name (a command of the log, a word with a digit or an inner capital); with `spans`, commands, flags
-    and identifiers in code spans (for a body: a title keeps the words as they were written)."""
+    """One line, no closing full stop, the first letter upper-cased when the first word is a word of
+    prose the log writes with a capital (never code, a command of the log, a word with a digit or an
+    inner capital); with `spans`, commands, flags and identifiers in code spans (for a body: a title
+    keeps the words as they were written)."""
     text = one_line(text).rstrip(".;:, ")
     if spans:
         text = code_spans(text, vocab)
@@ -200,8 +208,15 @@ def sentence(text: str, vocab: Vocabulary = NO_VOCABULARY, spans: bool = False) 
 
 
 def _prose_word(word: str, vocab: Vocabulary) -> bool:
-    """True when upper-casing the word's first letter changes no name: a plain word, not a command."""
-    return word.isalpha() and word[1:].lower() == word[1:] and word not in vocab.commands and not is_code(word)
+    """True when upper-casing the word's first letter changes no name: a plain word the log writes with a
+    capital elsewhere, not a command."""
+    return (
+        word.isalpha()
+        and word[1:].lower() == word[1:]
+        and word in vocab.capitalised
+        and word not in vocab.commands
+        and not is_code(word)
+    )
 
 
 def plain(text: str) -> str:

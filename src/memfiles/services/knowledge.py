@@ -44,14 +44,6 @@ _ITEM = re.compile(r"(\d{4}-\d{2}-\d{2}) ((?:(?!: |; ).)+?): (.*?)(?=; \d{4}-\d{
 RUN_SEPARATORS = {",": "a comma", ": ": "a colon and a space", "; ": "a semicolon and a space"}
 
 
-def sentence(text: str) -> str:
-    """One line, no closing full stop, first letter upper case unless the first word is code or a name:
-    a symptom as a title (services/authored.py; the filer passes the log's commands too)."""
-    from memfiles.services.authored import sentence as authored
-
-    return authored(text)
-
-
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'s' * (count != 1)}"
 

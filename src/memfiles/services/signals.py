@@ -12,14 +12,18 @@ signals, each shown per decision by `distil --explain`:
   it), identical or near-identical (matching.Similarity.same_fix).
 - **rare**: both name an identifier (a test or function name, an error code, a file, a flag) that at
   most RARE_DF entries of the section name; the run's tool (`ESLint` of eslint) is not one.
-- **tool** and **area**: the run's tool (`tool` of the record, its version left out) and area (`area`,
-  `component`, `service`, `stage`, `module`) against those of the entry's runs, each a signal of its
-  own. Another value is -1; the same value is worth what it tells: 1 less the share of the log's runs
-  that have it (a tool every run uses tells nothing). The mean over the fields both give. Where a run
-  ran (`job`, runner, host, branch) is neither: one job meets many failures.
+- **same place** and **other place**: the run's tool (`tool` of the record, its version left out) and
+  area (`area`, `component`, `service`, `stage`, `module`) against those of the entry's runs. The same
+  place is what the most telling field that agrees tells: 1 less the share of the log's runs that have
+  its value (a tool every run uses tells nothing); counted once, not once a field, since a tool and a
+  stage go together (onnx and export: counted twice, they filed "ONNX export fails on the custom
+  attention op" on "CUDA out of memory while exporting the model to ONNX"). The other place is the
+  share of the fields both give that differ: a run's tool can follow from its fix (certbot, then
+  cert-manager), so it has a weight of its own. Where a run ran (`job`, runner, host, branch) is no
+  part of either: one job meets many failures.
 
-score = meaning + fix x FIX + rare x RARE + tool x TOOL + area x AREA; the entry with the highest
-score takes the finding when it reaches THRESHOLD (0.80: STS-B's "the same statement", see
+score = meaning + fix x FIX + rare x RARE + same place x SAME - other place x OTHER; the entry with the
+highest score takes the finding when it reaches THRESHOLD (0.80: STS-B's "the same statement", see
 matching.py; 0.60 for word overlap), so that a symptom worded the same way is filed there on its
 meaning alone, and one worded otherwise needs the rest of the evidence to make up the difference.
 Two guards stay rules: symptoms that name different things in the same place score nothing
@@ -51,18 +55,18 @@ class Weights:
 
     fix: float
     rare: float
-    tool: float
-    area: float
+    same: float  # the same place (tool or area)
+    other: float  # another place
     threshold: float
 
     def as_json(self) -> dict[str, float]:
-        return {"fix": self.fix, "rare": self.rare, "tool": self.tool, "area": self.area, "threshold": self.threshold}
+        return {"fix": self.fix, "rare": self.rare, "same": self.same, "other": self.other, "threshold": self.threshold}
 
 
 # `python scripts/eval_distil.py --fit` on all eight labelled domains (eval/distil), rounded to 0.01.
 WEIGHTS = {
-    "model": Weights(fix=0.45, rare=0.10, tool=0.15, area=0.20, threshold=0.80),
-    "lexical": Weights(fix=0.30, rare=0.10, tool=0.05, area=0.20, threshold=0.60),
+    "model": Weights(fix=0.50, rare=0.05, same=0.20, other=0.00, threshold=0.80),
+    "lexical": Weights(fix=0.55, rare=0.20, same=0.30, other=0.00, threshold=0.60),
 }
 # An identifier is rare when at most this many entries of the section name it.
 RARE_DF = 2
@@ -73,7 +77,8 @@ AREA_KEYS = ("area", "component", "service", "stage", "module")
 WHERE_KEYS = TOOL_KEYS + AREA_KEYS
 
 _EDGES = ".,;:()[]{}<>\"'`*!?"
-_SHOUTED = re.compile(r"^[A-Z][A-Z0-9_]{3,}$")  # EINTEGRITY, ENOSPC, SIGKILL, EAI_AGAIN
+# EINTEGRITY, ENOSPC, SIGKILL, EAI_AGAIN; not an acronym of four letters or fewer (NCCL, CUDA, HTTP)
+_SHOUTED = re.compile(r"^(?:[A-Z][A-Z0-9]{4,}|[A-Z][A-Z0-9]*_[A-Z0-9_]+)$")
 _NUMBERED = re.compile(r"^[A-Za-z][A-Za-z-]*\d[\w-]*$")  # E501, sky130, ORA-00942, TS2345
 
 
@@ -116,25 +121,27 @@ class Signals:
     guard: str | None = None  # why the entry cannot take the finding whatever the score
     needs_fix: bool = False  # a negated symptom: only the same fix files it here
 
-    def agreement(self, keys: tuple[str, ...]) -> float:
-        """The mean over `keys` both give: 1 less the value's share of the log's runs when the same, -1
-        when another; 0 when neither is given."""
-        given = [value for key, value in self.where.items() if key in keys]
-        return sum(given) / len(given) if given else 0.0
+    def same_place(self) -> float:
+        """The most a field that agrees tells (1 less its value's share of the log's runs); 0 for none."""
+        return max((v for v in self.where.values() if v >= 0), default=0.0)
+
+    def other_place(self) -> float:
+        """The share of the fields both give that differ."""
+        return sum(v < 0 for v in self.where.values()) / len(self.where) if self.where else 0.0
 
     def features(self) -> list[float]:
-        """[meaning, fix, rare, tool, area]: what the weights multiply (scripts/distil_fit.py)."""
+        """[meaning, fix, rare, same place, other place]: what the weights multiply (scripts/distil_fit.py)."""
         return [
             self.meaning,
             float(self.same_fix is not None),
             float(bool(self.rare)),
-            self.agreement(TOOL_KEYS),
-            self.agreement(AREA_KEYS),
+            self.same_place(),
+            self.other_place(),
         ]
 
     def score(self, weights: Weights) -> float:
-        meaning, fix, rare, tool, area = self.features()
-        return meaning + fix * weights.fix + rare * weights.rare + tool * weights.tool + area * weights.area
+        meaning, fix, rare, same, other = self.features()
+        return meaning + fix * weights.fix + rare * weights.rare + same * weights.same - other * weights.other
 
     def takes(self, weights: Weights) -> bool:
         """Whether the entry takes the finding (its score reaches the threshold, no guard says no)."""
@@ -152,10 +159,12 @@ class Signals:
             parts.append(f"same fix +{weights.fix:.2f}")
         if self.rare:
             parts.append(f"rare {', '.join(self.rare)} +{weights.rare:.2f}")
-        for name, keys, weight in (("tool", TOOL_KEYS, weights.tool), ("area", AREA_KEYS, weights.area)):
-            said = [f"{'other' if v < 0 else 'same'} {k}" for k, v in sorted(self.where.items()) if k in keys]
-            if said:
-                parts.append(f"{name} ({', '.join(said)}) {self.agreement(keys) * weight:+.2f}")
+        same = [k for k, v in sorted(self.where.items()) if v >= 0]
+        other = [k for k, v in sorted(self.where.items()) if v < 0]
+        if same:
+            parts.append(f"same {', '.join(same)} {self.same_place() * weights.same:+.2f}")
+        if other:
+            parts.append(f"other {', '.join(other)} {-self.other_place() * weights.other:+.2f}")
         text = f"{' + '.join(parts)} = {self.score(weights):.2f}"
         if self.guard:
             return f"{text}; {self.guard}"
@@ -184,11 +193,17 @@ def _words(text: str) -> set[str]:
     return set(tokenize(text))
 
 
+def _plain(text: str) -> str:
+    """The text's plain words: its identifiers left out."""
+    return " ".join(w for w in text.split() if not identifiers(w))
+
+
 def _without(text: str, words: set[str]) -> str:
-    """`text` with each word whose stem is among `words` left out."""
+    """`text` with each plain word whose stem is among `words` left out; an identifier (`event_ts`)
+    stays: two symptoms naming one is evidence of one symptom, not of one object."""
     from memfiles.index.text import tokenize
 
-    return " ".join(w for w in text.split() if not set(tokenize(w)) & words)
+    return " ".join(w for w in text.split() if identifiers(w) or not set(tokenize(w)) & words)
 
 
 def weigh(
@@ -226,7 +241,7 @@ def weigh(
                 signals.same_fix = known_fix
         if signals.same_fix is not None:
             # what the two symptoms share that the fix says is the fix's object, not the symptom's
-            shared = _words(text) & _words(signals.symptom) & (_words(fix) | _words(signals.same_fix))
+            shared = _words(_plain(text)) & _words(_plain(signals.symptom)) & (_words(fix) | _words(signals.same_fix))
             if shared:
                 signals.without = sorted(shared)
                 signals.meaning = sim.score(_without(text, shared), _without(signals.symptom, shared))
