@@ -8,7 +8,9 @@ reads "Fix: Git config ..." or "Npm ci fails ..." has changed a command. What co
   (`core.longpaths`, `app/models.py`), a call (`main()`), `a::b`, `KEY=value`, `$HOME`;
 - a command the domain's log names: the first word of a record's `tool` (`npm 10.2`), of a backtick
   span, or of a command written with its options (services/flags.py) anywhere in the log; with the
-  words the log writes after it before its options (`npm ci`, `go test`).
+  words the log writes after it before its options (`go test`), or else the one word after it that
+  reads as a subcommand (`npm ci`, `git clone`; not "mypy reports", a verb of prose). A command the
+  log never marks as one (no backticks, no options, no `tool`) is left as written, unspanned.
 
 A run of these (with option values and the words `true`, `false`, `on`, `off` after them) is one code
 span. A sentence's first letter is upper-cased only when its first word is a plain word of prose that
@@ -177,6 +179,9 @@ def _kinds(tokens: list[str], vocab: Vocabulary) -> list[str | None]:
                     for j in range(after, k + 1):
                         kinds[j] = "code"
                     break
+            else:
+                if longest == 1 and _subcommand(words, tokens, n + 1):
+                    kinds[n + 1] = "code"  # `npm ci` fails, `git clone` on ..., but not `mypy` reports
             n += 1
             continue
         if is_code(word):
@@ -189,6 +194,18 @@ def _kinds(tokens: list[str], vocab: Vocabulary) -> list[str | None]:
                 n += 1
         n += 1
     return kinds
+
+
+# Words after a command that are prose, not a subcommand: "mypy reports", "helm silently keeps".
+_PROSE_AFTER = re.compile(r"^(?:.*(?:s|ed|ing|ly)|a|an|the|on|in|at|of|for|to|with|from|by|is|was|and|or|but)$")
+
+
+def _subcommand(words: list[str], tokens: list[str], at: int) -> bool:
+    """Whether the word at `at`, right after a command, is its subcommand (`ci` of `npm ci`): a plain
+    lower-case word, no punctuation before it, not a word of prose (a verb in -s or -ed, a preposition)."""
+    if at >= len(words) or _split(tokens[at - 1])[2] or _split(tokens[at])[0]:
+        return False
+    return bool(_PLAIN.match(words[at])) and not _PROSE_AFTER.match(words[at])
 
 
 def sentence(text: str, vocab: Vocabulary = NO_VOCABULARY, spans: bool = False) -> str:
