@@ -47,7 +47,7 @@ J2 = "Build with -j2 so that only two linkers run at once"
 
 
 def test_the_identical_fix_worded_differently_is_one_entry(run: Run, root: Path) -> None:
-    """"The linker was killed by the OOM killer" with the fix that worked for "Out of memory while
+    """ "The linker was killed by the OOM killer" with the fix that worked for "Out of memory while
     linking" (symptoms at 0.35, under any threshold of meaning alone): a confirmation of that entry, with
     the shared fix shown in --explain, not a second entry. Before, the fix counted for nothing."""
     write_log(root, [ci("c1", 1, ["Out of memory while linking the server binary"], [J2])])
@@ -121,10 +121,16 @@ def test_the_authors_commands_flags_and_identifiers_are_kept(run: Run, root: Pat
     config ...", "Npm ci fails ..." before); a sentence that starts with one starts with the code span;
     a title keeps the words as written."""
     records = [
-        {**ci("w1", 1, ["npm ci fails with EINTEGRITY for a tarball"], ["Regenerate package-lock.json"]),
-         "tool": "npm 10.2"},  # fmt: skip
-        ci("w2", 2, ["Checkout fails on the Windows runner: Filename too long"],
-           ["git config --system core.longpaths true"]),  # fmt: skip
+        {
+            **ci("w1", 1, ["npm ci fails with EINTEGRITY for a tarball"], ["Regenerate package-lock.json"]),
+            "tool": "npm 10.2",
+        },
+        ci(
+            "w2",
+            2,
+            ["Checkout fails on the Windows runner: Filename too long"],
+            ["git config --system core.longpaths true"],
+        ),
         ci("w3", 3, ["the linker was killed by the OOM killer"], ["Build with -j2 instead of -j8"]),
         ci("w4", 4, ["The runner ran out of disk"], ["Prune images"]),
     ]

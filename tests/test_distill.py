@@ -218,7 +218,8 @@ class TestFiling:
         first = distil(run)
         assert len(first["added"][FAILURES]) == 2 and first["added"][FLAGS] and first["added"][QUIRKS]
         fanout = entry(root, FANOUT[0][0])
-        assert fanout.body.startswith(f"**{FANOUT[0][0]}.**") and "Fix: Cap fanout with `--max-fanout 16`." in fanout.body
+        assert fanout.body.startswith(f"**{FANOUT[0][0]}.**")
+        assert "Fix: Cap fanout with `--max-fanout 16`." in fanout.body
         assert knowledge(root).section_of(fanout.id) == FAILURES
         text = (root / "memory" / "synthesis" / "knowledge.md").read_text()
         second = distil(run)
