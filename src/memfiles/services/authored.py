@@ -5,18 +5,18 @@ A record says "git config --system core.longpaths true" or "npm ci fails with EI
 reads "Fix: Git config ..." or "Npm ci fails ..." has changed a command. What counts as code:
 - an option and its value (`--max-fanout 16`, `-j8`, `-n 4`);
 - a word shaped like code: snake_case (`test_upload_retries`), a dotted or slashed name
-  (`core.longpaths`, `app/models.py`), a call (`main()`), `a::b`, `KEY=value`, `$HOME`;
+  (`core.longpaths`, `app/models.py`), a call (`main()`), `a::b`, `KEY=value`, `$HOME`, a URL;
 - a command the domain's log names: the first word of a record's `tool` (`npm 10.2`), of a backtick
   span, or of a command written with its options (services/flags.py) anywhere in the log; with the
   words the log writes after it before its options (`go test`), or else the one word after it that
   reads as a subcommand (`npm ci`, `git clone`; not "mypy reports", a verb of prose). A command the
   log never marks as one (no backticks, no options, no `tool`) is left as written, unspanned.
 
-A run of these (with option values and the words `true`, `false`, `on`, `off` after them) is one code
-span. A sentence's first letter is upper-cased only when its first word is a plain word of prose that
-the log itself writes with a capital somewhere ("the linker ..." becomes "The linker ..." in a log that
-says "The"): never a code span, a command, a word with a digit (`sky130`) or a capital inside
-(`macOS`), nor a word the author never capitalised. A CamelCase or all-caps name (`TimeoutError`,
+A run of these (with an option's number, and `true` or `false` after a setting) is one code span. A
+sentence's first letter is upper-cased only when its first word is a plain word of prose that the log
+itself writes with a capital somewhere ("the linker ..." becomes "The linker ..." in a log that says
+"The"): never a code span, a command, a word with a digit (`sky130`) or a capital inside (`macOS`),
+nor a word the author never capitalised. A CamelCase or all-caps name (`TimeoutError`,
 `EINTEGRITY`) is left as written, unspanned: it cannot be re-cased.
 """
 
@@ -41,10 +41,12 @@ _CODE = re.compile(
 # A path: slashes, and something no pair of words has ("and/or", "I/O", "pass/fail"): a start at / . ~,
 # a closing /, three parts or more, or a part that is a file name or holds _ (`app/models.py`).
 _PATH = re.compile(r"^[\w.~-]*/[\w./-]*$")
+_URL = re.compile(r"^(?:https?|ftps?)://\S+$")
 _ABBREVIATION = re.compile(r"^(?:[A-Za-z]\.)+[A-Za-z]?$")  # e.g, i.e, U.S
 _PLAIN = re.compile(r"^[a-z][a-z0-9-]*$")
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")  # "The", "Docker": a word the author writes with a capital
-_VALUE_WORDS = frozenset({"true", "false", "on", "off", "yes", "no", "auto"})
+# After a setting (`core.longpaths true`); "on" and "no" are words of prose as often.
+_VALUE_WORDS = frozenset({"true", "false"})
 _LEADING = "([{\"'"
 _TRAILING = ".,;:!?)]}\"'"
 
@@ -111,6 +113,8 @@ def is_code(word: str) -> bool:
     """A word shaped like code (not a command name: that needs the log)."""
     if not word or _ABBREVIATION.match(word) or _NUMBER.match(word):
         return False
+    if _URL.match(word):
+        return True
     if _PATH.match(word):
         parts = word.split("/")
         return word[0] in "/.~" or word.endswith("/") or len(parts) > 2 or any(_CODE.match(part) for part in parts)
@@ -173,8 +177,8 @@ def _kinds(tokens: list[str], vocab: Vocabulary) -> list[str | None]:
                 kinds[k] = "code"
             after = n + longest
             for k in range(after, min(after + 2, len(words) - 1)):
-                if not _PLAIN.match(words[k]) or _split(tokens[k])[2]:
-                    break
+                if not _PLAIN.match(words[k]) or _split(tokens[k])[2] or _PROSE_AFTER.match(words[k]):
+                    break  # "synth with -noflatten": `with` is prose
                 if _OPTION.match(words[k + 1]) or is_code(words[k + 1]):
                     for j in range(after, k + 1):
                         kinds[j] = "code"
@@ -188,7 +192,8 @@ def _kinds(tokens: list[str], vocab: Vocabulary) -> list[str | None]:
             kinds[n] = "code"
             # an option's value, or a value word after code (`core.longpaths true`)
             following = words[n + 1] if n + 1 < len(words) else ""
-            valued = (_OPTION.match(word) and _NUMBER.match(following)) or following in _VALUE_WORDS
+            option = _OPTION.match(word)
+            valued = (option and _NUMBER.match(following)) or (not option and following in _VALUE_WORDS)
             if following and not _split(tokens[n])[2] and valued:
                 kinds[n + 1] = "code"
                 n += 1
@@ -197,7 +202,9 @@ def _kinds(tokens: list[str], vocab: Vocabulary) -> list[str | None]:
 
 
 # Words after a command that are prose, not a subcommand: "mypy reports", "helm silently keeps".
-_PROSE_AFTER = re.compile(r"^(?:.*(?:s|ed|ing|ly)|a|an|the|on|in|at|of|for|to|with|from|by|is|was|and|or|but)$")
+_PROSE_AFTER = re.compile(
+    r"^(?:.*(?:s|ed|ing|ly)|a|an|the|on|in|at|of|for|to|with|using|via|from|by|is|was|and|or|but|plus|then)$"
+)
 
 
 def _subcommand(words: list[str], tokens: list[str], at: int) -> bool:
@@ -234,6 +241,19 @@ def _prose_word(word: str, vocab: Vocabulary) -> bool:
         and word not in vocab.commands
         and not is_code(word)
     )
+
+
+def title(text: str, vocab: Vocabulary, limit: int) -> str:
+    """A title from the log's words: as `sentence` writes it without code spans, clipped to `limit`,
+    but for its URLs, which a title may not hold bare (the lint rule set's md034): each in a code span."""
+    from memfiles.format.wrap import clip
+
+    text = sentence(text, vocab)
+    urls = sum(1 for word in text.split() if _URL.match(_split(word)[1]))
+    if not urls:
+        return clip(text, limit)
+    words = clip(text, limit - 2 * urls).split(" ")
+    return " ".join(_spans(word, vocab) if _URL.match(_split(word)[1]) else word for word in words)
 
 
 def plain(text: str) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 from memfiles.format.wrap import clip
 from memfiles.services.authored import NO_VOCABULARY, Vocabulary, sentence, vocabulary
+from memfiles.services.authored import title as authored_title
 from memfiles.services.experiences import Record, issue_fix_pairs, notes_for, tool_flags
 from memfiles.services.flags import Flag
 from memfiles.services.knowledge import FAILURES, FLAGS, NO_FIX, QUIRKS, Known
@@ -154,7 +155,7 @@ class Filer:
         )
 
     def _new(self, section: str, title: str, body: str, record: Record, **extra: Any) -> Known:
-        known = Known(section, clip(title, self.title_limit), body, changed=True, **extra)
+        known = Known(section, title, body, changed=True, **extra)
         known.note("evidence" if record.signoff or section == QUIRKS else "failed", record.key, record.when)
         known.ran(where_of(record.context))
         self.knowns.append(known)
@@ -187,6 +188,10 @@ class Filer:
         known, signals, why = self.match(section, text)
         return known, signals.score(self.weights) if signals else 0.0, why
 
+    def title(self, text: str) -> str:
+        """A new entry's title from the record's words (services/authored.title)."""
+        return authored_title(text, self.vocab, self.title_limit)
+
     def say(self, text: str, spans: bool = True) -> str:
         """The record's words as an entry writes them: commands, flags and identifiers kept as written."""
         return sentence(text, self.vocab, spans=spans)
@@ -199,9 +204,8 @@ class Filer:
             body = f"**{self.say(clip(issue, LEAD_LIMIT))}.**"  # a pasted log line is not a lead
             if cause:
                 body += f" {self.say(clip(cause, 300))}."
-            body += f" Fix: {self.say(fix)}." if fix else f" {NO_FIX}"
-            title = self.say(issue, spans=False)
-            new = self._new(FAILURES, title, body, record, symptoms=[issue], fix=self.say(fix, spans=False))
+            body += f" Fix: {self.say(clip(fix, LEAD_LIMIT))}." if fix else f" {NO_FIX}"  # a pasted script neither
+            new = self._new(FAILURES, self.title(issue), body, record, symptoms=[issue], fix=self.say(fix, spans=False))
             outcome = "signed off" if record.signoff else "did not reach signoff"
             self.decide(record, "symptom", issue, "new", new, score, f"{why}; the run {outcome}", signals=signals)
             return
@@ -294,14 +298,17 @@ class Filer:
             self.decide(record, "flag", flag.text, "ignored", None, None, "no entry names it and the run failed")
             return
         body = f"**Runs that reached signoff used `{flag.text}`.**"
-        new = self._new(FLAGS, f"`{flag.text}` in signed-off runs", body, record, symptoms=[flag.text], flags=[flag])
+        title = clip(f"`{flag.text}` in signed-off runs", self.title_limit)
+        new = self._new(FLAGS, title, body, record, symptoms=[flag.text], flags=[flag])
         self.decide(record, "flag", flag.text, "new", new, None, f"no entry names `{flag.key}`; signed off")
 
     def _quirk(self, record: Record, quirk: str) -> None:
         known, signals, why = self.match(QUIRKS, quirk, None, record)
         score = signals.score(self.weights) if signals else None
         if known is None:
-            new = self._new(QUIRKS, quirk, f"**{self.say(quirk)}.**", record, symptoms=[quirk])
+            new = self._new(
+                QUIRKS, self.title(quirk), f"**{self.say(clip(quirk, LEAD_LIMIT))}.**", record, symptoms=[quirk]
+            )
             self.decide(record, "quirk", quirk, "new", new, score, why, signals=signals)
         elif known.mentions(record.key):
             self.decide(
