@@ -8,8 +8,8 @@ entry marked. Pairs a guard rules out (another named thing; a negated symptom wi
 left out: the rules decide those, not the weights.
 
 The threshold is STS-B's (THRESHOLD: 0.80 for the model's cosine, 0.60 for word overlap), chosen on
-data none of these domains is. The weights of the other signals are read off GRID, by a rule fixed
-before any held-out figure was read:
+data none of these domains is. The weights of the other signals are read off GRID by this rule (in this
+form since before the training domain was written; docs/distiller.md says what came before):
 1. the fewest wrong decisions (a decision is right when the entry that scores highest and reaches the
    threshold is the truth's entry, or when no entry reaches it and the truth's is a new one);
 2. among those, the weights in the middle of that region: the point farthest (in grid steps, counting

@@ -25,8 +25,9 @@ chosen by scripts/distil_fit.py on every other domain, and the domain is distill
 distil_domain, the function `memfiles distil` calls): no figure of a domain comes from weights chosen
 on it. `--shipped` runs every domain through the real CLI with the weights the distiller ships (chosen
 on all domains: not held out). The chip-design domains were written first (routing after the first
-rules were frozen; soc holds a walk-through's traps), ci, oncall and pipeline for issue 37; the same
-person wrote the distiller and the logs.
+rules were frozen; soc holds a walk-through's traps), ci, oncall, pipeline and training for issue 37
+(training after the method was frozen, and run once before the last changes: docs/distiller.md); the
+same person wrote the distiller and the logs.
 """
 
 from __future__ import annotations

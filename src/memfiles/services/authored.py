@@ -176,16 +176,17 @@ def _kinds(tokens: list[str], vocab: Vocabulary) -> list[str | None]:
             for k in range(n + 1, n + longest):
                 kinds[k] = "code"
             after = n + longest
+            optioned = False
             for k in range(after, min(after + 2, len(words) - 1)):
                 if not _PLAIN.match(words[k]) or _split(tokens[k])[2] or _PROSE_AFTER.match(words[k]):
                     break  # "synth with -noflatten": `with` is prose
                 if _OPTION.match(words[k + 1]) or is_code(words[k + 1]):
                     for j in range(after, k + 1):
                         kinds[j] = "code"
+                    optioned = True
                     break
-            else:
-                if longest == 1 and _subcommand(words, tokens, n + 1):
-                    kinds[n + 1] = "code"  # `npm ci` fails, `git clone` on ..., but not `mypy` reports
+            if not optioned and longest == 1 and _subcommand(words, tokens, n + 1):
+                kinds[n + 1] = "code"  # `npm ci` fails, `git clone` on ..., but not `mypy` reports
             n += 1
             continue
         if is_code(word):
