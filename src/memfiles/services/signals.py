@@ -218,19 +218,14 @@ def weigh(
     """The signals of finding (`text`, `fix`, `where`) on `known`; `rare_pool` holds the section's rare
     identifiers, `shares` the share of the log's runs each (field, value) has."""
     signals = Signals(known)
-    closest: tuple[float, str, str | None] | None = None
-    for symptom in known.symptoms:
-        guard = None
-        if names_other_things(text, symptom):
-            guard = "names another thing in the same place"
-        score = sim.score(text, symptom)
-        key = (-1.0 if guard else score, symptom, guard)
-        if closest is None or key[0] > closest[0]:
-            closest = key
-    if closest is None:
+    scored = [(sim.score(text, symptom), symptom) for symptom in known.symptoms]
+    if not scored:
         return signals
-    score, signals.symptom, signals.guard = closest
-    signals.meaning = max(score, 0.0) if not signals.guard else sim.score(text, signals.symptom)
+    # the closest wording that names nothing else in its place (USB / DDR); if every one does, the guard
+    open_ = [(score, symptom) for score, symptom in scored if not names_other_things(text, symptom)]
+    signals.meaning, signals.symptom = max(open_ or scored)
+    if not open_:
+        signals.guard = "names another thing in the same place"
     signals.needs_fix = negated_apart(text, signals.symptom)
     if fix:
         for known_fix in known.fixes():
