@@ -218,7 +218,8 @@ class TestFiling:
         first = distil(run)
         assert len(first["added"][FAILURES]) == 2 and first["added"][FLAGS] and first["added"][QUIRKS]
         fanout = entry(root, FANOUT[0][0])
-        assert fanout.body.startswith(f"**{FANOUT[0][0]}.**") and "Fix: Cap fanout with --max-fanout 16." in fanout.body
+        assert fanout.body.startswith(f"**{FANOUT[0][0]}.**")
+        assert "Fix: Cap fanout with `--max-fanout 16`." in fanout.body
         assert knowledge(root).section_of(fanout.id) == FAILURES
         text = (root / "memory" / "synthesis" / "knowledge.md").read_text()
         second = distil(run)
@@ -331,7 +332,7 @@ class TestFiling:
             (["r7", "r9"], "Upsize the hold buffers by two drive strengths"),
             (["r8"], "Move the register file next to its clock buffer"),
         ]
-        assert after.evidence == fanout.evidence and "Fix: Cap fanout with --max-fanout 16." in after.body
+        assert after.evidence == fanout.evidence and "Fix: Cap fanout with `--max-fanout 16`." in after.body
 
     def test_alike_sentences_about_other_things_are_not_filed_together(self, run: Run, root: Path) -> None:
         """Three traps of a sentence encoder, each a new entry: another named object (USB / DDR PHY, 0.84),
@@ -692,7 +693,7 @@ class TestReport:
         assert set(report["write"]) == set(write_object())
         assert report["write"]["added"] == [i for ids in report["added"].values() for i in ids]
         assert {e["id"] for e in report["write"]["entries"]} == set(report["write"]["added"])
-        assert all(set(d) == {"run", "line", "finding", "text", "action", "entry", "score", "why"}
+        assert all(set(d) == {"run", "line", "finding", "text", "action", "entry", "score", "why", "signals"}
                    for d in report["decisions"])  # fmt: skip
         assert report["matching"] == "model"
 

@@ -56,3 +56,26 @@ def test_an_entry_flag_covers_the_runs_that_used_it() -> None:
     (command,) = find_flags("`synth -noflatten`")
     assert command.covers(find_flags("`synth -top core -noflatten`")[0])
     assert not command.covers(find_flags("`abc -noflatten`")[0])
+
+
+def test_short_options_with_values_are_flags_as_the_domain_writes_them() -> None:
+    """`-n 4`, `-j8`, `-O2`: a one-letter option with a value is a flag on its own, kept as written; a
+    command a sentence starts with owns its short options; `-j8` and `-j 8` are one flag."""
+    assert keys("pytest -n 4") == ["pytest -n 4"]
+    assert [f.text for f in find_flags("make -j8")] == ["make -j8"]
+    assert keys("Compile with -O2") == ["-O 2"] and find_flags("Compile with -O2")[0].text == "-O2"
+    assert keys("go test -race ./...") == ["go test -race"]
+    (glued,) = find_flags("Build with -j8")
+    assert glued.covers(find_flags("Build with -j 8")[0]) and not glued.covers(find_flags("with -j 4")[0])
+    # a long option still stands alone after a verb of prose; a multi-letter single-dash one still needs
+    # its command
+    assert keys("pass --no-retime") == ["--no-retime"]
+    assert keys("Tried -setup 0.2 by itself") == []
+
+
+def test_a_flag_replaced_by_another_was_not_used() -> None:
+    """'instead of' turns down the flag after it, in its clause, as a negation does."""
+    from memfiles.services.flags import used_flags
+
+    assert [f.text for f in used_flags("Build with -j2 instead of -j8")] == ["-j2"]
+    assert [f.text for f in used_flags("Use --retries 3 rather than --retries 1")] == ["--retries 3"]

@@ -69,7 +69,9 @@ def _state(data: dict[str, Any]) -> str:
     help="Skip a domain with fewer valid records (0 or more).",
 )
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
-@click.option("--explain", is_flag=True, help="Print, per record, the entry each finding went to, the score and why.")
+@click.option(
+    "--explain", is_flag=True, help="Print, per record, the entry each finding went to, each signal's part and why."
+)
 @click.option("--summary-json", is_flag=True, help="Print load_experiences' structured summary and stop.")
 @click.option(
     "--drafter",
@@ -97,9 +99,10 @@ def distil(
     filed where the evidence says: the same symptom with the recorded fix and signoff confirms the
     entry; without signoff it is a failure noted on the entry; a different fix that reached signoff is
     a contradiction, appended to the entry's list; a symptom or flag nobody has filed is a new entry.
-    Symptoms are compared with entries' symptoms by meaning (the bundled model; word overlap when it
-    cannot be loaded). Records an entry already counts are not read again, and when nothing changes
-    nothing is written.
+    A finding goes to the entry every piece of evidence points to: the symptoms' meaning (the bundled
+    model; word overlap when it cannot be loaded), the same fix, a rare identifier both name, the tool
+    and the area (--explain shows each). Commands, flags and identifiers stay as the log wrote them.
+    Records an entry already counts are not read again, and when nothing changes nothing is written.
 
     \b
     Example:

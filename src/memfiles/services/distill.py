@@ -16,11 +16,13 @@ from typing import Any
 
 from memfiles.format.parse import parse
 from memfiles.format.wrap import one_line
+from memfiles.services.authored import sentence
 from memfiles.services.experiences import Experiences, Record, load_experiences, tool_flags
-from memfiles.services.filing import Decision, Filer
+from memfiles.services.filing import Decision, Filer, log_vocabulary
 from memfiles.services.flags import find_flags
-from memfiles.services.knowledge import FLAGS, NOTES, QUIRKS, SECTIONS, Known, known_from, sentence
+from memfiles.services.knowledge import FLAGS, NOTES, QUIRKS, SECTIONS, Known, known_from
 from memfiles.services.matching import Similarity
+from memfiles.services.signals import Weights
 from memfiles.store.fileio import read_memory_text
 from memfiles.store.project import Project
 
@@ -239,11 +241,12 @@ def _notes(summary: dict[str, Any], records: list[Record], today: str, before: s
     applies and one _Last distilled_ line, both replaced."""
     lines = _kept_notes(before)
     if summary["signoff_rate"] < 0.5:
+        vocab = log_vocabulary(records)
         counts: dict[str, list[Any]] = {}
         for record in records:
             if not record.signoff:
                 for issue in record.issues:
-                    counts.setdefault(issue.lower(), [sentence(issue), 0])[1] += 1
+                    counts.setdefault(issue.lower(), [sentence(issue, vocab), 0])[1] += 1
         failing = [f"{issue} ({n})" for issue, n in sorted(counts.values(), key=lambda item: -item[1])[:3]]
         lines.append(
             f"Signoff rate is {summary['signoff_rate']:.0%}, under 50%: the commonest failure modes of"
@@ -260,8 +263,10 @@ def distil_domain(
     dry_run: bool = False,
     drafter: Any = None,
     use_model: bool = True,
+    weights: Weights | None = None,
 ) -> DomainReport:
-    """Run load_experiences and distil_knowledge for one domain; writes unless `dry_run`."""
+    """Run load_experiences and distil_knowledge for one domain; writes unless `dry_run`. `weights` are
+    the evidence's (services/signals.py; the evaluation passes those fitted without the domain)."""
     settings = project.settings
     rel = f"memory/{domain}/knowledge.md"
     experiences = load_experiences(settings.memory_dir, domain, f"memory/{domain}/experiences.jsonl")
@@ -283,13 +288,13 @@ def distil_domain(
         )
         return report
     if dry_run:
-        return _distil_read(project, domain, rel, experiences, report, dry_run, drafter, use_model)
+        return _distil_read(project, domain, rel, experiences, report, dry_run, drafter, use_model, weights)
     # Two distils of one project at once would each read the file before the other wrote, and file the
     # same new finding twice: the read, the filing and the write are one step across processes.
     from memfiles.store.lock import FileLock
 
     with FileLock(settings.state_dir / "distil.lock", settings.lock_timeout, busy="another distil is running"):
-        return _distil_read(project, domain, rel, experiences, report, dry_run, drafter, use_model)
+        return _distil_read(project, domain, rel, experiences, report, dry_run, drafter, use_model, weights)
 
 
 def not_drafted(project: Project, domain: str, why: object) -> DomainReport:
@@ -310,6 +315,7 @@ def _distil_read(
     dry_run: bool,
     drafter: Any,
     use_model: bool,
+    weights: Weights | None = None,
 ) -> DomainReport:
     """distil_domain's work once the log is read: the knowledge file read, every record filed, the ops
     written (unless `dry_run`)."""
@@ -326,7 +332,7 @@ def _distil_read(
     gone = {r.key: by for r in records if r.key not in counted and (by := pruned_with(r)) is not None}
     fresh = [r for r in records if r.key not in counted and r.key not in gone]
     similarity = Similarity(settings, use_model=use_model)
-    filer = Filer(knowns, similarity, settings.schema.title_limit)
+    filer = Filer(knowns, similarity, settings.schema.title_limit, weights)
     for record in records:
         if record.key in gone:
             filer.decide(record, "run", "", "already", None, None, f"already distilled into {gone[record.key]}")
@@ -404,7 +410,7 @@ def _tally(report: DomainReport, new: list[Known]) -> None:
                     "id": known.label,
                     "title": known.title,
                     "old_fix": known.fix,
-                    "new_fix": sentence(decision.fix),
+                    "new_fix": decision.fix,
                     "evidence": decision.run,
                 }
             )

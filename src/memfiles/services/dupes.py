@@ -55,7 +55,7 @@ BLOCK = 2048
 _EDGES = ".,;:()[]{}<>\"'`*"  # `*`: Markdown emphasis (**Runs) is no part of a code-like token
 
 
-def _code_like(token: str) -> bool:
+def code_like(token: str) -> bool:
     """A class name, error string, frame, path or flag: the tokens two reports of one bug share verbatim."""
     if len(token) < 4 or token.isdigit():
         return False
@@ -149,7 +149,7 @@ def _cosine(a: dict[str, float], b: dict[str, float]) -> float:
 
 
 def _rare_tokens(docs: list[Doc]) -> list[set[str]]:
-    tokens = [{t for t in (w.strip(_EDGES) for w in f"{d.title} {d.body}".split()) if _code_like(t)} for d in docs]
+    tokens = [{t for t in (w.strip(_EDGES) for w in f"{d.title} {d.body}".split()) if code_like(t)} for d in docs]
     df = Counter(t for mine in tokens for t in mine)
     return [{t for t in mine if df[t] <= RARE_DF} for mine in tokens]
 

@@ -1,11 +1,13 @@
 """Filing: each new record's findings go to the entry they belong to, with a reason for every choice.
 
-A finding is (symptom, fix, outcome). The record's symptom is compared with each failure pattern's
-symptom (its title and bold lead), within the domain's file:
-- same symptom, the recorded fix, signoff       -> a confirmation (evidence)
-- same symptom, any fix, no signoff             -> a failure noted on the entry (failed), not a confirmation
-- same symptom, a different fix, signoff        -> a contradiction, appended (never written over)
-- a symptom nobody has filed                    -> a new entry
+A finding is (symptom, fix, outcome), with the run's tool and area. It is weighed against each failure
+pattern of the domain's file on every piece of evidence (services/signals.py: the symptoms' meaning,
+the same fix, a rare identifier both name, the tool and area), and filed on the entry that scores
+highest, when that reaches the threshold:
+- that entry, the recorded fix, signoff          -> a confirmation (evidence)
+- that entry, any fix, no signoff                -> a failure noted on the entry (failed), not a confirmation
+- that entry, a different fix, signoff           -> a contradiction, appended (never written over)
+- no entry                                       -> a new entry
 A flag is filed on the flag entries that name it (services/flags.py decides), a quirk on the quirk it
 restates. Records are taken oldest first and new entries join the candidates at once, so the same
 symptom worded two ways in one log becomes one entry.
@@ -18,10 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memfiles.format.wrap import clip
+from memfiles.services.authored import NO_VOCABULARY, Vocabulary, sentence, vocabulary
+from memfiles.services.authored import title as authored_title
 from memfiles.services.experiences import Record, issue_fix_pairs, notes_for, tool_flags
 from memfiles.services.flags import Flag
-from memfiles.services.knowledge import FAILURES, FLAGS, NO_FIX, QUIRKS, Known, sentence
-from memfiles.services.matching import NEAR, SAME, Similarity, shares_beyond
+from memfiles.services.knowledge import FAILURES, FLAGS, NO_FIX, QUIRKS, Known
+from memfiles.services.matching import Similarity
+from memfiles.services.signals import WEIGHTS, Signals, Weights, rare_pool, weigh, where_of, where_shares
 
 # Characters of a symptom a new entry's bold lead keeps (the title is clipped to the title limit).
 LEAD_LIMIT = 300
@@ -40,7 +45,8 @@ class Decision:
     known: Known | None = field(repr=False)
     score: float | None
     why: str
-    fix: str = ""  # the record's fix, for a contradiction
+    fix: str = ""  # the record's fix as the entry records it, for a contradiction
+    signals: dict[str, Any] | None = None  # the evidence on the entry it went to (or the closest one)
 
     @property
     def entry(self) -> str | None:
@@ -57,6 +63,7 @@ class Decision:
             "entry": self.entry,
             "score": None if self.score is None else round(self.score, 3),
             "why": self.why,
+            "signals": self.signals,
         }
 
     def __str__(self) -> str:
@@ -66,29 +73,49 @@ class Decision:
         return f"{self.run} line {self.line}: {self.finding}{said}: {self.action}{target}{score}: {self.why}"
 
 
-def quirks_of(record: Record) -> list[str]:
-    return [sentence(s) for s in re.split(r"(?<=[.!?])\s+", record.notes) if _QUIRK.search(s)]
+def log_vocabulary(records: list[Record]) -> Vocabulary:
+    """The commands a log names (services/authored.py): in its texts, and the records' `tool`."""
+    return vocabulary(
+        [text for r in records for text in (*r.issues, *r.fixes, r.notes)],
+        [str(r.context["tool"]) for r in records if isinstance(r.context.get("tool"), str)],
+    )
+
+
+def quirks_of(record: Record, vocab: Vocabulary = NO_VOCABULARY) -> list[str]:
+    return [sentence(s, vocab) for s in re.split(r"(?<=[.!?])\s+", record.notes) if _QUIRK.search(s)]
 
 
 class Filer:
     """Files records into `knowns` (the entries of one knowledge file), adding new ones as needed."""
 
-    def __init__(self, knowns: list[Known], similarity: Similarity, title_limit: int) -> None:
+    def __init__(
+        self, knowns: list[Known], similarity: Similarity, title_limit: int, weights: Weights | None = None
+    ) -> None:
         self.knowns = knowns
         self.sim = similarity
         self.title_limit = title_limit
+        self.weights = weights or WEIGHTS[similarity.mode]
         self.decisions: list[Decision] = []
+        self.vocab = NO_VOCABULARY
+        self.shares: dict[tuple[str, str], float] = {}
 
     def prepare(self, fresh: list[Record], counted: list[Record]) -> None:
-        """Embed every text the comparisons need in one batch, and teach each failure pattern the words
-        of the runs it already counts: a symptom filed there once in other words is recognised again."""
-        texts = [s for k in self.knowns for s in (*k.symptoms, k.fix, *(c.fix for c in k.contradictions))]
-        for record in [*fresh, *counted]:
-            texts += [*record.issues, *record.fixes, *quirks_of(record)]
+        """Embed every text the comparisons need in one batch, learn the log's commands (to write them as
+        written), and teach each failure pattern the words, tools and areas of the runs it counts: a
+        symptom filed there once in other words is recognised again."""
+        records = [*fresh, *counted]
+        self.vocab = log_vocabulary(records)
+        self.shares = where_shares([r.context for r in records])
+        texts = [s for k in self.knowns for s in (*k.symptoms, *k.fixes())]
+        for record in records:
+            texts += [*record.issues, *record.fixes, *quirks_of(record, self.vocab)]
         self.sim.prepare(texts)
         for record in counted:
             for known in self.knowns:
-                if known.section == FAILURES and record.issues and known.mentions(record.key):
+                if not known.mentions(record.key):
+                    continue
+                known.ran(where_of(record.context))
+                if known.section == FAILURES and record.issues:
                     # the run's issue this entry counts it for, and the fix paired with that issue
                     closest, fix = max(
                         issue_fix_pairs(record),
@@ -105,7 +132,7 @@ class Filer:
             self._symptom(record, issue, fix)
         for flag in tool_flags(record):
             self._flag(record, flag)
-        for quirk in quirks_of(record):
+        for quirk in quirks_of(record, self.vocab):
             self._quirk(record, quirk)
         if len(self.decisions) == before:
             self.decide(record, "run", "", "ignored", None, None, "no issue, no flag and no quirk to file")
@@ -120,63 +147,77 @@ class Filer:
         score: float | None,
         why: str,
         fix: str = "",
+        signals: Signals | None = None,
     ) -> None:
-        self.decisions.append(Decision(record.key, record.line, finding, text, action, known, score, why, fix))
+        evidence = signals.as_json(self.weights) if signals is not None else None
+        self.decisions.append(
+            Decision(record.key, record.line, finding, text, action, known, score, why, fix, evidence)
+        )
 
     def _new(self, section: str, title: str, body: str, record: Record, **extra: Any) -> Known:
-        known = Known(section, clip(title, self.title_limit), body, changed=True, **extra)
+        known = Known(section, title, body, changed=True, **extra)
         known.note("evidence" if record.signoff or section == QUIRKS else "failed", record.key, record.when)
+        known.ran(where_of(record.context))
         self.knowns.append(known)
         return known
 
-    def best(self, section: str, text: str, fix: str | None = None) -> tuple[Known | None, float, str]:
-        """The entry of `section` whose symptom is `text`'s, its score and why; (None, best score, why)."""
-        # Each entry by its closest symptom; a symptom naming another thing (USB / DDR) scores 0, one that
-        # negates the text stays under SAME (matching.Similarity.symptom_score).
-        scored = sorted(
-            (
-                (*max((self.sim.symptom_score(text, s), s) for s in k.symptoms), n, k)
-                for n, k in enumerate(self.knowns)
-                if k.section == section
-            ),
-            key=lambda item: (-item[0], item[2]),
-        )
-        same, near = self.sim.threshold(SAME), self.sim.threshold(NEAR)
-        for score, symptom, _, known in scored:
-            if score >= same:
-                return known, score, f"same symptom (>= {same:.2f})"
-            if score < near:
-                break
-            # A close symptom is the same one only when the fix agrees too (the recorded fix, one its runs
-            # used, or one that contradicted it), and the symptoms share a word besides the fix's:
-            # unrelated runs that share words, or share a fix for one object, are not filed together.
-            fixes = [known.fix, *known.run_fixes, *(c.fix for c in known.contradictions if c.runs)]
-            for known_fix in fixes if fix else []:
-                agree, fix_score = self.sim.same_fix(fix, known_fix)
-                if known_fix and agree and shares_beyond(text, symptom, [fix, known_fix]):
-                    return known, score, f"close symptom (>= {near:.2f}) and a fix it records ({fix_score:.2f})"
-        best = scored[0][0] if scored else 0.0
-        closest = f"closest {scored[0][3].label} at {best:.2f}" if scored else "no entry in the section yet"
-        return None, best, f"no entry states this symptom ({closest}; same needs {same:.2f})"
+    def candidates(self, section: str, text: str, fix: str | None, where: dict[str, str]) -> list[Signals]:
+        """The evidence of the finding on every entry of `section`, highest score first (file order on ties)."""
+        knowns = [k for k in self.knowns if k.section == section]
+        pool = rare_pool(knowns)
+        weighed = [weigh(self.sim, text, fix, where, known, pool, self.shares) for known in knowns]
+        order = {id(known): n for n, known in enumerate(knowns)}
+        return sorted(weighed, key=lambda s: (-s.score(self.weights), order[id(s.known)]))
+
+    def match(
+        self, section: str, text: str, fix: str | None = None, record: Record | None = None
+    ) -> tuple[Known | None, Signals | None, str]:
+        """The entry of `section` that takes the finding, its evidence and why; (None, the closest, why)."""
+        where = where_of(record.context) if record is not None else {}
+        weighed = self.candidates(section, text, fix, where)
+        for signals in weighed:
+            if signals.takes(self.weights):
+                return signals.known, signals, signals.explain(self.weights)
+        if not weighed:
+            return None, None, "no entry in the section yet"
+        closest = weighed[0]
+        return None, closest, f"no entry takes it (closest {closest.known.label}: {closest.explain(self.weights)})"
+
+    def best(self, section: str, text: str) -> tuple[Known | None, float, str]:
+        """The entry of `section` whose symptom is `text`'s, its score and why (the LLM drafter's findings)."""
+        known, signals, why = self.match(section, text)
+        return known, signals.score(self.weights) if signals else 0.0, why
+
+    def title(self, text: str) -> str:
+        """A new entry's title from the record's words (services/authored.title)."""
+        return authored_title(text, self.vocab, self.title_limit)
+
+    def say(self, text: str, spans: bool = True) -> str:
+        """The record's words as an entry writes them: commands, flags and identifiers kept as written."""
+        return sentence(text, self.vocab, spans=spans)
 
     def _symptom(self, record: Record, issue: str, fix: str) -> None:
-        known, score, why = self.best(FAILURES, issue, fix)
+        known, signals, why = self.match(FAILURES, issue, fix, record)
+        score = signals.score(self.weights) if signals else None
         if known is None:
             cause = notes_for(record, issue)
-            body = f"**{sentence(clip(issue, LEAD_LIMIT))}.**"  # a pasted log line is not a lead
+            body = f"**{self.say(clip(issue, LEAD_LIMIT))}.**"  # a pasted log line is not a lead
             if cause:
-                body += f" {sentence(clip(cause, 300))}."
-            body += f" Fix: {sentence(fix)}." if fix else f" {NO_FIX}"
-            new = self._new(FAILURES, sentence(issue), body, record, symptoms=[issue], fix=sentence(fix))
+                body += f" {self.say(clip(cause, 300))}."
+            body += f" Fix: {self.say(clip(fix, LEAD_LIMIT))}." if fix else f" {NO_FIX}"  # a pasted script neither
+            new = self._new(FAILURES, self.title(issue), body, record, symptoms=[issue], fix=self.say(fix, spans=False))
             outcome = "signed off" if record.signoff else "did not reach signoff"
-            self.decide(record, "symptom", issue, "new", new, score, f"{why}; the run {outcome}")
+            self.decide(record, "symptom", issue, "new", new, score, f"{why}; the run {outcome}", signals=signals)
             return
         if known.mentions(record.key):
-            self.decide(record, "symptom", issue, "already", known, score, "this run is counted on it already")
+            self.decide(
+                record, "symptom", issue, "already", known, score, "this run is counted on it already", signals=signals
+            )
             return
         if issue not in known.symptoms:
             known.symptoms.append(issue)
-        if record.signoff and fix and not known.fix and known.adopt_fix(fix):
+        known.ran(where_of(record.context))
+        if record.signoff and fix and not known.fix and known.adopt_fix(self.say(fix, spans=False), self.say(fix)):
             known.note("evidence", record.key, record.when)
             self.decide(
                 record,
@@ -186,23 +227,45 @@ class Filer:
                 known,
                 score,
                 f"{why}; the first fix to reach signoff: now its fix",
+                signals=signals,
             )
             return
         agree, fix_score = max(self.sim.same_fix(fix, f) for f in [known.fix, *known.run_fixes])
         if not record.signoff:
             known.note("failed", record.key, record.when)
-            self.decide(record, "symptom", issue, "failed", known, score, f"{why}; the run did not reach signoff")
+            self.decide(
+                record,
+                "symptom",
+                issue,
+                "failed",
+                known,
+                score,
+                f"{why}; the run did not reach signoff",
+                signals=signals,
+            )
         elif agree:
             known.note("evidence", record.key, record.when)
-            self.decide(record, "symptom", issue, "confirmed", known, score, f"{why}; same fix, signed off")
+            self.decide(
+                record, "symptom", issue, "confirmed", known, score, f"{why}; same fix, signed off", signals=signals
+            )
         elif not fix:
-            self.decide(record, "symptom", issue, "ignored", known, score, f"{why}; signed off, no fix recorded")
+            self.decide(
+                record,
+                "symptom",
+                issue,
+                "ignored",
+                known,
+                score,
+                f"{why}; signed off, no fix recorded",
+                signals=signals,
+            )
         else:
             earlier = next(
                 (c for c in known.contradictions if c.runs and self.sim.same_fix(fix, c.fix)[0]),
                 None,
             )
-            known.contradict(record.key, record.when, fix, earlier)
+            said = self.say(fix, spans=False)
+            known.contradict(record.key, record.when, said, earlier)
             again = " (a fix noted before)" if earlier else ""
             self.decide(
                 record,
@@ -212,7 +275,8 @@ class Filer:
                 known,
                 score,
                 f"{why}; a different fix{again} reached signoff ({fix_score:.2f} to the recorded one)",
-                fix,
+                said,
+                signals=signals,
             )
 
     def _flag(self, record: Record, flag: Flag) -> None:
@@ -234,16 +298,23 @@ class Filer:
             self.decide(record, "flag", flag.text, "ignored", None, None, "no entry names it and the run failed")
             return
         body = f"**Runs that reached signoff used `{flag.text}`.**"
-        new = self._new(FLAGS, f"`{flag.text}` in signed-off runs", body, record, symptoms=[flag.text], flags=[flag])
+        title = clip(f"`{flag.text}` in signed-off runs", self.title_limit)
+        new = self._new(FLAGS, title, body, record, symptoms=[flag.text], flags=[flag])
         self.decide(record, "flag", flag.text, "new", new, None, f"no entry names `{flag.key}`; signed off")
 
     def _quirk(self, record: Record, quirk: str) -> None:
-        known, score, why = self.best(QUIRKS, quirk)
+        known, signals, why = self.match(QUIRKS, quirk, None, record)
+        score = signals.score(self.weights) if signals else None
         if known is None:
-            new = self._new(QUIRKS, quirk, f"**{quirk}.**", record, symptoms=[quirk])
-            self.decide(record, "quirk", quirk, "new", new, score, why)
+            new = self._new(
+                QUIRKS, self.title(quirk), f"**{self.say(clip(quirk, LEAD_LIMIT))}.**", record, symptoms=[quirk]
+            )
+            self.decide(record, "quirk", quirk, "new", new, score, why, signals=signals)
         elif known.mentions(record.key):
-            self.decide(record, "quirk", quirk, "already", known, score, "this run is counted on it already")
+            self.decide(
+                record, "quirk", quirk, "already", known, score, "this run is counted on it already", signals=signals
+            )
         else:
             known.note("evidence", record.key, record.when)
-            self.decide(record, "quirk", quirk, "confirmed", known, score, why)
+            known.ran(where_of(record.context))
+            self.decide(record, "quirk", quirk, "confirmed", known, score, why, signals=signals)

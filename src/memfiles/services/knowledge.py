@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from memfiles.format.model import Entry
 from memfiles.format.wrap import one_line
+from memfiles.services.authored import plain
 from memfiles.services.flags import Flag, find_flags
 
 FAILURES = "Known Failure Patterns"
@@ -41,12 +42,6 @@ _ITEM = re.compile(r"(\d{4}-\d{2}-\d{2}) ((?:(?!: |; ).)+?): (.*?)(?=; \d{4}-\d{
 # What a run id must not hold, since the lists that cite runs are cut there: `evidence` and `failed` at
 # commas, and a `contradicted` value into items at "; " and each item's runs from its fix at ": " (_ITEM).
 RUN_SEPARATORS = {",": "a comma", ": ": "a colon and a space", "; ": "a semicolon and a space"}
-
-
-def sentence(text: str) -> str:
-    """One line, no closing full stop, first letter upper case: a symptom as a title or a lead."""
-    text = one_line(text).rstrip(".;:, ")
-    return text[:1].upper() + text[1:] if text else text
 
 
 def _plural(count: int, word: str) -> str:
@@ -96,6 +91,23 @@ class Known:
     id: str | None = None
     entry: Entry | None = None
     changed: bool = False
+    where: dict[str, set[str]] = field(default_factory=dict)  # the tools and areas of its runs, by field
+
+    def fixes(self) -> list[str]:
+        """The fixes it records: its own, those its runs used, and those that contradicted it."""
+        found = [self.fix, *self.run_fixes, *(c.fix for c in self.contradictions if c.runs)]
+        return list(dict.fromkeys(fix for fix in found if fix))
+
+    def identifiers(self) -> set[str]:
+        """The code-like words its symptoms name (signals.identifiers)."""
+        from memfiles.services.signals import identifiers
+
+        return {token for symptom in self.symptoms for token in identifiers(symptom)}
+
+    def ran(self, where: dict[str, str]) -> None:
+        """Learn the tool and area of one more of its runs."""
+        for key, value in where.items():
+            self.where.setdefault(key, set()).add(value)
 
     @property
     def label(self) -> str:
@@ -121,25 +133,26 @@ class Known:
         self.last_seen = max(self.last_seen, when)
         self.changed = True
 
-    def adopt_fix(self, fix: str) -> bool:
+    def adopt_fix(self, fix: str, written: str) -> bool:
         """Take `fix` as the entry's fix when it has none and its body is the distiller's own (`No fix was
-        recorded.` becomes `Fix: ...`); False when it cannot (a body written by hand is left alone)."""
+        recorded.` becomes `Fix: <written>.`); False when it cannot (a body written by hand is left alone)."""
         if self.fix or not (self.generated or self.id is None):  # a new entry's body is the distiller's own
             return False
-        body, replaced = _NO_FIX_RE.subn(f"Fix: {sentence(fix)}.", self.body, count=1)  # wrapped anywhere
+        body, replaced = _NO_FIX_RE.subn(f"Fix: {written}.", self.body, count=1)  # wrapped anywhere
         if not replaced:
             return False
-        self.fix, self.body, self.changed = sentence(fix), body, True
+        self.fix, self.body, self.changed = fix, body, True
         return True
 
     def contradict(self, key: str, when: str, fix: str, same_as: Contradiction | None) -> None:
-        """Record a different fix that worked: appended as a new item, or one more run of the same fix."""
+        """Record a different fix that worked (`fix` as it is to be written): appended as a new item, or
+        one more run of the same fix."""
         self.last_seen = max(self.last_seen, when)
         self.changed = True
         if same_as is not None:
             same_as.runs.append(key)
         else:
-            self.contradictions.append(Contradiction(when, [key], sentence(fix)))
+            self.contradictions.append(Contradiction(when, [key], fix))
 
     def contradicted_value(self) -> str | None:
         return "; ".join(c.render() for c in self.contradictions) or None
@@ -185,10 +198,11 @@ def known_from(entry: Entry, section: str | None) -> Known:
     """An entry of the file as the distiller matches against it."""
     flat = one_line(entry.body)
     lead = _LEAD.match(flat)
-    symptoms = [entry.title] + ([lead.group(1).rstrip(".")] if lead else [])
+    # compared as words: the code spans the distiller puts around commands are no part of the symptom
+    symptoms = [plain(entry.title)] + ([plain(lead.group(1).rstrip("."))] if lead else [])
     fix_match = _FIX.search(flat)
     if fix_match:
-        fix = fix_match.group(1)
+        fix = plain(fix_match.group(1))
     else:
         rest = flat[lead.end() :] if lead else flat
         fix = _TRAILER.sub("", rest).strip()

@@ -3,16 +3,13 @@
 The distiller compares a record's symptom with each entry's symptom, not with templated bodies: both
 are one sentence, which is what a sentence encoder is made for. It uses the bundled model (the numpy
 encoder: no torch, no index needed) and falls back to word overlap when the model cannot be loaded.
+How the symptoms' meaning is weighed with the other evidence is services/signals.py's; here are the
+guards that set alike sentences apart (another named thing, a negation), and when two fixes are one.
 
-Thresholds, read off STS-B (1,500 sentence pairs with human scores 0-5; the cosine of the bundled
-model; scripts/eval_distil.py reports how they do on the labelled logs):
-- SAME 0.80: two sentences say the same thing (pairs scored 4+: precision 0.58, recall 0.80; scored
-  3+: precision 0.91). A symptom this close is the same symptom, whatever the fix; two fixes this
-  close (or naming the same flag) are the same fix.
-- NEAR 0.50: the same topic (pairs scored 3+: recall 0.97, precision 0.65). A symptom this close is
-  the same one only when its fix is one the entry records: unrelated runs that share words stay apart.
-  First set at 0.65, it was lowered after the first evaluation run missed paraphrases with acronyms
-  ("after CTS" / "after clock tree synthesis": 0.52), so the evaluation set is not held out for it.
+SAME 0.80, read off STS-B (1,500 sentence pairs with human scores 0-5; the cosine of the bundled model):
+two sentences this close say the same thing (pairs scored 3+: precision 0.91). Two fixes this close
+(or naming the same flag) are the same fix, unless they set something to other values or turn it the
+other way.
 """
 
 from __future__ import annotations
@@ -23,11 +20,10 @@ from typing import Any
 from memfiles.config import Settings
 from memfiles.services.flags import NEGATION, find_flags
 
-SAME, NEAR = "same", "near"
+SAME = "same"
 # (cosine, Jaccard of stemmed words). On STS-B pairs scored 3+, Jaccard 0.6 has the precision of cosine
-# 0.80 (0.91); Jaccard 0.3 (precision 0.75, recall 0.81) stands in for cosine 0.50 (0.65, 0.97): words
-# cannot reach that recall. `python scripts/eval_distil.py --stsb` prints the table.
-THRESHOLDS = {SAME: (0.80, 0.6), NEAR: (0.50, 0.3)}
+# 0.80 (0.91). `python scripts/eval_distil.py --stsb` prints the table.
+THRESHOLDS = {SAME: (0.80, 0.6)}
 # A negation sets two symptoms apart when the rest of their words, in order, match this well
 # (difflib's ratio of the stemmed words): the same statement but for the `not`.
 NEGATION_OVERLAP = 0.7
@@ -165,27 +161,24 @@ def _around(words: list[str], marker: str) -> set[tuple[str, str]]:
 
 
 def negated_apart(a: str, b: str) -> bool:
-    """True when one text says `not` (no, never, cannot ...) and the other does not, their other words
-    mostly the same: "IR drop exceeds 5%" and "IR drop does not exceed 5%" embed at 0.97 and say
-    opposite things. "No module named yaml" beside "the yaml module is missing" says no such thing."""
-    if bool(_NEGATION.search(a)) == bool(_NEGATION.search(b)):
+    """True when one text says `not` (no, never, cannot ...) and the other does not, of something both
+    say, their other words mostly the same: "IR drop exceeds 5%" and "IR drop does not exceed 5%" embed
+    at 0.97 and say opposite things. "No module named yaml" beside "the yaml module is missing" says no
+    such thing, nor "renames columns without a version bump" beside "renamed the column again": what it
+    turns down (a version bump) the other never says."""
+    negated, other = (a, b) if _NEGATION.search(a) else (b, a)
+    if not _NEGATION.search(negated) or _NEGATION.search(other):
         return False
     from difflib import SequenceMatcher
 
     from memfiles.index.text import tokenize
 
+    theirs = set(tokenize(other))
+    # what each negation turns down: the first two words of weight after it
+    if not any(set(tokenize(negated[m.end() :])[:2]) & theirs for m in _NEGATION.finditer(negated)):
+        return False
     left, right = tokenize(_NEGATION.sub(" ", a)), tokenize(_NEGATION.sub(" ", b))
     return bool(left and right) and SequenceMatcher(None, left, right).ratio() >= NEGATION_OVERLAP
-
-
-def shares_beyond(a: str, b: str, besides: list[str]) -> bool:
-    """True when `a` and `b` share a word that none of `besides` holds (their fix's words aside, two
-    symptoms of one object, "setup violations ... in the branch predictor" and "simulation mismatch ...
-    in the branch predictor", share nothing)."""
-    shared = _words(a) & _words(b)
-    for text in besides:
-        shared -= _words(text)
-    return bool(shared)
 
 
 def _words(text: str) -> set[str]:
@@ -227,16 +220,6 @@ class Similarity:
             self._embedder, self.mode, self.reason = None, "lexical", f"{type(error).__name__}: {error}"
             return
         self._vectors.update(zip(todo, vectors, strict=True))
-
-    def symptom_score(self, a: str, b: str) -> float:
-        """How alike two symptoms are, for filing: 0 when they name different things; just under SAME
-        when one negates the other (then only a fix they share can join them)."""
-        if names_other_things(a, b):
-            return 0.0
-        score = self.score(a, b)
-        if negated_apart(a, b):
-            score = min(score, self.threshold(SAME) - 1e-6)
-        return score
 
     def score(self, a: str, b: str) -> float:
         if not a or not b:
