@@ -644,3 +644,28 @@ def test_a_large_import_summarises_its_ids(run: Run, root: Path, tmp_path: Path)
     few = [{"op": "add", "kind": "todo", "title": f"Other {n}", "area": "a", "body": "b"} for n in range(2)]
     (tmp_path / "few.json").write_text(json.dumps({"ops": few}))
     assert run("import", str(tmp_path / "few.json")).stdout.strip() == "added T-026, T-027"
+
+
+def test_an_automated_body_that_grows_when_prepared_is_clipped_not_refused(root: Path) -> None:
+    """An automated writer's body is clipped to the limit; preparing it for its file (bare URLs put in
+    `<...>`, a log fenced) may make it longer again: it is clipped once more, with a warning, never a
+    refused batch (a domain's distillation was lost for three characters). A person's is refused."""
+    from memfiles.config import load_settings
+    from memfiles.errors import BatchError
+    from memfiles.services.write import write_ops
+    from memfiles.store.ops import normalize_automated, parse_op
+    from memfiles.store.project import Project
+
+    project = Project(load_settings(root))
+    schema = project.settings.schema
+    body = " ".join(["see https://example.com/a"] * 200)  # 5,000 characters, a URL in every 25
+    raw = {"op": "add", "kind": "lesson", "title": "Machine notes", "area": "a", "body": body}
+    op = parse_op(normalize_automated(raw, schema), 1, schema)
+    assert len(op.fields["body"]) <= schema.body_limit
+    result, _ = write_ops(project, [op])
+    stored = next(iter(project.entries())).entry.body
+    assert result.added == ["L-001"] and len(stored) <= schema.body_limit and "<https://example.com/a>" in stored
+    assert any("clipped" in warning for warning in result.warnings), result.warnings
+    person = parse_op({**raw, "title": "By hand", "body": body[: schema.body_limit - 10]}, 1, schema)
+    with pytest.raises(BatchError, match="once prepared for its file"):
+        write_ops(project, [person])

@@ -218,6 +218,20 @@ def _prepared(project: Project, items: list[tuple[str, str]], config: LintConfig
     return [settle(item, settings.schema) for item in done if item is not None]
 
 
+def _clipped(project: Project, title: str, given: str, over: int, config: LintConfig | None):  # -> Prepared
+    """An automated writer's body prepared again from its text clipped by what preparing it added (and a
+    little more each time), until it fits the body limit (three tries)."""
+    from memfiles.format.wrap import clip
+
+    limit = project.settings.schema.body_limit
+    for attempt in range(1, 4):
+        done = _prepared(project, [(title, clip(given, max(1, len(given) - over * attempt - 20)))], config)[0]
+        if len(done.text) <= limit:
+            done.notes.append(f"clipped to {limit} characters once prepared for its file (an automated writer's)")
+            return done
+    return done
+
+
 def clean_ops(project: Project, ops: list) -> list[str]:  # ops: list[Op]
     """Every body and intro of `ops` made ready for its file (markdown/body.py), in place; the notes on
     what was changed that a reader may see, as warnings. BatchError naming every op whose body is past
@@ -234,7 +248,9 @@ def clean_ops(project: Project, ops: list) -> list[str]:  # ops: list[Op]
     problems: list[OpError] = []
     notes: list[str] = []
     several = len({op.position for op, *_ in work}) > 1
-    for (op, field, _title), done in zip(work, prepared, strict=True):
+    for (op, field, title), done in zip(work, prepared, strict=True):
+        if field == "body" and len(done.text) > schema.body_limit and op.clip:
+            done = _clipped(project, title, op.fields[field], len(done.text) - schema.body_limit, config)
         if field == "body" and len(done.text) > schema.body_limit:
             message = f"body is {len(done.text)} characters once prepared for its file; at most {schema.body_limit}"
             problems.append(OpError(op.position, message, field))

@@ -22,6 +22,7 @@ from memfiles.jsonin import json_type
 from memfiles.store.project import WORKING_KIND
 
 OPS = ("add", "update", "retire", "prune", "section", "renumber")
+AUTOMATED = "_automated"  # the key normalize_automated marks an op with
 TEXT_FIELDS = (
     "file",
     "kind",
@@ -72,6 +73,7 @@ class Op:
     id: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what was changed in a text as given (the writer is told)
+    clip: bool = False  # an automated writer's: a body past the limit once prepared is clipped, not refused
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.fields.get(name, default)
@@ -183,13 +185,18 @@ def _parse_op(value: Any, problems: _Problems, schema: Schema, wrap: int) -> Op 
     if name not in OPS:
         problems.add(f"op must be one of {', '.join(OPS)}, got {name!r}", "op")
         return None
-    keys = {key.replace("-", "_") for key in value if key != "op"}
+    clipped = value.get(AUTOMATED) is True  # normalize_automated's mark, not a field of the op
+    keys = {key.replace("-", "_") for key in value if key not in ("op", AUTOMATED)}
     unknown = keys - ALLOWED[name]
     if unknown:
         allowed = ", ".join(sorted(ALLOWED[name]))
         problems.add(f"{name} does not take {', '.join(sorted(unknown))} (it takes {allowed})", sorted(unknown)[0])
-    data = {key.replace("-", "_"): item for key, item in value.items() if key != "op" and key not in unknown}
-    op = Op(position, name)
+    data = {
+        key.replace("-", "_"): item
+        for key, item in value.items()
+        if key not in ("op", AUTOMATED) and key.replace("-", "_") not in unknown
+    }
+    op = Op(position, name, clip=clipped)
     if name not in ("add", "section"):
         if "id" not in data:
             problems.add(f"{name} needs the id of an entry", "id")
@@ -331,6 +338,7 @@ def normalize_automated(value: Any, schema: Schema) -> Any:
         fixed["title"] = clip(one_line(fixed["title"]), schema.title_limit)
     if isinstance(fixed.get("body"), str):
         fixed["body"] = clip(printable_body(fixed["body"]).strip(), schema.body_limit)
+    fixed[AUTOMATED] = True  # and clipped again should preparing it for its file make it longer
     return fixed
 
 
