@@ -48,6 +48,7 @@ TRIGGERS = {
 }
 _ID = re.compile(r"^[A-Z]{1,8}-\d+$")
 SWEEP = [round(0.05 * n, 2) for n in range(4, 13)]  # 0.20 .. 0.60
+PRIOR = 0.40  # hooks_floor before floors per layer (scripts/eval_hook_floor.py): kept where the labels do not decide
 
 
 def projects(names: list[str] | None) -> list[str]:
@@ -163,7 +164,9 @@ def measure(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 def report(title: str, results: list[dict[str, Any]]) -> None:
     table = measure(results)
     print(f"\n{title}\n")
-    print("| trigger | situations with wanted entries | got one | situations wanting nothing | got anything | precise |")
+    print(
+        "| trigger | situations with wanted entries | got one | situations wanting nothing | got anything | precise |"
+    )
     print("|---|---|---|---|---|---|")
     for trigger in ("prompt", "command", "tool result", "resume", "all"):
         row = table.get(trigger)
@@ -191,20 +194,21 @@ CONFIG = "hooks_watch = false\nhooks_timeout = 60\nsearch_watch = false\nhooks_b
 
 def sweep(names: list[str]) -> None:
     """Floors per layer chosen on `names`: every hit the hooks weighed is recorded once with no floor,
-    then each floor is applied as the hook applies it (the first K of a layer at or above it)."""
+    then each floor is applied as the hook applies it (the first K of a layer at or above it). The best:
+    the most situations with wanted entries served, minus twice the share of those wanting nothing that
+    got something; among the floors within 0.02 of the best (one situation), the nearest to PRIOR (the
+    one floor measured before on prompts, scripts/eval_hook_floor.py), then the highest precision."""
     from memfiles.services import hooks
 
     weighed: dict[str, dict[str, list[tuple[str, float]]]] = {}
     current: list[str] = [""]
     original = hooks.pick
 
-    def recording(settings: Any, hits: list[dict[str, Any]], seen: set[str], layer: str | None = None) -> Any:
-        kind = layer or (hits[0]["entry"]["kind"] if hits else None)
-        if kind:
-            weighed.setdefault(current[0], {}).setdefault(kind, []).extend(
-                (hit["entry"]["id"], hit["score"]) for hit in hits if hit["entry"]["id"] not in seen
-            )
-        return original(settings, hits, seen, layer) if layer else original(settings, hits, seen)
+    def recording(settings: Any, hits: list[dict[str, Any]], seen: set[str], layer: str) -> Any:
+        weighed.setdefault(current[0], {}).setdefault(layer, []).extend(
+            (hit["entry"]["id"], hit["score"]) for hit in hits if hit["entry"]["id"] not in seen
+        )
+        return original(settings, hits, seen, layer)
 
     hooks.pick = recording  # type: ignore[assignment]
     situations: dict[str, dict[str, Any]] = {}
@@ -227,8 +231,14 @@ def sweep(names: list[str]) -> None:
         row = measure(results)["all"]
         got, noisy = row["got"] / row["want"], row["noisy"] / row["quiet"]
         precise = row["right"] / row["shown"] if row["shown"] else 0.0
-        best.append(((got - noisy, precise, *floors), floors))
-    best.sort(reverse=True)
+        # the rule: most situations served, an off-topic one injected into costing two; among the floors
+        # within one situation of the best, the nearest to the one floor measured before (PRIOR: what
+        # the labels do not decide stays as it was), then the highest precision
+        prior = -round(sum(abs(floor - PRIOR) for floor in floors), 6)
+        best.append(((round(got - 2 * noisy, 6), prior, round(precise, 6)), floors))
+    top = max(key[0] for key, _floors in best)
+    best = [item for item in best if item[0][0] >= top - 0.02]  # within one situation of the best
+    best.sort(key=lambda item: (item[0][1], item[0][2], item[0][0]), reverse=True)
     print(f"floors per layer on {', '.join(names)} ({len(situations)} situations), best first:")
     print("| " + " | ".join(layers) + " | got | got anything | precise |")
     print("|" + "---|" * (len(layers) + 3))

@@ -11,7 +11,6 @@ layers' searches are one socket round trip, and this module imports nothing heav
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ from memfiles.contract import entry_object, hit_object
 from memfiles.errors import IndexUnavailable, MemfilesError
 from memfiles.format.ids import RETIRED
 from memfiles.format.model import area_key
+from memfiles.services.failures import error_signature
 from memfiles.services.hits import hit_objects
 from memfiles.store.project import Project
 
@@ -46,43 +46,6 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
 }
 DEFAULT_K = 3
 _EXTRA = 5  # asked beyond k so that retired entries can be dropped without coming up short
-
-_TYPED_ERROR = re.compile(r"\b[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning)\b")
-_ERROR_WORD = re.compile(
-    r"\b(error|fatal|failed|failure|panic|traceback|denied|refused|not found|timed out|segmentation fault"
-    r"|core dumped|aborted|killed|out of memory)\b|\bERR!",  # npm's `npm ERR! code E404`
-    re.I,
-)
-_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{12,64}\b")
-_URL = re.compile(r"\b[a-zA-Z][\w+.-]*://([^/\s:]+)\S*")  # a URL is its host: the rest changes per run
-_PATH = re.compile(r"(?<![\w])(?:[A-Za-z]:)?(?:[\w.~-]*[/\\])+([\w.-]+)")  # POSIX or Windows: its last part
-# A number, dotted ones whole (10.0.0.12, 30.5, 1.2.3), with a unit of up to 3 letters kept (30.5s: Ns).
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?=[a-zA-Z%]{0,3}(?!\w))")
-_STAMP = re.compile(r"^\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+Z?\]?\s*")
-
-
-def error_signature(text: str) -> str | None:
-    """The error line of `text`, with what changes between runs (paths, numbers, addresses) wiped.
-
-    The last line naming a typed error (`ModuleNotFoundError: ...`) wins, else the first line with an
-    error word. Two runs failing the same way give the same signature; None when no line looks like one.
-    """
-    lines = [line.strip() for line in text.replace("\r", "\n").split("\n") if line.strip()]
-    typed = [line for line in lines if _TYPED_ERROR.search(line)]
-    worded = [line for line in lines if _ERROR_WORD.search(line)]
-    line = typed[-1] if typed else (worded[0] if worded else None)
-    if line is None:
-        return None
-    line = _STAMP.sub("", line)
-    match = _TYPED_ERROR.search(line)
-    if match and typed:
-        line = line[match.start() :]
-    line = _HEX.sub("<hex>", line)
-    line = _URL.sub(lambda m: m.group(1), line)
-    line = _PATH.sub(lambda m: m.group(1), line)
-    line = _NUMBER.sub("N", line)
-    return " ".join(line.split())[:200] or None
-
 
 # --- the seam: every search recall and the MCP server make goes through filtered_search ----------
 
@@ -161,6 +124,11 @@ def search_many(searcher: Any, items: list[dict[str, Any]]) -> list[list[dict[st
     saved = searcher.embedder
     if saved is not None:
         searcher.embedder = _MemoEmbedder(saved)
+        # every distinct query in one batch: an agent's hook asks several layers and several readings of
+        # the situation at once, and one forward pass over a few short texts costs about what one does
+        texts = [item["query"] for item in items if item.get("mode", "hybrid") != "lexical" and item["query"].strip()]
+        if len(set(texts)) > 1:
+            searcher.embedder.encode(list(dict.fromkeys(texts)))
     try:
         return [
             hit_objects(
@@ -337,6 +305,40 @@ def to_hits(
     return hits
 
 
+def merged(*lists: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Contract hits of one layer found by several queries: each entry once, at its best score, best first."""
+    best: dict[str, dict[str, Any]] = {}
+    for hits in lists:
+        for hit in hits:
+            known = best.get(hit["entry"]["id"])
+            if known is None or hit["score"] > known["score"]:
+                best[hit["entry"]["id"]] = hit
+    ordered = sorted(best.values(), key=lambda hit: (-hit["score"], hit["entry"]["id"]))
+    return [{**hit, "rank": rank} for rank, hit in enumerate(ordered, start=1)]
+
+
+def give_way(reader: EntryReader, found: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """A promoted episode gives way to what it was promoted to, when that layer was asked too (the
+    memory-manager seed: procedures come first, and the procedure holds what its episodes taught): the
+    episode leaves its layer, and the entry it became stands in its own at the episode's score when its
+    own is lower. Evidence that an episode bears on the query is evidence for the procedure citing it."""
+    kept: list[dict[str, Any]] = []
+    extra: dict[str, list[dict[str, Any]]] = {}
+    for hit in found.get("episode", []):
+        entry = hit["entry"]
+        targets = (
+            [reader.find(target) for target in entry.get("promoted") or []] if entry["status"] == "promoted" else []
+        )
+        landed = [target for target in targets if target is not None and target["kind"] in found]
+        for target in landed:
+            extra.setdefault(target["kind"], []).append({**hit, "entry": target})
+        if not landed:
+            kept.append(hit)
+    if "episode" in found:
+        found = {**found, "episode": merged(kept)}
+    return {layer: merged(hits, extra.get(layer, [])) if layer in extra else hits for layer, hits in found.items()}
+
+
 class EntryReader:
     """Entry objects for hits, read from their files (the files are the truth; each file parsed once)."""
 
@@ -366,3 +368,13 @@ class EntryReader:
                     section=located.section,
                 )
         return None
+
+    def find(self, entry_id: str) -> dict[str, Any] | None:
+        """The live entry carrying `entry_id` (any spelling), read from its file; None when there is none."""
+        try:
+            located = self.project.find(entry_id)
+        except MemfilesError:  # two entries carry it (AmbiguousId), or a file does not parse
+            return None
+        if located is None or located.entry.status == RETIRED:
+            return None
+        return self.entry({"id": located.entry.id, "path": located.file.rel})
