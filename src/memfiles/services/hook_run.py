@@ -190,7 +190,9 @@ def _asked(layers: tuple[str, ...], query: str, more: list[str]) -> list[tuple[s
 
 
 def vocab(project: Project) -> situation.Vocabulary:
-    return hooks.vocabulary(project)
+    from memfiles.services.layers import vocabulary
+
+    return vocabulary(project)
 
 
 def session_start(call: hooks.Call, settings: Settings, project: Project, state: hook_state.SessionState) -> str:

@@ -20,13 +20,12 @@ The run-facing parts are in hook_run.py; the session's memory is hook_state.py.
 from __future__ import annotations
 
 import json
-import operator
 import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable, MemfilesError
@@ -34,10 +33,7 @@ from memfiles.hook_events import EVENTS, project_folder, session_of
 from memfiles.jsonin import json_type
 from memfiles.services import hook_state
 from memfiles.services.hook_text import Item, Section, render, strip_injected
-
-if TYPE_CHECKING:
-    from memfiles.services.situation import Vocabulary
-    from memfiles.store.project import Project
+from memfiles.services.layers import LAYERS
 
 # Events whose output may carry hookSpecificOutput.additionalContext, by the agents' own references.
 # Claude Code's validator refuses it on Stop, PreCompact and SessionEnd; Gemini CLI reads it on these three.
@@ -139,7 +135,8 @@ def search(
 
     One round trip to the watcher (or `ask`, inside the watcher); IndexUnavailable when none answers
     (the caller logs it)."""
-    from memfiles.services.recall import EntryReader, filtered_search, give_way, merged, to_hits
+    from memfiles.services.layers import give_way, merged
+    from memfiles.services.recall import EntryReader, filtered_search, to_hits
     from memfiles.store.project import Project
 
     wanted = [(layer, query) for layer, query in wanted if query.strip()]
@@ -167,31 +164,6 @@ def pick(settings: Settings, hits: list[dict[str, Any]], seen: set[str], layer: 
         if len(items) == K:
             break
     return items
-
-
-LAYERS = ("procedure", "episode", "lesson", "insight")  # what a hook injects, in recall's order
-_VOCABULARY: list[Any] = [None, None]  # the parsed files the vocabulary was read from, and it
-
-
-def vocabulary(project: Project) -> Vocabulary:
-    """What the memory knows of its situations (situation.Vocabulary): the titles, areas and code spans of
-    its live procedures, episodes, lessons and insights. Read again only when a file's text changed (in
-    the watcher the parsed files are cached by their text, so an unchanged file is the same object)."""
-    from memfiles.format.ids import RETIRED
-    from memfiles.services.situation import Vocabulary
-
-    files = project.load_all().files
-    key = [loaded.memory for loaded in files]
-    if _VOCABULARY[0] is not None and len(key) == len(_VOCABULARY[0]) and all(map(operator.is_, key, _VOCABULARY[0])):
-        return _VOCABULARY[1]
-    schema = project.settings.schema
-    entries = [
-        located.entry
-        for located in project.entries(files)
-        if located.entry.status != RETIRED and (kind := schema.kind_of(located.entry.id)) and kind.name in LAYERS
-    ]
-    _VOCABULARY[:] = [key, Vocabulary.of(entries)]
-    return _VOCABULARY[1]
 
 
 def inject(settings: Settings, state: hook_state.SessionState, sections: list[Section], preface: str = "") -> str:

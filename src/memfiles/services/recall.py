@@ -35,7 +35,7 @@ WHY = {
 # The seed's mandatory retrieval triggers and the layers each makes mandatory.
 TRIGGERS: dict[str, tuple[str, ...]] = {
     "turn": ("procedure", "episode", "lesson", "insight"),  # every new user turn
-    "act": ("procedure",),  # every execution batch, before acting
+    "act": ("procedure", "episode"),  # every execution batch, before acting: episodes of the same task
     "replan": ("procedure", "episode", "lesson", "insight"),  # every replan
     "failure": ("procedure", "episode", "lesson"),  # a significant failure or a new error signature
     "risky": ("procedure", "episode", "lesson"),  # a high-resource or irreversible action
@@ -209,14 +209,25 @@ def _files_search(project: Project, items: list[tuple[str, dict[str, Any], int]]
 
 
 def recall(
-    project: Project, query: str, trigger: str = "turn", run: str | None = None, k: int = DEFAULT_K
+    project: Project,
+    query: str,
+    trigger: str = "turn",
+    run: str | None = None,
+    k: int = DEFAULT_K,
+    floor: float | None = None,
 ) -> dict[str, Any]:
     """The recall object of docs/json.md: the trigger's mandatory layers in the seed's order, each with
-    its hits (or the run's working memory) and a note when it is empty."""
+    its hits at or above the layer's floor (recall_floors; `floor` for every layer) or the run's working
+    memory, and a note when it is empty. The query is also read for its situation (services/situation.py),
+    as the hooks read it; a promoted episode gives way to the procedure it became."""
+    from memfiles.services.layers import floored, give_way, merged, situation_queries
+
     if trigger not in TRIGGERS:
         raise MemfilesError(f"unknown trigger {trigger!r} (triggers: {', '.join(TRIGGERS)})")
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 50:
         raise MemfilesError(f"k must be a whole number from 1 to 50, got {k!r}")
+    if floor is not None and (isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 <= floor <= 1):
+        raise MemfilesError(f"floor must be a number from 0 to 1 (a hit's score), got {floor!r}")
     layers = [layer for layer in ORDER if layer in TRIGGERS[trigger]]
     if run:
         from memfiles.services.working import check_run
@@ -236,24 +247,31 @@ def recall(
         raise MemfilesError("say what you are about to do (the query is empty)")
     signature = error_signature(query) if trigger == "failure" else None
     queries = {layer: (signature if layer == "episode" and signature else query) for layer in searched}
+    # a failure is read by its error; anything else for its situation too (a command for act and risky)
+    more = situation_queries(project, query, trigger in ("act", "risky")) if searched and not signature else []
+    asked = [(layer, text) for layer in searched for text in dict.fromkeys([queries[layer], *more])]
     source = "none"
-    results: dict[str, list[dict[str, Any]]] = {}
-    if searched:
-        raw, source = filtered_search(
-            project.settings, [(queries[layer], {"kind": layer}, k + _EXTRA) for layer in searched], warnings=warnings
-        )
-        results = dict(zip(searched, raw, strict=True))
     entries = EntryReader(project)
+    found: dict[str, list[dict[str, Any]]] = {layer: [] for layer in searched}
+    if asked:
+        raw, source = filtered_search(
+            project.settings, [(text, {"kind": layer}, k + _EXTRA) for layer, text in asked], warnings=warnings
+        )
+        for (layer, text), hits in zip(asked, raw, strict=True):
+            found[layer] = merged(found[layer], to_hits(entries, hits, text, k + _EXTRA, drop_retired=True))
+        found = give_way(entries, found)
     groups = []
     for layer in layers:
         group: dict[str, Any] = {"layer": layer, "why": WHY[layer], "query": queries.get(layer)}
         if layer == "working":
-            group.update(hits=[], working=working.as_json() if working else None)
+            group.update(hits=[], working=working.as_json() if working else None, floor=None)
             group["empty"] = working is None
             group["note"] = run_note if working is None else None
         else:
-            hits = to_hits(entries, results.get(layer, []), query, k, drop_retired=True)
-            group.update(hits=hits, empty=not hits, note=None if hits else f"no {layer} matches")
+            # words alone (no index) score 0.32 at most: the floors are for the index's scores
+            bar = floor if floor is not None else (project.settings.floor(layer) if source != "files" else 0.0)
+            hits, note = floored(found.get(layer, []), bar, k, layer)
+            group.update(hits=hits, floor=bar, empty=not hits, note=note)
         groups.append(group)
     return {
         "query": query,
@@ -303,40 +321,6 @@ def to_hits(
         if len(hits) == k:
             break
     return hits
-
-
-def merged(*lists: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Contract hits of one layer found by several queries: each entry once, at its best score, best first."""
-    best: dict[str, dict[str, Any]] = {}
-    for hits in lists:
-        for hit in hits:
-            known = best.get(hit["entry"]["id"])
-            if known is None or hit["score"] > known["score"]:
-                best[hit["entry"]["id"]] = hit
-    ordered = sorted(best.values(), key=lambda hit: (-hit["score"], hit["entry"]["id"]))
-    return [{**hit, "rank": rank} for rank, hit in enumerate(ordered, start=1)]
-
-
-def give_way(reader: EntryReader, found: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
-    """A promoted episode gives way to what it was promoted to, when that layer was asked too (the
-    memory-manager seed: procedures come first, and the procedure holds what its episodes taught): the
-    episode leaves its layer, and the entry it became stands in its own at the episode's score when its
-    own is lower. Evidence that an episode bears on the query is evidence for the procedure citing it."""
-    kept: list[dict[str, Any]] = []
-    extra: dict[str, list[dict[str, Any]]] = {}
-    for hit in found.get("episode", []):
-        entry = hit["entry"]
-        targets = (
-            [reader.find(target) for target in entry.get("promoted") or []] if entry["status"] == "promoted" else []
-        )
-        landed = [target for target in targets if target is not None and target["kind"] in found]
-        for target in landed:
-            extra.setdefault(target["kind"], []).append({**hit, "entry": target})
-        if not landed:
-            kept.append(hit)
-    if "episode" in found:
-        found = {**found, "episode": merged(kept)}
-    return {layer: merged(hits, extra.get(layer, [])) if layer in extra else hits for layer, hits in found.items()}
 
 
 class EntryReader:

@@ -1,0 +1,94 @@
+"""What recall and the hooks do with a layer's hits once the index has answered: the hits of several
+readings of one situation merged, a promoted episode giving way to the procedure it became, each layer's
+floor, and the memory's vocabulary the situation is read in (situation.py)."""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any
+
+from memfiles.format.ids import RETIRED
+
+if TYPE_CHECKING:
+    from memfiles.services.recall import EntryReader
+    from memfiles.services.situation import Vocabulary
+    from memfiles.store.project import Project
+
+LAYERS = ("procedure", "episode", "lesson", "insight")  # the layers searched, in recall's order
+_VOCABULARY: list[tuple[list[Any], Vocabulary]] = []  # the parsed files it was read from, and it
+
+
+def merged(*lists: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Contract hits of one layer found by several queries: each entry once, at its best score, best first."""
+    best: dict[str, dict[str, Any]] = {}
+    for hits in lists:
+        for hit in hits:
+            known = best.get(hit["entry"]["id"])
+            if known is None or hit["score"] > known["score"]:
+                best[hit["entry"]["id"]] = hit
+    ordered = sorted(best.values(), key=lambda hit: (-hit["score"], hit["entry"]["id"]))
+    return [{**hit, "rank": rank} for rank, hit in enumerate(ordered, start=1)]
+
+
+def give_way(reader: EntryReader, found: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """A promoted episode gives way to what it was promoted to, when that layer was asked too (the
+    memory-manager seed: procedures come first, and the procedure holds what its episodes taught): the
+    episode leaves its layer, and the entry it became stands in its own at the episode's score when its
+    own is lower. Evidence that an episode bears on the query is evidence for the procedure citing it."""
+    kept: list[dict[str, Any]] = []
+    extra: dict[str, list[dict[str, Any]]] = {}
+    for hit in found.get("episode", []):
+        entry = hit["entry"]
+        promoted = (entry.get("promoted") or []) if entry["status"] == "promoted" else []
+        targets = [target for target in map(reader.find, promoted) if target is not None and target["kind"] in found]
+        for target in targets:
+            extra.setdefault(target["kind"], []).append({**hit, "entry": target})
+        if not targets:
+            kept.append(hit)
+    if "episode" in found:
+        found = {**found, "episode": merged(kept)}
+    return {layer: merged(hits, extra[layer]) if layer in extra else hits for layer, hits in found.items()}
+
+
+def floored(hits: list[dict[str, Any]], floor: float, k: int, layer: str) -> tuple[list[dict[str, Any]], str | None]:
+    """The first k hits at or above the layer's floor, and why there are none when there are none (the
+    best hit under the floor named: an agent sees the layer was looked at and what it held)."""
+    shown = [hit for hit in hits if hit["score"] >= floor][:k]
+    if shown:
+        return [{**hit, "rank": rank} for rank, hit in enumerate(shown, start=1)], None
+    if not hits:
+        return [], f"no {layer} matches"
+    best = hits[0]
+    return [], f"no {layer} scores {floor:.2f} or more (the best, {best['entry']['id']}, scores {best['score']:.2f})"
+
+
+def vocabulary(project: Project) -> Vocabulary:
+    """What the memory knows of its situations (situation.Vocabulary): the titles, areas and code spans of
+    its live procedures, episodes, lessons and insights. Read again only when a file's text changed (in a
+    long-lived process the parsed files are cached by their text: an unchanged file is the same object)."""
+    from memfiles.services.situation import Vocabulary
+
+    files = project.load_all().files
+    key = [loaded.memory for loaded in files]
+    known = _VOCABULARY[0] if _VOCABULARY else None
+    if known is not None and len(key) == len(known[0]) and all(map(operator.is_, key, known[0])):
+        return known[1]
+    schema = project.settings.schema
+    entries = [
+        located.entry
+        for located in project.entries(files)
+        if located.entry.status != RETIRED and (kind := schema.kind_of(located.entry.id)) and kind.name in LAYERS
+    ]
+    made = Vocabulary.of(entries)
+    _VOCABULARY[:] = [(key, made)]
+    return made
+
+
+def situation_queries(project: Project, text: str, command: bool) -> list[str]:
+    """The queries `text` is also searched with (situation.py): as a prompt or a run's goal, and as a
+    command too when `command`."""
+    from memfiles.services import situation
+
+    words = vocabulary(project)
+    found = situation.text_queries(text, words)
+    return list(dict.fromkeys([*found, *situation.command_queries(text, words)])) if command else found
