@@ -24,7 +24,8 @@ _ERROR_WORD = re.compile(
 # (42000):`), git (`fatal:`), rustc and cargo (`error[E0425]:`), gcc, node and terraform (`Error:`), kubectl
 # (`Error from server`), npm, apt (`E:`), Go's panic, make, Python's traceback, Rust's panic.
 _MARK = (
-    r"(?:ERROR|FATAL|PANIC)(?:\s+\d+\s+\(\w+\))?:|(?:error|fatal)(?:\[[A-Z]?\d+\])?:|Error:|Error from server\b"
+    r"(?:ERROR|FATAL|PANIC)(?:\s+\d+\s+\(\w+\)(?: at line \d+)?)?:|(?:error|fatal)(?:\[[A-Z]?\d+\])?:"
+    r"|Error:|Error from server\b"
     r"|npm ERR!|E: |panic:|make: \*\*\*|Traceback \(most recent call last\)|thread '[^'\n]*' panicked at\b"
 )
 # (An `Error ...` line of its own is one too: musl's `Error relocating ./x: ...`.)

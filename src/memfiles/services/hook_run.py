@@ -184,9 +184,9 @@ def _searched(settings: Settings, call: hooks.Call, wanted: list[tuple[str, str]
         return {}
 
 
-def _asked(layers: tuple[str, ...], query: str, more: list[str]) -> list[tuple[str, str]]:
+def _asked(layers: tuple[str, ...], query: str, reading: situation.Reading) -> list[tuple[str, str]]:
     """Each layer with the situation's own text and the queries read from it (situation.py)."""
-    return [(layer, text) for layer in layers for text in (query, *more) if text]
+    return [(layer, text) for layer in layers for text in dict.fromkeys([query, *reading.queries(layer)]) if text]
 
 
 def vocab(project: Project) -> situation.Vocabulary:
@@ -214,7 +214,7 @@ def session_start(call: hooks.Call, settings: Settings, project: Project, state:
         query = " ".join(str(current.get(name) or "") for name in ("goal", "next_step")).strip()
     elif state.saved and source == "compact":
         preface = hook_working.working_block(state.saved)  # the file went away: what PreCompact saved
-    found = _searched(settings, call, _asked(("procedure",), query, situation.text_queries(query, vocab(project))))
+    found = _searched(settings, call, _asked(("procedure",), query, situation.read(query, vocab(project))))
     items = hooks.pick(settings, found.get("procedure", []), set(state.injected), "procedure")
     return hooks.inject(settings, state, [(hooks.HEADERS["start"], items)], preface)
 
@@ -233,7 +233,7 @@ def prompt(call: hooks.Call, settings: Settings, project: Project, state: hook_s
     if not text or (text.startswith("/") and len(text.split()) == 1):
         return hooks.inject(settings, state, [(hooks.HEADERS["pending"], pending)])  # a bare slash command
     query = hooks.clip(text, 2000)
-    found = _searched(settings, call, _asked(hooks.LAYERS, query, situation.text_queries(query, vocab(project))))
+    found = _searched(settings, call, _asked(hooks.LAYERS, query, situation.read(query, vocab(project))))
     seen = set(state.injected)
     items = hooks.layered(settings, found, seen | {item.id for item in pending})
     return hooks.inject(settings, state, [(hooks.HEADERS["pending"], pending), (hooks.HEADERS["prompt"], items)])
@@ -256,8 +256,9 @@ def pre_tool(call: hooks.Call, settings: Settings, project: Project, state: hook
     state.last_action = one_line(f"{tool}: {text}")
     risky = any(re.search(pattern, text, re.IGNORECASE) for pattern in settings.hooks_risky)
     query = hooks.clip(text, 2000)
-    more = situation.command_queries(hooks.command_text(call) or query, vocab(project)) if hooks.is_shell(call) else []
-    found = _searched(settings, call, _asked(("procedure", "episode", "lesson"), query, more))
+    command = hooks.command_text(call)
+    reading = situation.read(command, vocab(project), command=True, prose=False) if command else situation.Reading()
+    found = _searched(settings, call, _asked(("procedure", "episode", "lesson"), query, reading))
     items = hooks.layered(settings, found, set(state.injected))
     return hooks.inject(settings, state, [(hooks.HEADERS["risky" if risky else "act"], items)])
 

@@ -84,11 +84,10 @@ def vocabulary(project: Project) -> Vocabulary:
     return made
 
 
-def situation_queries(project: Project, text: str, command: bool) -> list[str]:
-    """The queries `text` is also searched with (situation.py): as a prompt or a run's goal, and as a
-    command too when `command`."""
+def situation_queries(project: Project, text: str, command: bool) -> dict[str, list[str]]:
+    """The queries each layer is also searched with for `text` (situation.py): as a prompt or a run's
+    goal, and as a command too when `command`."""
     from memfiles.services import situation
 
-    words = vocabulary(project)
-    found = situation.text_queries(text, words)
-    return list(dict.fromkeys([*found, *situation.command_queries(text, words)])) if command else found
+    reading = situation.read(text, vocabulary(project), command=command)
+    return {layer: reading.queries(layer) for layer in LAYERS}

@@ -248,8 +248,8 @@ def recall(
     signature = error_signature(query) if trigger == "failure" else None
     queries = {layer: (signature if layer == "episode" and signature else query) for layer in searched}
     # a failure is read by its error; anything else for its situation too (a command for act and risky)
-    more = situation_queries(project, query, trigger in ("act", "risky")) if searched and not signature else []
-    asked = [(layer, text) for layer in searched for text in dict.fromkeys([queries[layer], *more])]
+    more = situation_queries(project, query, trigger in ("act", "risky")) if searched and not signature else {}
+    asked = [(layer, text) for layer in searched for text in dict.fromkeys([queries[layer], *more.get(layer, [])])]
     source = "none"
     entries = EntryReader(project)
     found: dict[str, list[dict[str, Any]]] = {layer: [] for layer in searched}

@@ -42,11 +42,14 @@ ENVIRONMENTS = {
 
 @dataclass(frozen=True)
 class Task:
-    """A kind of action: the sentence that names it, the words that say it in a prompt (a regular
+    """A kind of action: the sentence that names it, the words a run's record uses for it when it went
+    wrong (an episode is the story of one run: "Release of 2.3 failed on the fuzz step" is far from
+    "release a new version" and near "release failed"), the words that say it in a prompt (a regular
     expression on the lower-cased text), and the commands that do it, comma-separated, each `tool
     [subcommand ...] [--flag ...]`."""
 
     sentence: str
+    run: str
     words: str
     commands: str = ""
 
@@ -60,6 +63,7 @@ class Task:
 TASKS = (
     Task(
         "deploy to an environment",
+        "deploy failed",
         r"\b(deploy\w*|redeploy\w*|roll(ing)? ?out|go live|(push|put) (\w+ ){0,3}live"
         r"|ship (it |this |the \w+ )?to (prod\w*|staging|live))\b",
         "kubectl apply, kubectl rollout, kubectl set, kubectl replace, kubectl scale, helm install, helm upgrade,"
@@ -68,7 +72,8 @@ TASKS = (
         " gcloud run, gcloud app, az webapp, make deploy, just deploy, deploy",
     ),
     Task(
-        "release a new version: tag and publish it",
+        "release a new version",
+        "release failed",
         r"\b(releas\w*|publish\w*|new version|cut (a |the )?\w* ?(release|version)|ship \d[\w.]*|changelog"
         r"|tag (and|the|a) )",
         "npm publish, pnpm publish, yarn publish, changeset publish, changeset version, twine upload,"
@@ -77,7 +82,8 @@ TASKS = (
         " release",
     ),
     Task(
-        "run database migrations: change the schema",
+        "run the database migrations",
+        "migration failed",
         r"\b(migrat\w*|schema change|alter table|add (a |an )?(\w+ ){0,3}(column|index)|drop column"
         r"|create (unique )?index|new table|\w+ table to (the )?(database|db|\w*sql|supabase))\b",
         "alembic, flyway, liquibase, prisma migrate, knex migrate, sequelize db:migrate, rails db:migrate,"
@@ -86,49 +92,58 @@ TASKS = (
     ),
     Task(
         "roll back a bad deploy",
+        "rollback failed",
         r"\b(roll ?back|revert (it|the \w+|this)|undo the (deploy\w*|release))\b",
         "kubectl rollout undo, helm rollback, alembic downgrade",
     ),
     Task(
-        "rewrite git history: force push, hard reset",
+        "rewrite git history with a force push",
+        "force push lost commits",
         r"\b(force[- ]push\w*|rewrite (the )?history|reset --hard|hard reset)\b",
         "git push --force, git push --force-with-lease, git push -f, git reset --hard, git rebase,"
         " git filter-branch, git filter-repo",
     ),
     Task(
         "delete data or infrastructure",
+        "deleted by mistake",
         r"\b(drop (the |a )?(table|database|schema)|truncate|wipe|destroy\w*)\b",
         "terraform destroy, kubectl delete, helm uninstall, aws s3 rm, dropdb",
     ),
     Task(
         "apply infrastructure changes",
+        "infrastructure change failed",
         r"\b(terraform|infrastructure|pulumi|cloudformation)\b",  # in a prompt; a command by its subcommand
         "terraform apply, terraform plan, tofu apply, pulumi up, cdk deploy, aws cloudformation",
     ),
     Task(
         "run the test suite",
+        "tests failed",
         r"\b(run (the |all (the )?)?(\w+ )?tests?|test suite|tests? (are |were |keep )?(fail|hang|flak)\w*)\b",
         "pytest, tox, nox, jest, vitest, playwright test, npm test, pnpm test, yarn test, cargo test, go test,"
         " mvn test, gradle test, rspec, make test",
     ),
     Task(
         "upgrade a dependency",
+        "upgrade broke the build",
         r"\b(bump|upgrad\w*|dependenc\w*|update \S+ to v?\d)",
         "pnpm up, pnpm update, npm update, yarn upgrade, pip install -U, poetry update, cargo update, go get,"
         " bundle update, uv lock --upgrade",
     ),
     Task(
         "backfill or reprocess past data",
+        "backfill failed",
         r"\b(backfill\w*|reprocess\w*|re-?run .* (for|over) (past|the last|\w+ \d{4}))\b",
         "airflow dags backfill, airflow backfill, dbt run --full-refresh",
     ),
     Task(
         "restore from a backup or snapshot",
+        "restore failed",
         r"\b(restore\w*|recover (the |a )?\w+|from (a |the )?(backup|snapshot))\b",
         "pg_restore, aws rds restore-db-instance-from-db-snapshot, restic restore, velero restore",
     ),
     Task(
         "rotate a secret, token or key",
+        "rotation broke",
         r"\b(rotat\w* (the |a |our )?(\w+ ){0,3}(secret|token|key|credential)s?|(secret|token|key)s? (leak|expir)\w*)",
     ),
 )
@@ -266,7 +281,7 @@ class Vocabulary:
             vocabulary.words.update(_words(f"{entry.title} {entry.area}"))
             for span in _CODE_SPAN.findall(entry.body):
                 for step in steps(span):
-                    if step.words or step.flags:  # a command, not a bare name like `pyyaml`
+                    if step.tokens:  # a command, not a bare name like `pyyaml`
                         vocabulary.commands.append((step, span))
         return vocabulary
 
@@ -320,22 +335,38 @@ def _stem(word: str) -> str:
     return word
 
 
-def sentence(task: Task, known: list[str], where: str | None) -> str:
-    """A task's sentence with the memory's words of the situation and its environment."""
-    words = [word for word in known if word not in task.sentence and word != where]
-    text = " ".join([task.sentence, *words[:8]])
+def sentence(said: str, known: list[str], where: str | None) -> str:
+    """A task's words with the memory's words of the situation and its environment."""
+    words = [word for word in known if word not in said and word != where]
+    text = " ".join([said, *words[:8]])
     return (f"{text} in {where}" if where else text)[:QUERY_LIMIT]
 
 
-def command_queries(command: str, vocabulary: Vocabulary) -> list[str]:
-    """The queries a shell command is searched with besides itself: a sentence per task it does, and the
-    memory's own commands it is an instance of (at most 3)."""
-    queries = [sentence(task, vocabulary.known(command), environment(command)) for task in tasks_of(command, True)]
-    spans = [span for step in steps(command) for span in vocabulary.spans_for(step)]
-    return list(dict.fromkeys([*queries, *spans[:3]]))
+@dataclass(frozen=True)
+class Reading:
+    """A situation read for what it is about: each task's sentence, the same task as a run's record
+    says it, and the memory's own commands it is an instance of."""
+
+    sentences: tuple[str, ...] = ()
+    runs: tuple[str, ...] = ()
+    spans: tuple[str, ...] = ()
+
+    def queries(self, layer: str) -> list[str]:
+        """What `layer` is searched with besides the situation's own text: episodes, which tell one run's
+        story, with the tasks as a run says them too."""
+        extra = self.runs if layer == "episode" else ()
+        return list(dict.fromkeys([*self.sentences, *extra, *self.spans]))
 
 
-def text_queries(text: str, vocabulary: Vocabulary) -> list[str]:
-    """The queries a prompt or a run's goal is searched with besides itself: a sentence per task it names."""
+def read(text: str, vocabulary: Vocabulary, command: bool = False, prose: bool = True) -> Reading:
+    """`text` read as a prompt or a run's goal (`prose`), as a shell command (`command`), or both (what an
+    agent passes to `recall --trigger act` may be either)."""
+    found = [*(tasks_of(text, True) if command else []), *(tasks_of(text, False) if prose else [])]
+    tasks = list(dict.fromkeys(found))
     known, where = vocabulary.known(text), environment(text)
-    return list(dict.fromkeys(sentence(task, known, where) for task in tasks_of(text, False)))
+    spans = [span for step in steps(text) for span in vocabulary.spans_for(step)] if command else []
+    return Reading(
+        tuple(dict.fromkeys(sentence(task.sentence, known, where) for task in tasks)),
+        tuple(dict.fromkeys(sentence(task.run, known, where) for task in tasks)),
+        tuple(dict.fromkeys(spans[:3])),
+    )
