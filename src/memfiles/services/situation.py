@@ -62,10 +62,10 @@ class Task:
 
 TASKS = (
     Task(
-        "deploy to an environment",
+        "deploy",
         "deploy failed",
         r"\b(deploy\w*|redeploy\w*|roll(ing)? ?out|go live|(push|put) (\w+ ){0,3}live"
-        r"|ship (it |this |the \w+ )?to (prod\w*|staging|live))\b",
+        r"|(ship|push|put|roll|send|promote) (\w+ ){0,3}(to|in|on|into) (prod\w*|staging|live))\b",
         "kubectl apply, kubectl rollout, kubectl set, kubectl replace, kubectl scale, helm install, helm upgrade,"
         " fly deploy, flyctl deploy, vercel, netlify deploy, wrangler deploy, wrangler pages, serverless deploy,"
         " sam deploy, cdk deploy, kamal deploy, cap, ansible-playbook, aws ecs, aws lambda, aws s3 sync,"
@@ -91,20 +91,20 @@ TASKS = (
         " supabase migration, atlas migrate, migrate",
     ),
     Task(
-        "roll back a bad deploy",
+        "roll back a deploy",
         "rollback failed",
         r"\b(roll ?back|revert (it|the \w+|this)|undo the (deploy\w*|release))\b",
         "kubectl rollout undo, helm rollback, alembic downgrade",
     ),
     Task(
-        "rewrite git history with a force push",
+        "force push rewriting history",
         "force push lost commits",
         r"\b(force[- ]push\w*|rewrite (the )?history|reset --hard|hard reset)\b",
         "git push --force, git push --force-with-lease, git push -f, git reset --hard, git rebase,"
         " git filter-branch, git filter-repo",
     ),
     Task(
-        "delete data or infrastructure",
+        "delete data",
         "deleted by mistake",
         r"\b(drop (the |a )?(table|database|schema)|truncate|wipe|destroy\w*)\b",
         "terraform destroy, kubectl delete, helm uninstall, aws s3 rm, dropdb",
@@ -130,19 +130,19 @@ TASKS = (
         " bundle update, uv lock --upgrade",
     ),
     Task(
-        "backfill or reprocess past data",
+        "backfill past data",
         "backfill failed",
         r"\b(backfill\w*|reprocess\w*|re-?run .* (for|over) (past|the last|\w+ \d{4}))\b",
         "airflow dags backfill, airflow backfill, dbt run --full-refresh",
     ),
     Task(
-        "restore from a backup or snapshot",
+        "restore from a backup",
         "restore failed",
         r"\b(restore\w*|recover (the |a )?\w+|from (a |the )?(backup|snapshot))\b",
         "pg_restore, aws rds restore-db-instance-from-db-snapshot, restic restore, velero restore",
     ),
     Task(
-        "rotate a secret, token or key",
+        "rotate a secret",
         "rotation broke",
         r"\b(rotat\w* (the |a |our )?(\w+ ){0,3}(secret|token|key|credential)s?|(secret|token|key)s? (leak|expir)\w*)",
     ),
@@ -339,7 +339,7 @@ def sentence(said: str, known: list[str], where: str | None) -> str:
     """A task's words with the memory's words of the situation and its environment."""
     words = [word for word in known if word not in said and word != where]
     text = " ".join([said, *words[:8]])
-    return (f"{text} in {where}" if where else text)[:QUERY_LIMIT]
+    return (f"{text} to {where}" if where else text)[:QUERY_LIMIT]
 
 
 @dataclass(frozen=True)
