@@ -106,6 +106,13 @@ def test_tools_add_search_errors_recall_and_resources(root: Path) -> None:
         recalled = data(await client.call_tool("recall", {"query": "two writers hang", "trigger": "replan"}))
         assert [g["layer"] for g in recalled["layers"]] == ["procedure", "episode", "lesson", "insight"]
         assert recalled["layers"][0]["empty"] and recalled["layers"][1]["hits"][0]["entry"]["id"] == "E-001"
+        # no index here: words alone score 0.32 at most, and recall_floors are for the index's scores
+        assert recalled["index"] == "files" and [g["floor"] for g in recalled["layers"]] == [0.0] * 4
+        strict = data(await client.call_tool("recall", {"query": "two writers hang", "trigger": "replan", "floor": 1}))
+        assert all(
+            g["empty"] and "scores 1.00 or more" in g["note"] for g in strict["layers"] if g["layer"] == "episode"
+        )
+        assert "floor" in error_text(await client.call_tool("recall", {"query": "x", "floor": 2}))
 
         shown = data(await client.call_tool("show", {"id": "@" + "@e-001"}))  # apart: not a reference of ours
         assert shown["entry"]["title"] == "Chroma hung with two writer processes"
