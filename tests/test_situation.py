@@ -48,7 +48,7 @@ class TestReadingACommand:
             ("alembic upgrade head", "run"),
             ("python manage.py migrate", "run"),
             ('psql "$URL" -c "ALTER TABLE payments ADD COLUMN currency text"', "run"),
-            ("git push origin main --force", "rewrite"),
+            ("git push origin main --force", "force"),
             ("terraform destroy -target=aws_s3_bucket.x", "delete"),
         ],
     )
@@ -71,10 +71,10 @@ class TestReadingACommand:
         """The sentence keeps the words the memory's titles use (api) and drops the rest (yaml)."""
         words = Vocabulary(words={"deploy", "api", "staging", "production"})
         reading = read("please deploy the api to prod", words)
-        assert reading.sentences == ("deploy to an environment api in production",)
-        assert reading.queries("episode") == [*reading.sentences, "deploy failed api in production"]  # as a run says it
+        assert reading.queries("procedure") == ["deploy api to production"]
+        assert reading.queries("episode") == ["deploy failed api to production"]  # as a run's record says it
         command = read("kubectl apply -f deploy/api.yaml --context prod", words, command=True, prose=False)
-        assert command.sentences == ("deploy to an environment api in production",)
+        assert command.sentences == ("deploy api to production",)
         assert read("write a haiku about autumn", words) == read("", words)
 
 

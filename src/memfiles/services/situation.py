@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 ENVIRONMENTS = {
@@ -53,11 +54,15 @@ class Task:
     words: str
     commands: str = ""
 
+    @cached_property
+    def patterns(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(tuple(pattern.split()) for pattern in self.commands.split(",") if pattern.strip())
+
     def done_by(self, step: Step) -> bool:
         """Whether `step` does this task: one of its commands, or a script named for it (`./deploy_prod.sh`)."""
         if step.script and re.search(self.words, " ".join(_words(step.tool))):
             return True
-        return any(_runs(step, pattern.split()) for pattern in self.commands.split(",") if pattern.strip())
+        return any(_runs(step, pattern) for pattern in self.patterns if pattern[0] == step.tool.lower())
 
 
 TASKS = (
@@ -149,7 +154,7 @@ TASKS = (
 )
 
 
-def _runs(step: Step, pattern: list[str]) -> bool:
+def _runs(step: Step, pattern: tuple[str, ...]) -> bool:
     """Whether `step` runs `pattern`: the tool and subcommands in order as its first words, each flag among
     its flags."""
     names = [part for part in pattern if not part.startswith("-")]
@@ -352,10 +357,14 @@ class Reading:
     spans: tuple[str, ...] = ()
 
     def queries(self, layer: str) -> list[str]:
-        """What `layer` is searched with besides the situation's own text: episodes, which tell one run's
-        story, with the tasks as a run says them too."""
-        extra = self.runs if layer == "episode" else ()
-        return list(dict.fromkeys([*self.sentences, *extra, *self.spans]))
+        """What `layer` is searched with besides the situation's own text: procedures with the tasks'
+        sentences, episodes (one run's story each) with the tasks as a run says them, every layer but
+        insights with the memory's commands. Lessons and insights with no sentence: on the tuning
+        projects it changed nothing for them, and each query is one more search (scripts/eval_situations.py)."""
+        if layer == "insight":
+            return []
+        said = {"procedure": self.sentences, "episode": self.runs}.get(layer, ())
+        return list(dict.fromkeys([*said, *self.spans]))
 
 
 def read(text: str, vocabulary: Vocabulary, command: bool = False, prose: bool = True) -> Reading:
