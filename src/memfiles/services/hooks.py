@@ -5,15 +5,16 @@ CLI, or any agent speaking the same JSON), so recall happens whether or not the 
 
     SessionStart        the run's working memory (whole, as saved), then procedures for its goal
     UserPromptSubmit    procedures, episodes, lessons, insights for the prompt (BeforeAgent in Gemini CLI)
-    PreToolUse          procedures for the command; a risky one (hooks_risky) adds episodes and lessons
+    PreToolUse          procedures, episodes and lessons of the command's task (situation.py); risky ones said
     PostToolUse(Failure) a failure: procedures, episodes of its error signature, lessons; written to working memory
     PreCompact          the working memory brought up to date and saved for SessionStart `compact`
     Stop                insights bearing on the answer, shown with the next prompt (Stop takes no context)
     SessionEnd          a run the hooks started is ended (an episode with hooks_episode); state removed
 
 Every search goes through the watcher (recall's seam, watcher only): a hook answers in milliseconds and
-applies one score floor, which word overlap without an index could not honour. No watcher, no index, a
-broken file or bad input: no context and one line in .memfiles/hooks.log, never an error to the agent.
+applies each layer's score floor, which word overlap without an index could not honour. No watcher, no
+index, a broken file or bad input: no context and one line in .memfiles/hooks.log, never an error to the
+agent.
 The run-facing parts are in hook_run.py; the session's memory is hook_state.py.
 """
 
@@ -131,7 +132,7 @@ def search(
 ) -> dict[str, list[dict[str, Any]]]:
     """For each layer: the live entries of that kind for its queries (a layer may come with several: the
     best score of each entry counts), best first, as contract hits; a promoted episode gives way to the
-    procedure it became (recall.give_way).
+    procedure it became (layers.give_way).
 
     One round trip to the watcher (or `ask`, inside the watcher); IndexUnavailable when none answers
     (the caller logs it)."""

@@ -4,7 +4,8 @@ floor, and the memory's vocabulary the situation is read in (situation.py)."""
 
 from __future__ import annotations
 
-import operator
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memfiles.format.ids import RETIRED
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from memfiles.store.project import Project
 
 LAYERS = ("procedure", "episode", "lesson", "insight")  # the layers searched, in recall's order
-_VOCABULARY: list[tuple[list[Any], Vocabulary]] = []  # the parsed files it was read from, and it
+_VOCABULARY: list[tuple[list[Any], Vocabulary]] = []  # the files' stamps it was read from, and it
 
 
 def merged(*lists: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -64,15 +65,16 @@ def floored(hits: list[dict[str, Any]], floor: float, k: int, layer: str) -> tup
 
 def vocabulary(project: Project) -> Vocabulary:
     """What the memory knows of its situations (situation.Vocabulary): the titles, areas and code spans of
-    its live procedures, episodes, lessons and insights. Read again only when a file's text changed (in a
-    long-lived process the parsed files are cached by their text: an unchanged file is the same object)."""
+    its live procedures, episodes, lessons and insights. Read again only when a memory file changed (by
+    its size and time: a hook is answered on every prompt and tool call, and reading every file's text to
+    compare it cost more than the hook's searches)."""
     from memfiles.services.situation import Vocabulary
 
-    files = project.load_all().files
-    key = [loaded.memory for loaded in files]
+    key = [(str(path), *_stamp(path)) for path in project.markdown_files()]
     known = _VOCABULARY[0] if _VOCABULARY else None
-    if known is not None and len(key) == len(known[0]) and all(map(operator.is_, key, known[0])):
+    if known is not None and known[0] == key:
         return known[1]
+    files = project.load_all().files
     schema = project.settings.schema
     entries = [
         located.entry
@@ -91,3 +93,11 @@ def situation_queries(project: Project, text: str, command: bool) -> dict[str, l
 
     reading = situation.read(text, vocabulary(project), command=command)
     return {layer: reading.queries(layer) for layer in LAYERS}
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return (0, -1)
+    return (info.st_mtime_ns, info.st_size)
