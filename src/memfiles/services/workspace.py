@@ -134,6 +134,7 @@ class WorkspaceIndex:
     _refs: dict[Path, tuple[tuple[int, int], list[RefSite]]] | None = None
     _base: list[str] = field(default_factory=list)
     _rank: dict[str, tuple[bool, int]] = field(default_factory=dict)
+    _words: dict[int, tuple[Any, frozenset[str]]] = field(default_factory=dict)  # id(entry): (entry, its words)
 
     @classmethod
     def open(cls, project: Project) -> WorkspaceIndex:
@@ -204,18 +205,26 @@ class WorkspaceIndex:
                 if located.entry.id in self.by_id:  # two entries carry it: which one a reference means, none can say
                     self.twice.setdefault(located.entry.id, [self.by_id[located.entry.id]]).append(located)
                 self.by_id.setdefault(located.entry.id, located)
-        # live before retired, newest first, then by id: computed once here, not per completion
-        ordered = sorted(
-            self.by_id.values(),
-            key=lambda located: (located.entry.status == RETIRED, _negated_date(located.entry.date), located.entry.id),
-        )
+        # live before retired, newest first, then by id: computed once here, not per completion (three
+        # stable sorts: the last key decides first; a key built per entry cost a quarter of a rebuild)
+        ordered = sorted(self.by_id.values(), key=lambda located: located.entry.id)
+        ordered.sort(key=lambda located: located.entry.date, reverse=True)
+        ordered.sort(key=lambda located: located.entry.status == RETIRED)
         self._base = [located.entry.id for located in ordered]
         self._rank = {
             located.entry.id: (located.entry.status == RETIRED, number) for number, located in enumerate(ordered)
         }
+        known, self._words = self._words, {}
         for entry_id, located in self.by_id.items():
             entry = located.entry
-            for word in set(words(f"{entry.title} {entry.area} {' '.join(entry.tags)}")):
+            cached = known.get(id(entry))
+            # an unchanged file keeps its parsed entries: their words are not read again (a CLI write to one
+            # file of a 10,000-entry memory is diagnosed within a second)
+            said = cached[1] if cached is not None and cached[0] is entry else None
+            if said is None:
+                said = frozenset(words(f"{entry.title} {entry.area} {' '.join(entry.tags)}"))
+            self._words[id(entry)] = (entry, said)
+            for word in said:
                 self.postings.setdefault(word, set()).add(entry_id)
         self.generation += 1
 
@@ -463,10 +472,6 @@ def _anchor_line(path: Path, anchor: str) -> int | None:
         if match and slugger.slug(match.group(1)) == anchor:
             return number
     return None
-
-
-def _negated_date(date: str) -> str:
-    return "".join(chr(0x10FFFF - ord(c)) if c.isdigit() else c for c in date)
 
 
 def _stamp(path: Path) -> tuple[int, int]:
