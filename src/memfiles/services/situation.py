@@ -7,13 +7,14 @@ becomes, besides its own text:
 
 - a sentence per task it names (TASKS: deploy, release, migration, roll-back ... by the tools and words
   that say them), with the words of the situation the memory itself uses (its titles and areas: `api`
-  is kept, `yaml` is not) and the environment (`--context prod`, `prod.tfvars`: to production);
+  is kept, `yaml` is not) and the environment (`--context prod`, `prod.tfvars`: to production), for
+  procedures; and the same task as a run's record says it ("deploy failed ..."), for episodes;
 - each command the memory writes as code (a procedure's `` `alembic upgrade head` ``) that the command at
   hand is an instance of (the same tool and subcommand, placeholders and environments aside, no
   `--force` on one side only): the index scores an entry holding a code-like query verbatim at 0.9 or
   more, so the procedure naming the very command comes first.
 
-The caller searches every query and keeps each entry's best score (recall.merged). Stdlib only.
+The caller searches every query and keeps each entry's best score (layers.merged). Stdlib only.
 """
 
 from __future__ import annotations
