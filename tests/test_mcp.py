@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -23,7 +24,12 @@ def drive(root: Path, scenario: Callable[[Any], Awaitable[None]], *options: str)
     """Start `memfiles --root ROOT mcp` and run `scenario(client)` against it."""
 
     async def main() -> None:
-        params = StdioServerParameters(command=MEMFILES, args=["--root", str(root), "mcp", *options], cwd=str(root))
+        # the test's environment: the SDK's default keeps PYTHONPATH out, and the server ran the installed
+        # memfiles, not the code under test
+        env = dict(os.environ)
+        params = StdioServerParameters(
+            command=MEMFILES, args=["--root", str(root), "mcp", *options], cwd=str(root), env=env
+        )
         async with Client(params, read_timeout_seconds=120) as client:
             await scenario(client)
 
