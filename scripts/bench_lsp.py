@@ -5,7 +5,8 @@
     python scripts/bench_lsp.py --entries 2000 --requests 50   # a quick run
 
 Times are medians (and p95) in ms, each also as a ratio to a same-run baseline measured in this
-process: the time to parse one 100-entry memory file. The target is hover and completion under 50 ms.
+process: the time to parse one 100-entry memory file. The target is hover and completion under 50 ms,
+and a CLI write seen (diagnostics republished, the server sent nothing) within a second.
 """
 
 from __future__ import annotations
@@ -115,9 +116,12 @@ async def bench_server(root: Path, ids: list[str], requests: int, base: float) -
     def register(_client: BaseLanguageClient, _params: types.RegistrationParams) -> None:
         return None
 
+    published: list[tuple[float, int]] = []  # (when, how many dangling references)
+
     @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    def diagnostics(_client: BaseLanguageClient, _params: types.PublishDiagnosticsParams) -> None:
-        return None
+    def diagnostics(*args: object) -> None:  # (client, params)
+        params = args[-1]
+        published.append((time.time(), sum(d.code == "ref-dangling" for d in params.diagnostics)))  # type: ignore[attr-defined]
 
     started = time.perf_counter()
     await client.start_io(sys.executable, "-m", "memfiles.cli", "--root", str(root), "lsp")
@@ -156,9 +160,40 @@ async def bench_server(root: Path, ids: list[str], requests: int, base: float) -
     assert result is not None and result.items, "no completion items"
     print(summary("hover", hovers, base))
     print(summary("completion (50 items)", completions, base))
+    print(summary("CLI write to diagnostics", await _writes_seen(root, ids, uri, client, published), base))
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
+
+
+async def _writes_seen(root: Path, ids: list[str], uri: str, client, published: list) -> list[float]:
+    """From a CLI write's file on disk to the server's diagnostics without it, sending the server nothing
+    (the client never asked to watch files): `memfiles add` makes the entry an open document cites."""
+    from lsprotocol import types
+
+    at = "@@"
+    number = max(int(i.split("-")[1]) for i in ids if i.startswith("D-"))
+    wanted = [f"D-{number + n:03d}" for n in range(1, 6)]
+    text = "".join(f"# see {at}{entry_id}\n" for entry_id in wanted)
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(version=2, uri=uri),
+            [types.TextDocumentContentChangeWholeDocument(text)],
+        )
+    )
+    seen = []
+    for left in range(len(wanted) - 1, -1, -1):
+        while not published or published[-1][1] != left + 1:
+            await asyncio.sleep(0.01)
+        add = ["add", "-k", "decision", "-t", f"Written by the CLI, {left} left", "-a", "bench", "--body", "x"]
+        subprocess.run(
+            [sys.executable, "-m", "memfiles.cli", "--root", str(root), *add], check=True, capture_output=True
+        )
+        written = max(path.stat().st_mtime for path in (root / "memory").glob("decisions*.md"))
+        while published[-1][1] != left:
+            await asyncio.sleep(0.01)
+        seen.append((published[-1][0] - written) * 1000)
+    return seen
 
 
 def time_command(args: list[str], runs: int = 3) -> float:

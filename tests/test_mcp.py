@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -23,7 +24,12 @@ def drive(root: Path, scenario: Callable[[Any], Awaitable[None]], *options: str)
     """Start `memfiles --root ROOT mcp` and run `scenario(client)` against it."""
 
     async def main() -> None:
-        params = StdioServerParameters(command=MEMFILES, args=["--root", str(root), "mcp", *options], cwd=str(root))
+        # the test's environment: the SDK's default keeps PYTHONPATH out, and the server ran the installed
+        # memfiles, not the code under test
+        env = dict(os.environ)
+        params = StdioServerParameters(
+            command=MEMFILES, args=["--root", str(root), "mcp", *options], cwd=str(root), env=env
+        )
         async with Client(params, read_timeout_seconds=120) as client:
             await scenario(client)
 
@@ -106,8 +112,15 @@ def test_tools_add_search_errors_recall_and_resources(root: Path) -> None:
         recalled = data(await client.call_tool("recall", {"query": "two writers hang", "trigger": "replan"}))
         assert [g["layer"] for g in recalled["layers"]] == ["procedure", "episode", "lesson", "insight"]
         assert recalled["layers"][0]["empty"] and recalled["layers"][1]["hits"][0]["entry"]["id"] == "E-001"
+        # no index here: words alone score 0.32 at most, and recall_floors are for the index's scores
+        assert recalled["index"] == "files" and [g["floor"] for g in recalled["layers"]] == [0.0] * 4
+        strict = data(await client.call_tool("recall", {"query": "two writers hang", "trigger": "replan", "floor": 1}))
+        assert all(
+            g["empty"] and "scores 1.00 or more" in g["note"] for g in strict["layers"] if g["layer"] == "episode"
+        )
+        assert "floor" in error_text(await client.call_tool("recall", {"query": "x", "floor": 2}))
 
-        shown = data(await client.call_tool("show", {"id": "@@e-001"}))
+        shown = data(await client.call_tool("show", {"id": "@" + "@e-001"}))  # apart: not a reference of ours
         assert shown["entry"]["title"] == "Chroma hung with two writer processes"
         resource = await client.read_resource("memfiles://E-001")
         assert "### E-001: Chroma hung with two writer processes" in resource.contents[0].text

@@ -89,9 +89,49 @@ class TestPromote:
         assert (said["added"], said["updated"], said["replayed"]) == (["I-001"], [first], True)
         assert "already done: nothing changed" in run(*args).stdout
         assert [e["id"] for e in json.loads(run("list", "--kind", "insight", "--json").stdout)["entries"]] == ["I-001"]
+        before = snapshot(root)
         other = run("promote", first, "--to", "insight", "--reason", "Another reason", "--json")
-        said = json.loads(other.stdout)  # a second insight from the same episode: allowed, but said
+        assert other.exit_code == 1 and snapshot(root) == before  # another reason: refused, naming I-001
+        refused = json.loads(other.stdout)["error"]
+        assert refused["code"] == "refused" and f"{first} was promoted to I-001 already" in refused["message"]
+        assert [(p["id"], p["line"] is not None) for p in refused["problems"]] == [(first, True)]
+        other = run("promote", first, "--to", "insight", "--reason", "Another reason", "--again", "--json")
+        said = json.loads(other.stdout)  # asked again: a second insight from the same episode, and said
         assert said["added"] == ["I-002"] and any("promoted to I-001 already" in w for w in said["warnings"])
+
+    def test_an_episode_promoted_before_is_refused_unless_asked_again(self, run: Run, root: Path) -> None:
+        """`promote E-001 --to procedure --reason again` on an episode already promoted wrote a second
+        procedure (exit 0, a warning): now exit 1 naming the procedure, nothing written; --again makes it."""
+        first = add_episode(run, "Deploy of the api failed on a missing secret", "kubectl apply failed.")
+        assert run("promote", first, "--to", "procedure", "--reason", "Deploys need the secret").exit_code == 0
+        before = snapshot(root)
+        result = run("promote", first, "--to", "procedure", "--reason", "again")
+        assert result.exit_code == 1 and snapshot(root) == before
+        assert f"{first} was promoted to P-001 already" in result.stderr and "--again" in result.stderr
+        assert run("promote", first, "--to", "insight", "--reason", "Secrets matter").exit_code == 0  # another kind
+        again = run("promote", first, "--to", "procedure", "--reason", "again", "--again", "--json")
+        assert again.exit_code == 0 and json.loads(again.stdout)["added"] == ["P-002"]
+
+    def test_the_title_is_the_task_the_episodes_share_and_the_first_sentence_reads(self, run: Run, root: Path) -> None:
+        """Without --title the procedure took the first episode's title (its failure), and its first sentence
+        read "again Promoted from: - E-001 ..." (the reason run into the list). The title is now the task
+        the episodes share, and the first sentence is a sentence."""
+        from memfiles.services.hook_text import first_sentence
+
+        one = add_episode(run, "Release of 2.3 failed on the fuzz step", "The fuzzer found a crash in parse_line.")
+        two = add_episode(run, "Release of 2.4 failed: the signing key had expired", "gpg refused to sign.")
+        result = run("promote", one, two, "--to", "procedure", "--reason", "again", "--json")
+        new = entry(root, json.loads(result.stdout)["added"][0])
+        assert new["title"] == "Release"
+        assert first_sentence(new["body"]) == "Learnt from 2 runs: Again."
+        three = add_episode(run, "Deploy the api to staging", "Done.\n\n- **goal**: Deploy the api to staging")
+        four = add_episode(
+            run, "Pods crashed on a missing REDIS_URL", "Failed.\n\n- **goal**: Deploy the api to staging"
+        )
+        result = run("promote", three, four, "--to", "procedure", "--reason", "The same task twice.", "--json")
+        new = entry(root, json.loads(result.stdout)["added"][0])
+        assert new["title"] == "Deploy the api to staging"  # the runs' goal (working end --episode records it)
+        assert first_sentence(new["body"]) == "Learnt from 2 runs: The same task twice."
 
     @pytest.mark.parametrize(
         ("args", "message"),

@@ -23,8 +23,12 @@ from memfiles.root import MEMORY_DIR as MEMORY_DIR  # re-exported: callers impor
 from memfiles.root import PERSONA_FILE, WORKING_FOLDER, find_root
 from memfiles.root import STATE_DIR as STATE_DIR  # re-exported, as MEMORY_DIR
 
-# The score a hit needs before a hook injects it: measured on labelled prompts (scripts/eval_hook_floor.py).
-HOOKS_FLOOR = 0.4
+# The score a hit needs, per layer, before recall shows it and a hook injects it: calibrated on labelled
+# agent situations of three made-up projects and checked on a fourth (scripts/eval_situations.py,
+# docs/hooks.md). A layer has its own floor because its entries are written differently: a procedure
+# names the commands of its task, an episode tells one run's story in other words.
+RECALL_FLOORS = (("procedure", 0.5), ("episode", 0.4), ("lesson", 0.4), ("insight", 0.4))
+FLOOR_LAYERS = tuple(layer for layer, _floor in RECALL_FLOORS)
 WATCH_IDLE_EXIT_MAX = 7 * 86400  # a week: the longest idle exit, for the setting and `watch --idle-exit`
 # Commands that delete, force, deploy or migrate: a hook recalls the episodes of similar actions first.
 HOOKS_RISKY = (
@@ -87,12 +91,19 @@ class Settings:
     # Agent hooks (services/hooks.py, docs/hooks.md).
     hooks_enabled: bool = True
     hooks_budget: int = 1500  # characters of injected context, the marker included
-    hooks_floor: float = HOOKS_FLOOR
+    recall_floors: tuple[tuple[str, float], ...] = RECALL_FLOORS
+    hooks_floor: float | None = None  # one floor for every layer of the hooks, in place of recall_floors
     hooks_risky: tuple[str, ...] = HOOKS_RISKY
     hooks_timeout: float = HOOKS_TIMEOUT  # seconds a context-giving hook call may take before it gives up
     hooks_watch: bool = True  # SessionStart starts the watcher when an index exists and none runs
     hooks_episode: bool = False  # SessionEnd records a run the hooks started as an episode
     hooks_drafter: str = "deterministic"  # or "llm": the episode's title and outcome drafted at llm_url
+
+    def floor(self, layer: str, hooks: bool = False) -> float:
+        """The score a hit of `layer` needs (recall_floors; for a hook, hooks_floor when it is set)."""
+        if hooks and self.hooks_floor is not None:
+            return self.hooks_floor
+        return dict(self.recall_floors).get(layer, 0.0)
 
     @property
     def memory_dir(self) -> Path:
@@ -272,6 +283,23 @@ def _fraction(value: Any, _base: Path) -> float:
     raise _Invalid("must be a number from 0 to 1 (a hit's score, docs/json.md)")
 
 
+def _floors(value: Any, base: Path) -> tuple[tuple[str, float], ...]:
+    """A table of layer = floor; the layers it leaves out keep their calibrated floor."""
+    expected = f"a table of layer = floor, like {{procedure = 0.35}} (layers: {', '.join(FLOOR_LAYERS)})"
+    if not isinstance(value, dict):
+        raise _Invalid(f"must be {expected}")
+    unknown = sorted(set(value) - set(FLOOR_LAYERS))
+    if unknown:
+        raise _Invalid(f"has no layer {', '.join(unknown)}: must be {expected}")
+    given = {}
+    for layer, floor in value.items():
+        try:
+            given[layer] = _fraction(floor, base)
+        except _Invalid as error:
+            raise _Invalid(f"{layer} {error}") from None
+    return tuple((layer, given.get(layer, default)) for layer, default in RECALL_FLOORS)
+
+
 def _patterns(value: Any, base: Path) -> tuple[str, ...]:
     patterns = _strings('regular expressions, like ["\\\\bdeploy"]')(value, base)
     for pattern in patterns:
@@ -317,6 +345,7 @@ _RULES: dict[str, Rule] = {
     "bulk_precision": _choice("auto", "float32", "bfloat16"),
     "hooks_enabled": _flag,
     "hooks_budget": _whole(200, 100_000),
+    "recall_floors": _floors,
     "hooks_floor": _fraction,
     "hooks_risky": _patterns,
     "hooks_timeout": _seconds(60, zero=False),

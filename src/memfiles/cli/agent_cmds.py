@@ -13,11 +13,19 @@ from memfiles.errors import ConfigError
 @click.argument("ids", nargs=-1, required=True, metavar="ID [ID...]", shell_complete=complete_id)
 @click.option("--to", "to", type=click.Choice(["procedure", "insight"]), required=True, help="The new entry's kind.")
 @click.option("--reason", required=True, help="Why these episodes deserve it (recorded on the new entry).")
-@click.option("--title", help="The new entry's title. Default: the first episode's.")
+@click.option(
+    "--title",
+    help="The new entry's title. Default: the task the episodes share (their goal, or their titles up to the failure).",
+)
 @click.option(
     "--body", help="The new entry's body (what to do, or what it means). Default: the reason and the sources."
 )
 @click.option("--area", help="Default: the first episode's area.")
+@click.option(
+    "--again",
+    is_flag=True,
+    help="Promote episodes already promoted to an entry of that kind (refused without it: exit 1).",
+)
 @json_option
 @pass_app
 def promote(
@@ -28,12 +36,14 @@ def promote(
     title: str | None,
     body: str | None,
     area: str | None,
+    again: bool,
     as_json: bool,
 ) -> None:
     """Promote one or more episodes to a procedure or an insight: a new entry citing them as evidence.
 
-    Each episode gets status `promoted` and records the new id. `memfiles audit` lists episodes
-    repeated often enough to be worth promoting.
+    Each episode gets status `promoted` and records the new id. An episode promoted before is refused
+    (exit 1, naming what it became) unless --again. `memfiles audit` lists episodes repeated often
+    enough to be worth promoting.
 
     \b
     Example:
@@ -45,7 +55,7 @@ def promote(
 
     with errors_to_exit():
         done = promote_service(
-            app.project, list(ids), to, reason, title=title, body=body, area=area, notify=notify_index
+            app.project, list(ids), to, reason, title=title, body=body, area=area, notify=notify_index, again=again
         )
     for warning in done.warnings:
         warn(warning)

@@ -114,6 +114,7 @@ def _say_where_it_goes(error: click.UsageError) -> None:
         value = "DIR" if name == "--root" else "URL"
         where = " ".join([words[0], name, value, *words[1:]])
         error.message = f"{name} goes before the command: {where} ..."
+        error.possibilities = None  # type: ignore[misc]  # not "Did you mean '--floor'?" (recall's)
 
 
 class JsonErrorsGroup(click.Group):

@@ -63,16 +63,22 @@ def print_recall(result: dict[str, Any]) -> None:
     "--run", envvar="MEMFILES_RUN", help="The run whose working memory to include (resume, compaction, answer)."
 )
 @click.option("-k", "k", type=click.IntRange(1, 50), default=DEFAULT_K, show_default=True, help="Hits per layer.")
+@click.option(
+    "--floor",
+    type=click.FloatRange(0, 1),
+    help="The score every hit needs, in place of each layer's floor (recall_floors); 0 shows all.",
+)
 @json_option
 @pass_app
-def recall(app: App, query: str, trigger: str, run: str | None, k: int, as_json: bool) -> None:
+def recall(app: App, query: str, trigger: str, run: str | None, k: int, floor: float | None, as_json: bool) -> None:
     """Recall prior experience for QUERY (what you are about to do), layer by layer: procedure,
-    episode, lesson, insight, working. Each group says when it is empty, so an agent knows it looked.
+    episode, lesson, insight, working. A hit scores its layer's floor or more (recall_floors); each group
+    says when it is empty, so an agent knows it looked. A promoted episode gives way to its procedure.
 
     \b
     Triggers and their mandatory layers:
       turn, replan         procedure, episode, lesson, insight
-      act                  procedure
+      act                  procedure, episode (of the same task)
       failure, risky       procedure, episode, lesson (failure: episodes matched on the error signature)
       resume, compaction   procedure, working
       answer               insight, working
@@ -81,9 +87,10 @@ def recall(app: App, query: str, trigger: str, run: str | None, k: int, as_json:
     \b
     Example:
       memfiles recall "run the migration on the staging database" --trigger risky
+      memfiles recall "kubectl apply -f deploy/api.yaml --context prod" --trigger act
       memfiles recall "ModuleNotFoundError: No module named 'yaml'" --trigger failure --json
       memfiles recall --trigger resume --run fix-ci
     """
     with errors_to_exit():
-        result = recall_service(app.project, query, trigger, run, k)
+        result = recall_service(app.project, query, trigger, run, k, floor)
     print_json(result) if as_json else print_recall(result)

@@ -12,7 +12,7 @@ from lsprotocol import types
 
 from memfiles.errors import ParseError
 from memfiles.format.grammar import any_entry_heading
-from memfiles.format.ids import ID_RE, id_key
+from memfiles.format.ids import id_key
 from memfiles.format.parse import parse
 from memfiles.lsp import convert
 from memfiles.lsp.state import MemfilesServer
@@ -40,6 +40,7 @@ def build_server(root: Path | None = None) -> MemfilesServer:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: MemfilesServer, params: types.InitializedParams) -> None:
+        ls.watch()  # whatever the client does or does not send, a write by the CLI is seen within a second
         capabilities = ls.client_capabilities.workspace
         watched = capabilities.did_change_watched_files if capabilities else None
         if watched and watched.dynamic_registration:
@@ -122,7 +123,7 @@ def build_server(root: Path | None = None) -> MemfilesServer:
         line = lines[params.position.line] if params.position.line < len(lines) else ""
         heading = any_entry_heading(line)
         entry_id = (match.group("id") if match is not None else token) or (heading[0] if heading else "")
-        if not entry_id or not ID_RE.fullmatch(entry_id):
+        if not entry_id or id_key(entry_id) is None:  # an id in any case (`@@d-1`), as every command reads it
             return None
         entry_id = index.spelled(entry_id)  # @@T-2 is T-002
         overlay = {}
@@ -156,7 +157,7 @@ def build_server(root: Path | None = None) -> MemfilesServer:
         index = ls.fresh()
         if index is None:
             return None
-        lines, _ = ls.text_of(params.text_document.uri)
+        lines, path = ls.text_of(params.text_document.uri)
         number = params.position.line
         line = lines[number] if number < len(lines) else ""
         column = convert.from_utf16(line, params.position.character)
@@ -164,7 +165,9 @@ def build_server(root: Path | None = None) -> MemfilesServer:
         if typed is None:
             return None
         context = "\n".join(lines[max(0, number - 5) : number + 6])
-        ranked = index.complete(context, typed.group(1), limit=50, boost=ls.semantic.get(index, context))
+        working = path is not None and index.is_working_file(path)  # W- ids belong to a run, uncommitted
+        boost = ls.semantic.get(index, context)
+        ranked = index.complete(context, typed.group(1), limit=50, boost=boost, hidden=working)
         start = typed.start(1)
         edit_range = convert.span(line, number, start, column)
         items = []

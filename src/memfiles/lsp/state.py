@@ -34,6 +34,9 @@ from memfiles.store.project import Project
 log = logging.getLogger("memfiles.lsp")
 # Seconds of no edits before a changed document is diagnosed again (edits within it are coalesced).
 CHANGE_SETTLE = 0.15
+# How often the server looks at the memory files itself (a stat of each: microseconds), so that a write by
+# the CLI is diagnosed within a second in an editor that never sends didChangeWatchedFiles or any request.
+WATCH_INTERVAL = 0.25
 
 
 class _Unanswerable:
@@ -83,6 +86,7 @@ class MemfilesServer(LanguageServer):
         self.lint_tasks: set[asyncio.Task[None]] = set()
         self.pending: dict[str, asyncio.TimerHandle] = {}  # a document's diagnostics, waiting for typing to pause
         self.semantic = SemanticBoost()
+        self.watching: asyncio.TimerHandle | None = None  # the next look at the memory files (watch)
 
     # --- the project ------------------------------------------------------------------------------------
 
@@ -103,11 +107,28 @@ class MemfilesServer(LanguageServer):
         project = Project(settings)
         self.index = WorkspaceIndex.open(project)
 
-    def fresh(self) -> WorkspaceIndex | None:
+    def watch(self) -> None:
+        """Look at the memory files every WATCH_INTERVAL seconds, on the server's own loop (so never while a
+        request is being answered), and re-diagnose the open documents when one changed. Started once the
+        client is initialized; it ends with the loop."""
+        if self.watching is not None:
+            return
+        loop = asyncio.get_event_loop()
+
+        def tick() -> None:
+            try:
+                self.fresh(rescan=False)  # the files and folders known: a new package's memory/ on a request
+            except Exception as error:  # a file caught half-written, a folder gone: the next look sees it
+                log.warning("watching the memory files: %s", error)
+            self.watching = loop.call_later(WATCH_INTERVAL, tick)
+
+        self.watching = loop.call_later(WATCH_INTERVAL, tick)
+
+    def fresh(self, rescan: bool = True) -> WorkspaceIndex | None:
         """The index, brought up to date with the disk; open documents are re-diagnosed if it changed."""
         if self.index is None:
             return None
-        if self.index.refresh():
+        if self.index.refresh(rescan=rescan):
             self.publish_all()
         return self.index
 

@@ -33,6 +33,9 @@ T = TypeVar("T")
 Trigger = Literal["turn", "act", "replan", "failure", "risky", "resume", "answer", "memory-edit", "compaction"]
 assert set(Trigger.__args__) == set(TRIGGERS)  # type: ignore[attr-defined]
 K = Annotated[int, Field(ge=1, le=50, description="How many hits (per layer for recall).")]
+Floor = Annotated[
+    float | None, Field(ge=0, le=1, description="The score every hit needs, in place of each layer's floor.")
+]
 INSTRUCTIONS = """The project's memory: decisions, frictions, todos, lessons, facts, procedures,
 episodes and insights, one Markdown entry per finding with a stable id (D-005). Call `recall` with
 what you are about to do at every new turn, before acting (trigger act), after a failure (failure,
@@ -244,15 +247,18 @@ def build(settings: Settings | None, tools: Any = None) -> MCPServer:
         return _guard(lambda: tools.search(query, k, kind, area, status))
 
     @server.tool()
-    def recall(query: str = "", trigger: Trigger = "turn", run: str | None = None, k: K = DEFAULT_K) -> dict[str, Any]:
+    def recall(
+        query: str = "", trigger: Trigger = "turn", run: str | None = None, k: K = DEFAULT_K, floor: Floor = None
+    ) -> dict[str, Any]:
         """Recall prior experience for what you are about to do, by layer in order: procedure, episode,
         lesson (known failure patterns and their fixes), insight, working. The trigger (turn, act, replan,
-        failure, risky, resume, answer, memory-edit, compaction) decides which layers are mandatory; each
-        group says when it is empty. For a failure, pass the error text: episodes are matched on its error
-        signature."""
+        failure, risky, resume, answer, memory-edit, compaction) decides which layers are mandatory; a hit
+        scores its layer's floor or more (floor: one for every layer, 0 for all), and each group says when
+        it is empty and why. A promoted episode gives way to its procedure. For a failure, pass the error
+        text: episodes are matched on its error signature."""
         from memfiles.services.recall import recall as recall_service
 
-        return _guard(lambda: recall_service(tools.project, query, trigger, run, k))
+        return _guard(lambda: recall_service(tools.project, query, trigger, run, k, floor))
 
     @server.tool()
     def show(id: str) -> dict[str, Any]:
@@ -371,14 +377,18 @@ def build(settings: Settings | None, tools: Any = None) -> MCPServer:
         title: str | None = None,
         body: str | None = None,
         area: str | None = None,
+        again: bool = False,
     ) -> dict[str, Any]:
         """Promote episodes (E-003, E-007) to a procedure or an insight: a new entry citing them as
-        evidence; each episode records what it was promoted to. Returns the write object."""
+        evidence; each episode records what it was promoted to. Returns the write object. An episode
+        already promoted to an entry of that kind is refused, naming it, unless again is true."""
         from memfiles.services.promote import promote as promote_service
 
         def body_() -> dict[str, Any]:
             project = tools.project
-            done = promote_service(project, ids, to, reason, title=title, body=body, area=area, notify=tools._notify)
+            done = promote_service(
+                project, ids, to, reason, title=title, body=body, area=area, notify=tools._notify, again=again
+            )
             return done.as_json(project)
 
         return _guard(body_)

@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable, MemfilesError
 from memfiles.hook_events import WRITING, WRITING_DEADLINE
-from memfiles.services import hook_state, hooks
+from memfiles.services import hook_state, hooks, situation
 from memfiles.services.hook_text import Item, one_line
 from memfiles.store.project import Project
 
@@ -184,6 +184,17 @@ def _searched(settings: Settings, call: hooks.Call, wanted: list[tuple[str, str]
         return {}
 
 
+def _asked(layers: tuple[str, ...], query: str, reading: situation.Reading) -> list[tuple[str, str]]:
+    """Each layer with the situation's own text and the queries read from it (situation.py)."""
+    return [(layer, text) for layer in layers for text in dict.fromkeys([query, *reading.queries(layer)]) if text]
+
+
+def vocab(project: Project) -> situation.Vocabulary:
+    from memfiles.services.layers import vocabulary
+
+    return vocabulary(project)
+
+
 def session_start(call: hooks.Call, settings: Settings, project: Project, state: hook_state.SessionState) -> str:
     """The run's working memory first, whole and as saved; then procedures for its goal and next step."""
     from memfiles.services import hook_working, working
@@ -203,8 +214,8 @@ def session_start(call: hooks.Call, settings: Settings, project: Project, state:
         query = " ".join(str(current.get(name) or "") for name in ("goal", "next_step")).strip()
     elif state.saved and source == "compact":
         preface = hook_working.working_block(state.saved)  # the file went away: what PreCompact saved
-    found = _searched(settings, call, [("procedure", query)]) if query else {}
-    items = hooks.pick(settings, found.get("procedure", []), set(state.injected))
+    found = _searched(settings, call, _asked(("procedure",), query, situation.read(query, vocab(project))))
+    items = hooks.pick(settings, found.get("procedure", []), set(state.injected), "procedure")
     return hooks.inject(settings, state, [(hooks.HEADERS["start"], items)], preface)
 
 
@@ -222,7 +233,7 @@ def prompt(call: hooks.Call, settings: Settings, project: Project, state: hook_s
     if not text or (text.startswith("/") and len(text.split()) == 1):
         return hooks.inject(settings, state, [(hooks.HEADERS["pending"], pending)])  # a bare slash command
     query = hooks.clip(text, 2000)
-    found = _searched(settings, call, [(layer, query) for layer in ("procedure", "episode", "lesson", "insight")])
+    found = _searched(settings, call, _asked(hooks.LAYERS, query, situation.read(query, vocab(project))))
     seen = set(state.injected)
     items = hooks.layered(settings, found, seen | {item.id for item in pending})
     return hooks.inject(settings, state, [(hooks.HEADERS["pending"], pending), (hooks.HEADERS["prompt"], items)])
@@ -233,8 +244,9 @@ def _item_fields(item: dict[str, Any]) -> bool:
 
 
 def pre_tool(call: hooks.Call, settings: Settings, project: Project, state: hook_state.SessionState) -> str:
-    """Procedures before a command; a risky one (hooks_risky) brings the episodes and lessons of similar actions
-    too."""
+    """Before a command: the procedures for it, and the episodes and lessons of the same task (each layer
+    over its floor); the command is also read for what it does (situation.py). A risky one (hooks_risky)
+    is said to be so."""
     import re
 
     text = hooks.tool_text(call)
@@ -243,9 +255,10 @@ def pre_tool(call: hooks.Call, settings: Settings, project: Project, state: hook
     tool = call.data.get("tool_name") if isinstance(call.data.get("tool_name"), str) else "tool"
     state.last_action = one_line(f"{tool}: {text}")
     risky = any(re.search(pattern, text, re.IGNORECASE) for pattern in settings.hooks_risky)
-    layers = ("procedure", "episode", "lesson") if risky else ("procedure",)
     query = hooks.clip(text, 2000)
-    found = _searched(settings, call, [(layer, query) for layer in layers])
+    command = hooks.command_text(call)
+    reading = situation.read(command, vocab(project), command=True, prose=False) if command else situation.Reading()
+    found = _searched(settings, call, _asked(("procedure", "episode", "lesson"), query, reading))
     items = hooks.layered(settings, found, set(state.injected))
     return hooks.inject(settings, state, [(hooks.HEADERS["risky" if risky else "act"], items)])
 
@@ -312,7 +325,7 @@ def stop(call: hooks.Call, settings: Settings, project: Project, state: hook_sta
         return ""
     found = _searched(settings, call, [("insight", hooks.clip(answer, 2000))])
     waiting = {item["id"] for item in state.pending if isinstance(item, dict)}
-    items = hooks.pick(settings, found.get("insight", []), set(state.injected) | waiting)
+    items = hooks.pick(settings, found.get("insight", []), set(state.injected) | waiting, "insight")
     state.pending += [
         {"id": item.id, "title": item.title, "body": item.body[:400], "path": item.path, "line": item.line}
         for item in items

@@ -5,15 +5,16 @@ CLI, or any agent speaking the same JSON), so recall happens whether or not the 
 
     SessionStart        the run's working memory (whole, as saved), then procedures for its goal
     UserPromptSubmit    procedures, episodes, lessons, insights for the prompt (BeforeAgent in Gemini CLI)
-    PreToolUse          procedures for the command; a risky one (hooks_risky) adds episodes and lessons
+    PreToolUse          procedures, episodes and lessons of the command's task (situation.py); risky ones said
     PostToolUse(Failure) a failure: procedures, episodes of its error signature, lessons; written to working memory
     PreCompact          the working memory brought up to date and saved for SessionStart `compact`
     Stop                insights bearing on the answer, shown with the next prompt (Stop takes no context)
     SessionEnd          a run the hooks started is ended (an episode with hooks_episode); state removed
 
 Every search goes through the watcher (recall's seam, watcher only): a hook answers in milliseconds and
-applies one score floor, which word overlap without an index could not honour. No watcher, no index, a
-broken file or bad input: no context and one line in .memfiles/hooks.log, never an error to the agent.
+applies each layer's score floor, which word overlap without an index could not honour. No watcher, no
+index, a broken file or bad input: no context and one line in .memfiles/hooks.log, never an error to the
+agent.
 The run-facing parts are in hook_run.py; the session's memory is hook_state.py.
 """
 
@@ -33,6 +34,7 @@ from memfiles.hook_events import EVENTS, project_folder, session_of
 from memfiles.jsonin import json_type
 from memfiles.services import hook_state
 from memfiles.services.hook_text import Item, Section, render, strip_injected
+from memfiles.services.layers import LAYERS
 
 # Events whose output may carry hookSpecificOutput.additionalContext, by the agents' own references.
 # Claude Code's validator refuses it on Stop, PreCompact and SessionEnd; Gemini CLI reads it on these three.
@@ -45,11 +47,12 @@ _QUERY_LIMIT = 2000  # characters of prompt or tool output a query keeps
 _SHELL_TOOLS = ("Bash", "run_shell_command", "shell", "local_shell")
 _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code", "status_code")
 _EXIT_TEXT = re.compile(r"\bExit Code: (-?\d+)")
-_TYPED = re.compile(r"Traceback \(most recent call last\)|\b[A-Za-z_][\w.]*(?:Error|Exception): ")
+# Gemini CLI's shell result, `Command: ...\nStdout: ...\nStderr: ...\nExit Code: N`: its stderr part.
+_STDERR_TEXT = re.compile(r"^Stderr: (.*?)(?=^(?:Error|Exit Code|Signal|Background PIDs): |\Z)", re.M | re.S)
 HEADERS = {
     "prompt": "memfiles recall for this prompt (open a path for the whole entry):",
     "pending": "memfiles: insights that bear on your last answer:",
-    "act": "memfiles: procedures for this command:",
+    "act": "memfiles: procedures for this command, and what came of the same task before:",
     "risky": "memfiles: a risky or irreversible command; procedures, episodes and lessons of similar actions:",
     "failure": "memfiles: seen before with this error ({signature}):",
     "start": "memfiles: procedures for this run's goal:",
@@ -127,10 +130,13 @@ def output(call: Call, context: str) -> dict[str, Any]:
 def search(
     settings: Settings, wanted: list[tuple[str, str]], ask: Ask | None = None
 ) -> dict[str, list[dict[str, Any]]]:
-    """For each (layer, query): the live entries of that kind, best first, as contract hits.
+    """For each layer: the live entries of that kind for its queries (a layer may come with several: the
+    best score of each entry counts), best first, as contract hits; a promoted episode gives way to the
+    procedure it became (layers.give_way).
 
     One round trip to the watcher (or `ask`, inside the watcher); IndexUnavailable when none answers
     (the caller logs it)."""
+    from memfiles.services.layers import give_way, merged
     from memfiles.services.recall import EntryReader, filtered_search, to_hits
     from memfiles.store.project import Project
 
@@ -141,18 +147,19 @@ def search(
         settings, [(query, {"kind": layer}, _ASK) for layer, query in wanted], watcher_only=True, local=ask
     )
     reader = EntryReader(Project(settings))
-    return {
-        layer: to_hits(reader, hits, query, _ASK, drop_retired=True)
-        for (layer, query), hits in zip(wanted, raw, strict=True)
-    }
+    found: dict[str, list[dict[str, Any]]] = {}
+    for (layer, query), hits in zip(wanted, raw, strict=True):
+        found[layer] = merged(found.get(layer, []), to_hits(reader, hits, query, _ASK, drop_retired=True))
+    return give_way(reader, found)
 
 
-def pick(settings: Settings, hits: list[dict[str, Any]], seen: set[str]) -> list[Item]:
-    """The hits worth injecting: at or above the floor, not injected before in this session, K at most."""
+def pick(settings: Settings, hits: list[dict[str, Any]], seen: set[str], layer: str) -> list[Item]:
+    """The hits worth injecting: at or above the layer's floor, not injected before in this session, K at most."""
+    floor = settings.floor(layer, hooks=True)
     items = []
     for hit in hits:
         entry = hit["entry"]
-        if hit["score"] < settings.hooks_floor or entry["id"] in seen:
+        if hit["score"] < floor or entry["id"] in seen:
             continue
         items.append(Item(entry["id"], entry["title"], entry.get("body") or "", entry["path"], entry.get("line")))
         if len(items) == K:
@@ -170,8 +177,8 @@ def inject(settings: Settings, state: hook_state.SessionState, sections: list[Se
 def layered(settings: Settings, found: dict[str, list[dict[str, Any]]], seen: set[str]) -> list[Item]:
     """The picked items of every layer found, in recall's order (procedure, episode, lesson, insight)."""
     items: list[Item] = []
-    for layer in ("procedure", "episode", "lesson", "insight"):
-        picked = pick(settings, found.get(layer, []), seen | {item.id for item in items})
+    for layer in LAYERS:
+        picked = pick(settings, found.get(layer, []), seen | {item.id for item in items}, layer)
         items.extend(picked)
     return items
 
@@ -198,6 +205,15 @@ def tool_text(call: Call) -> str:
         return strip_injected(command + extra)
     strings = [value for value in tool_input.values() if isinstance(value, str) and len(value) < 500]
     return strip_injected(" ".join(strings))
+
+
+def command_text(call: Call) -> str:
+    """The shell command a tool call runs, as written ("" for another tool)."""
+    tool_input = call.data.get("tool_input")
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    if isinstance(command, list):
+        command = " ".join(str(part) for part in command)
+    return strip_injected(command)[:_QUERY_LIMIT] if isinstance(command, str) else ""
 
 
 def is_shell(call: Call) -> bool:
@@ -233,8 +249,14 @@ def failure(call: Call) -> str | None:
     shown = _EXIT_TEXT.search(text)
     if shown and shown.group(1) != "0":
         return text
-    stderr = response.get("stderr")
-    if isinstance(stderr, str) and _TYPED.search(stderr):
+    from memfiles.services.failures import failed_by_output
+
+    stderr, stdout = response.get("stderr"), response.get("stdout")
+    if not isinstance(stderr, str):  # Gemini CLI: `Stderr: ...` within llmContent
+        content = response.get("llmContent")
+        shown = _STDERR_TEXT.search(content) if isinstance(content, str) else None
+        stderr = shown.group(1) if shown else ""
+    if failed_by_output(stderr, stdout if isinstance(stdout, str) else ""):  # psql -f exits 0 after ERROR:
         return text
     return None
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memfiles.contract import Finding
-from memfiles.errors import MemfilesError
+from memfiles.errors import MemfilesError, RefusedError
 from memfiles.format.ids import RETIRED, normalize_id
 from memfiles.format.wrap import clip, one_line, with_article
 from memfiles.services.write import IndexNotifier, write_ops
@@ -62,16 +62,51 @@ def _sources(project: Project, ids: list[str]) -> list[Located]:
 
 
 def default_body(sources: list[Located], reason: str, limit: int = 2000) -> str:
-    """The reason, then each source with what its body says (its outcome, what was done and seen), on one
-    line each: the procedure carries the fix its episodes record, so a search for it finds the procedure."""
-    lines = [reason, "", "Promoted from:"]
-    room = max(80, (limit - len(reason) - 40) // max(1, len(sources)) - 40)
+    """Where it comes from and why, as a sentence of its own (a hook shows an entry's first sentence: the
+    reason run into the list read "again Promoted from: - E-001 ..."), then each source with what its
+    body says (its outcome, what was done and seen), on one line each: the procedure carries the fix its
+    episodes record, so a search for it finds the procedure."""
+    runs = "1 run" if len(sources) == 1 else f"{len(sources)} runs"
+    said = reason[:1].upper() + reason[1:]
+    lines = [f"Learnt from {runs}: {said}{'' if said[-1:] in '.!?' else '.'}", "", "Promoted from:"]
+    room = max(80, (limit - len(lines[0]) - 40) // max(1, len(sources)) - 40)
     for source in sources:
         entry = source.entry
         head = f"- {entry.id} ({entry.date}): {entry.title}"
         said = one_line(entry.body.replace("**", ""))
         lines.append(f"{head}. {clip(said, max(20, room - len(head)))}" if said else head)
     return "\n".join(lines)
+
+
+# Where an episode's title stops naming its task and starts telling what went wrong ("Release of 2.3
+# failed on the fuzz step": the task is "Release of 2.3").
+_FAILURE_PART = re.compile(
+    r"\s*(?:[:;—–(]|\s-\s)|\s+(?:failed|fails|failing|failure|broke|broken|crashed|crashes|hung|hangs|timed out"
+    r"|stopped|refused|lost|errored|did not|didn't|could not|couldn't|cannot|can't|because|after|when)\b",
+    re.IGNORECASE,
+)
+_GOAL_LINE = re.compile(r"^- \*\*goal\*\*: (.+)$", re.MULTILINE)
+_VERSION = re.compile(r"^v?\d[\w.]*$")
+_TRAILING = frozenset("a an the of to for on in at with and or from by".split())  # noqa: SIM905
+
+
+def shared_task(sources: list[Located]) -> str:
+    """The task the episodes share, as a title: their runs' goal when they record one (`working end
+    --episode`), else the part of their titles before the failure, in the words all of them use (version
+    numbers aside), in the first one's order. The first's task when they share no word."""
+    tasks = []
+    for source in sources:
+        goal = _GOAL_LINE.search(source.entry.body)
+        text = goal.group(1) if goal else source.entry.title
+        cut = _FAILURE_PART.search(text)
+        tasks.append((text[: cut.start()] if cut and cut.start() > 0 else text).strip())
+    words = [[word for word in task.split() if not _VERSION.match(word)] for task in tasks]
+    common = set.intersection(*({word.casefold() for word in each} for each in words))
+    shared = [word for word in words[0] if word.casefold() in common]
+    while shared and shared[-1].casefold() in _TRAILING:
+        shared.pop()
+    title = " ".join(shared) or tasks[0] or sources[0].entry.title
+    return title[:1].upper() + title[1:]
 
 
 @dataclass(frozen=True)
@@ -107,12 +142,14 @@ def promote(
     body: str | None = None,
     area: str | None = None,
     notify: IndexNotifier | None = None,
+    again: bool = False,
 ) -> Promotion:
     """Write the new entry and mark its sources.
 
     Two batches, the first with a request id drawn from the inputs: run again after a crash between
     them, the same command replays the first (the same new id) and finishes the second. Run again after
-    both, it writes nothing and says it replayed.
+    both, it writes nothing and says it replayed. An episode promoted before (to a standing entry of
+    that kind) is refused (RefusedError, exit 1, naming what it became) unless `again`.
     """
     if to not in TARGETS:
         raise MemfilesError(f"--to must be one of {', '.join(TARGETS)}, got {to!r}")
@@ -122,6 +159,7 @@ def promote(
         raise MemfilesError(f"give a reason (--reason): why these episodes deserve to become {article} {to}")
     sources = _sources(project, ids)
     schema, settings = project.settings.schema, project.settings
+    earlier = _earlier(project, sources, to)
     if title and len(one_line(title)) > schema.title_limit:  # a person's title is not cut short in silence
         raise MemfilesError(f"--title is {len(one_line(title))} characters; at most {schema.title_limit}")
     source_ids = [s.entry.id for s in sources]
@@ -131,25 +169,25 @@ def promote(
     add = {
         "op": "add",
         "kind": to,
-        "title": one_line(title) if title else sources[0].entry.title,
+        "title": one_line(title) if title else clip(shared_task(sources), schema.title_limit),
         "area": area or sources[0].entry.area,
         "body": text,
         "evidence": source_ids,
     }
     digest = hashlib.sha256(json.dumps(add, sort_keys=True).encode()).hexdigest()[:16]
+    if earlier and not again and not _made_by(project, f"promote-{digest}", sources):
+        _refuse(sources, earlier, to)
     warnings: list[str] = []
     result, warning = write_ops(
         project, [parse_op(add, 1, schema, settings.wrap)], request_id=f"promote-{digest}", notify=notify
     )
     warnings += [warning] if warning else []
     new_id = result.added[0]
-    before = set.intersection(*(set(source.entry.promoted) for source in sources)) - {new_id}
-    standing = {located.entry.id for located in project.entries()}  # a pruned entry is no earlier promotion
-    same_kind = sorted(i for i in before & standing if (kind := schema.kind_of(i)) is not None and kind.name == to)
-    if same_kind and not result.replayed:  # another reason, another title: a second entry of one finding
+    same_kind = sorted({i for found in earlier.values() for i in found} - {new_id})
+    if same_kind and not result.replayed:  # asked again: a second entry of one finding, said
         warnings.append(
-            f"{', '.join(source_ids)} {'were' if len(source_ids) > 1 else 'was'} promoted to"
-            f" {', '.join(same_kind)} already; {new_id} is another {to} from the same episodes"
+            f"{', '.join(earlier)} {'were' if len(earlier) > 1 else 'was'} promoted to"
+            f" {', '.join(same_kind)} already; {new_id} is another {to} from them"
             f" (edit {same_kind[0]} with memfiles set, or prune {new_id}, if it says the same)"
         )
     updates = []
@@ -162,6 +200,47 @@ def promote(
         _, warning = write_ops(project, updates, notify=notify)
         warnings += [warning] if warning else []
     return Promotion(new_id, source_ids, warnings, replayed=result.replayed and not updates)
+
+
+def _earlier(project: Project, sources: list[Located], to: str) -> dict[str, list[str]]:
+    """The sources already promoted to a standing entry of kind `to`, and those entries."""
+    schema = project.settings.schema
+    standing = {located.entry.id: located for located in project.entries()}  # a pruned one is no promotion
+    found = {}
+    for source in sources:
+        made = [i for i in source.entry.promoted if i in standing and (kind := schema.kind_of(i)) and kind.name == to]
+        if made:
+            found[source.entry.id] = made
+    return found
+
+
+def _made_by(project: Project, request_id: str, sources: list[Located]) -> bool:
+    """Whether this very promotion was made before (its request's receipt names the entry the sources
+    record): the same command again replays, as after a crash between its two writes."""
+    from memfiles.store.journal import Journal
+
+    receipt = Journal(project.settings.state_dir, project.root).receipt(request_id) or {}
+    added = (receipt.get("result") or {}).get("added") or []
+    return bool(added) and all(added[0] in source.entry.promoted for source in sources)
+
+
+def _refuse(sources: list[Located], earlier: dict[str, list[str]], to: str) -> None:
+    """No second entry of one finding unless asked again: exit 1, naming what each episode became."""
+    from memfiles.contract import problem
+
+    said = "; ".join(f"{source} was promoted to {', '.join(made)}" for source, made in earlier.items())
+    first = next(iter(earlier.values()))[0]
+    problems = [
+        problem(f"{source.entry.id} was promoted to {', '.join(earlier[source.entry.id])}", id=source.entry.id,
+                path=source.file.rel, line=source.entry.line)
+        for source in sources
+        if source.entry.id in earlier
+    ]  # fmt: skip
+    raise RefusedError(
+        f"refused: {said} already. Add to {first} with memfiles set {first} --body ..., or make another {to}"
+        " from them with --again",
+        problems,
+    )
 
 
 def _key(located: Located) -> str:

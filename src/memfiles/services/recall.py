@@ -11,7 +11,6 @@ layers' searches are one socket round trip, and this module imports nothing heav
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ from memfiles.contract import entry_object, hit_object
 from memfiles.errors import IndexUnavailable, MemfilesError
 from memfiles.format.ids import RETIRED
 from memfiles.format.model import area_key
+from memfiles.services.failures import error_signature
 from memfiles.services.hits import hit_objects
 from memfiles.store.project import Project
 
@@ -35,7 +35,7 @@ WHY = {
 # The seed's mandatory retrieval triggers and the layers each makes mandatory.
 TRIGGERS: dict[str, tuple[str, ...]] = {
     "turn": ("procedure", "episode", "lesson", "insight"),  # every new user turn
-    "act": ("procedure",),  # every execution batch, before acting
+    "act": ("procedure", "episode"),  # every execution batch, before acting: episodes of the same task
     "replan": ("procedure", "episode", "lesson", "insight"),  # every replan
     "failure": ("procedure", "episode", "lesson"),  # a significant failure or a new error signature
     "risky": ("procedure", "episode", "lesson"),  # a high-resource or irreversible action
@@ -46,43 +46,6 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
 }
 DEFAULT_K = 3
 _EXTRA = 5  # asked beyond k so that retired entries can be dropped without coming up short
-
-_TYPED_ERROR = re.compile(r"\b[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning)\b")
-_ERROR_WORD = re.compile(
-    r"\b(error|fatal|failed|failure|panic|traceback|denied|refused|not found|timed out|segmentation fault"
-    r"|core dumped|aborted|killed|out of memory)\b|\bERR!",  # npm's `npm ERR! code E404`
-    re.I,
-)
-_HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{12,64}\b")
-_URL = re.compile(r"\b[a-zA-Z][\w+.-]*://([^/\s:]+)\S*")  # a URL is its host: the rest changes per run
-_PATH = re.compile(r"(?<![\w])(?:[A-Za-z]:)?(?:[\w.~-]*[/\\])+([\w.-]+)")  # POSIX or Windows: its last part
-# A number, dotted ones whole (10.0.0.12, 30.5, 1.2.3), with a unit of up to 3 letters kept (30.5s: Ns).
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?=[a-zA-Z%]{0,3}(?!\w))")
-_STAMP = re.compile(r"^\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+Z?\]?\s*")
-
-
-def error_signature(text: str) -> str | None:
-    """The error line of `text`, with what changes between runs (paths, numbers, addresses) wiped.
-
-    The last line naming a typed error (`ModuleNotFoundError: ...`) wins, else the first line with an
-    error word. Two runs failing the same way give the same signature; None when no line looks like one.
-    """
-    lines = [line.strip() for line in text.replace("\r", "\n").split("\n") if line.strip()]
-    typed = [line for line in lines if _TYPED_ERROR.search(line)]
-    worded = [line for line in lines if _ERROR_WORD.search(line)]
-    line = typed[-1] if typed else (worded[0] if worded else None)
-    if line is None:
-        return None
-    line = _STAMP.sub("", line)
-    match = _TYPED_ERROR.search(line)
-    if match and typed:
-        line = line[match.start() :]
-    line = _HEX.sub("<hex>", line)
-    line = _URL.sub(lambda m: m.group(1), line)
-    line = _PATH.sub(lambda m: m.group(1), line)
-    line = _NUMBER.sub("N", line)
-    return " ".join(line.split())[:200] or None
-
 
 # --- the seam: every search recall and the MCP server make goes through filtered_search ----------
 
@@ -161,6 +124,11 @@ def search_many(searcher: Any, items: list[dict[str, Any]]) -> list[list[dict[st
     saved = searcher.embedder
     if saved is not None:
         searcher.embedder = _MemoEmbedder(saved)
+        # every distinct query in one batch: an agent's hook asks several layers and several readings of
+        # the situation at once, and one forward pass over a few short texts costs about what one does
+        texts = [item["query"] for item in items if item.get("mode", "hybrid") != "lexical" and item["query"].strip()]
+        if len(set(texts)) > 1:
+            searcher.embedder.encode(list(dict.fromkeys(texts)))
     try:
         return [
             hit_objects(
@@ -241,14 +209,25 @@ def _files_search(project: Project, items: list[tuple[str, dict[str, Any], int]]
 
 
 def recall(
-    project: Project, query: str, trigger: str = "turn", run: str | None = None, k: int = DEFAULT_K
+    project: Project,
+    query: str,
+    trigger: str = "turn",
+    run: str | None = None,
+    k: int = DEFAULT_K,
+    floor: float | None = None,
 ) -> dict[str, Any]:
     """The recall object of docs/json.md: the trigger's mandatory layers in the seed's order, each with
-    its hits (or the run's working memory) and a note when it is empty."""
+    its hits at or above the layer's floor (recall_floors; `floor` for every layer) or the run's working
+    memory, and a note when it is empty. The query is also read for its situation (services/situation.py),
+    as the hooks read it; a promoted episode gives way to the procedure it became."""
+    from memfiles.services.layers import floored, give_way, merged, situation_queries
+
     if trigger not in TRIGGERS:
         raise MemfilesError(f"unknown trigger {trigger!r} (triggers: {', '.join(TRIGGERS)})")
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 50:
         raise MemfilesError(f"k must be a whole number from 1 to 50, got {k!r}")
+    if floor is not None and (isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 <= floor <= 1):
+        raise MemfilesError(f"floor must be a number from 0 to 1 (a hit's score), got {floor!r}")
     layers = [layer for layer in ORDER if layer in TRIGGERS[trigger]]
     if run:
         from memfiles.services.working import check_run
@@ -268,24 +247,31 @@ def recall(
         raise MemfilesError("say what you are about to do (the query is empty)")
     signature = error_signature(query) if trigger == "failure" else None
     queries = {layer: (signature if layer == "episode" and signature else query) for layer in searched}
+    # a failure is read by its error; anything else for its situation too (a command for act and risky)
+    more = situation_queries(project, query, trigger in ("act", "risky")) if searched and not signature else {}
+    asked = [(layer, text) for layer in searched for text in dict.fromkeys([queries[layer], *more.get(layer, [])])]
     source = "none"
-    results: dict[str, list[dict[str, Any]]] = {}
-    if searched:
-        raw, source = filtered_search(
-            project.settings, [(queries[layer], {"kind": layer}, k + _EXTRA) for layer in searched], warnings=warnings
-        )
-        results = dict(zip(searched, raw, strict=True))
     entries = EntryReader(project)
+    found: dict[str, list[dict[str, Any]]] = {layer: [] for layer in searched}
+    if asked:
+        raw, source = filtered_search(
+            project.settings, [(text, {"kind": layer}, k + _EXTRA) for layer, text in asked], warnings=warnings
+        )
+        for (layer, text), hits in zip(asked, raw, strict=True):
+            found[layer] = merged(found[layer], to_hits(entries, hits, text, k + _EXTRA, drop_retired=True))
+        found = give_way(entries, found)
     groups = []
     for layer in layers:
         group: dict[str, Any] = {"layer": layer, "why": WHY[layer], "query": queries.get(layer)}
         if layer == "working":
-            group.update(hits=[], working=working.as_json() if working else None)
+            group.update(hits=[], working=working.as_json() if working else None, floor=None)
             group["empty"] = working is None
             group["note"] = run_note if working is None else None
         else:
-            hits = to_hits(entries, results.get(layer, []), query, k, drop_retired=True)
-            group.update(hits=hits, empty=not hits, note=None if hits else f"no {layer} matches")
+            # words alone (no index) score 0.32 at most: the floors are for the index's scores
+            bar = floor if floor is not None else (project.settings.floor(layer) if source != "files" else 0.0)
+            hits, note = floored(found.get(layer, []), bar, k, layer)
+            group.update(hits=hits, floor=bar, empty=not hits, note=note)
         groups.append(group)
     return {
         "query": query,
@@ -366,3 +352,13 @@ class EntryReader:
                     section=located.section,
                 )
         return None
+
+    def find(self, entry_id: str) -> dict[str, Any] | None:
+        """The live entry carrying `entry_id` (any spelling), read from its file; None when there is none."""
+        try:
+            located = self.project.find(entry_id)
+        except MemfilesError:  # two entries carry it (AmbiguousId), or a file does not parse
+            return None
+        if located is None or located.entry.status == RETIRED:
+            return None
+        return self.entry({"id": located.entry.id, "path": located.file.rel})

@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from memfiles.contract import Finding, entry_ref, finding
-from memfiles.format.grammar import ID_PATTERN
-from memfiles.format.ids import RETIRED, canonical_id, id_key
+from memfiles.format.grammar import ANY_CASE_ID_PATTERN as ID_PATTERN
+from memfiles.format.ids import RETIRED, id_key, normalize_id
 from memfiles.format.toc import Slugger
 from memfiles.services.audit import located_ref, replaces, successor_chain
 from memfiles.services.read import Reading, read_project
 from memfiles.store.project import Located, Project
 
+# An id in any case is a reference (`@@t-1` is T-001), as every command takes ids: see ids.id_key.
 REF_RE = re.compile(
     rf"@@(?:(?P<id>{ID_PATTERN})\b"
     r"|doc:(?P<doc>[A-Za-z0-9_./-]+?)(?:#(?P<doc_anchor>[\w-]+))?(?=[\s)\]'\",;]|$)"
@@ -178,8 +179,9 @@ class _Targets:
     def _entry(self, written: str, width: int) -> tuple[str, str | None, dict[str, Any], str]:
         ref = self._spelled(written)
         code, entry_id, target, message = self._known(ref)
-        if code == "ref-dangling":  # the id as every command spells it: `@@D-9` names D-009, which is not there
-            return code, entry_id, target, f"no entry {canonical_id(ref, width)}"
+        if code == "ref-dangling":  # the id as every command spells it: `@@d-9` names D-009, which is not there
+            canonical = normalize_id(ref, width)
+            return code, canonical, entry_ref(canonical), f"no entry {canonical}"
         if ref != written:
             message += f" (write it @@{ref})"
         return code, entry_id, target, message

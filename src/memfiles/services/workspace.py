@@ -20,12 +20,12 @@ from typing import Any
 
 from memfiles.contract import entry_object
 from memfiles.errors import ParseError
-from memfiles.format.ids import RETIRED, id_key
+from memfiles.format.ids import HIDDEN_KINDS, RETIRED, id_key, normalize_id
 from memfiles.format.toc import INDEX_END, INDEX_START_PREFIX
 from memfiles.services.audit import successor_chain
 from memfiles.services.refs import REF_RE, _anchors, _resolve_target, source_files
 from memfiles.store.ledger import Ledger
-from memfiles.store.project import LoadedFile, Located, Project
+from memfiles.store.project import WORKING_FOLDER, LoadedFile, Located, Project
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 _STOP = frozenset(
@@ -134,6 +134,7 @@ class WorkspaceIndex:
     _refs: dict[Path, tuple[tuple[int, int], list[RefSite]]] | None = None
     _base: list[str] = field(default_factory=list)
     _rank: dict[str, tuple[bool, int]] = field(default_factory=dict)
+    _words: dict[int, tuple[Any, frozenset[str]]] = field(default_factory=dict)  # id(entry): (entry, its words)
 
     @classmethod
     def open(cls, project: Project) -> WorkspaceIndex:
@@ -143,12 +144,13 @@ class WorkspaceIndex:
 
     # --- keeping in step ------------------------------------------------------------------------------
 
-    def refresh(self, force: bool = False) -> bool:
-        """Reload what changed on disk since the last look; True when anything did."""
+    def refresh(self, force: bool = False, rescan: bool = True) -> bool:
+        """Reload what changed on disk since the last look; True when anything did. `rescan` False: no walk
+        of the project for new memory/ folders (a look made on a timer: the walk is for requests)."""
         now = time.monotonic()
         changed = False
         dirs_moved = any(_mtime(folder) != stamp for folder, stamp in self._dirs.items())
-        if force or dirs_moved or now - self._walked > RESCAN_SECONDS:  # new memory/ folders
+        if force or dirs_moved or (rescan and now - self._walked > RESCAN_SECONDS):  # new memory/ folders
             self._dirs = {folder: _mtime(folder) for folder in self._memory_dirs()}
             self._walked = now
             paths = set(self.project.markdown_files())
@@ -203,18 +205,26 @@ class WorkspaceIndex:
                 if located.entry.id in self.by_id:  # two entries carry it: which one a reference means, none can say
                     self.twice.setdefault(located.entry.id, [self.by_id[located.entry.id]]).append(located)
                 self.by_id.setdefault(located.entry.id, located)
-        # live before retired, newest first, then by id: computed once here, not per completion
-        ordered = sorted(
-            self.by_id.values(),
-            key=lambda located: (located.entry.status == RETIRED, _negated_date(located.entry.date), located.entry.id),
-        )
+        # live before retired, newest first, then by id: computed once here, not per completion (three
+        # stable sorts: the last key decides first; a key built per entry cost a quarter of a rebuild)
+        ordered = sorted(self.by_id.values(), key=lambda located: located.entry.id)
+        ordered.sort(key=lambda located: located.entry.date, reverse=True)
+        ordered.sort(key=lambda located: located.entry.status == RETIRED)
         self._base = [located.entry.id for located in ordered]
         self._rank = {
             located.entry.id: (located.entry.status == RETIRED, number) for number, located in enumerate(ordered)
         }
+        known, self._words = self._words, {}
         for entry_id, located in self.by_id.items():
             entry = located.entry
-            for word in set(words(f"{entry.title} {entry.area} {' '.join(entry.tags)}")):
+            cached = known.get(id(entry))
+            # an unchanged file keeps its parsed entries: their words are not read again (a CLI write to one
+            # file of a 10,000-entry memory is diagnosed within a second)
+            said = cached[1] if cached is not None and cached[0] is entry else None
+            if said is None:
+                said = frozenset(words(f"{entry.title} {entry.area} {' '.join(entry.tags)}"))
+            self._words[id(entry)] = (entry, said)
+            for word in said:
                 self.postings.setdefault(word, set()).add(entry_id)
         self.generation += 1
 
@@ -275,6 +285,10 @@ class WorkspaceIndex:
     def resolve_id(self, written: str) -> Resolution:
         entry_id = self.spelled(written)
         resolution = self._resolve_known(entry_id)
+        if resolution.state == "dangling":  # as every command spells it: `@@t-9` names T-009
+            return replace(
+                resolution, message=f"no entry {normalize_id(written, self.project.settings.schema.id_width)}"
+            )
         if entry_id != written:
             return replace(resolution, message=f"{resolution.message} (write it @@{entry_id})")
         return resolution
@@ -301,10 +315,18 @@ class WorkspaceIndex:
             return Resolution("retired", message, located, successor)
         return Resolution("ok", f"{located.entry.title} ({located.where})", located)
 
-    def complete(self, context: str, typed: str = "", limit: int = 100, boost: dict[str, float] | None = None):
+    def complete(
+        self,
+        context: str,
+        typed: str = "",
+        limit: int = 100,
+        boost: dict[str, float] | None = None,
+        hidden: bool = False,
+    ):
         """Entries for a completion after `@@`: those matching what was typed, ranked by the words around
         the cursor (idf-weighted overlap with title, area and tags), then by the semantic `boost` if any,
-        live before retired, newest first. Returns [(Located, score)]."""
+        live before retired, newest first. Working-memory entries (W-, per run and not committed) only
+        with `hidden`, for a working file. Returns [(Located, score)]."""
         typed_low = typed.lower()
         context_words = set(words(context)) - {typed_low}
         total = max(len(self.by_id), 1)
@@ -320,10 +342,14 @@ class WorkspaceIndex:
                 scores[entry_id] = scores.get(entry_id, 0.0) + value
         by_id, rank_of = self.by_id, self._rank
 
+        shown = (lambda _entry_id: True) if hidden else self._committed
+
         def wanted(entry_id: str) -> bool:
+            if not shown(entry_id):
+                return False
             return entry_id.lower().startswith(typed_low) or typed_low in by_id[entry_id].entry.title.lower()
 
-        keep = wanted if typed_low else None
+        keep = wanted if typed_low or not hidden else None
         scored = [(*rank_of[i][:1], -value, rank_of[i][1], i) for i, value in scores.items() if keep is None or keep(i)]
         chosen = [item[-1] for item in heapq.nsmallest(limit, scored)]
         if len(chosen) < limit:  # the rest by default order: live before retired, newest first
@@ -335,6 +361,14 @@ class WorkspaceIndex:
                         break
         best = [by_id[entry_id] for entry_id in chosen]
         return [(located, scores.get(located.entry.id, 0.0)) for located in best]
+
+    def _committed(self, entry_id: str) -> bool:
+        """Whether the entry is of a kind a reference outside working memory may cite (not W-)."""
+        kind = self.project.settings.schema.kind_of(entry_id)
+        return kind is None or kind.name not in HIDDEN_KINDS
+
+    def is_working_file(self, path: Path) -> bool:
+        return self.is_memory_file(path) and self.project.rel(path).split("/")[-2:-1] == [WORKING_FOLDER]
 
     def search_titles(self, query: str, limit: int = 200) -> list[Located]:
         """Entries whose id and title hold every word of `query` (workspace symbols)."""
@@ -438,10 +472,6 @@ def _anchor_line(path: Path, anchor: str) -> int | None:
         if match and slugger.slug(match.group(1)) == anchor:
             return number
     return None
-
-
-def _negated_date(date: str) -> str:
-    return "".join(chr(0x10FFFF - ord(c)) if c.isdigit() else c for c in date)
 
 
 def _stamp(path: Path) -> tuple[int, int]:
