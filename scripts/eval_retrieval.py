@@ -316,21 +316,6 @@ def defaults():
     )
 
 
-def load_sweep(path: Path) -> tuple[dict, dict, dict]:
-    """(the whole pickle, each setting's per-query nDCG@10, each collection's plain-RRF per query) of a
-    sweep `loco --save-sweep` wrote; exit 2 naming the file when it cannot be read as one."""
-    import pickle
-
-    import numpy as np
-
-    try:
-        saved = pickle.loads(path.read_bytes())
-        return saved, saved["queries"], {n: np.asarray(saved["rrf"][n]) for n in NAMES}
-    except (OSError, pickle.UnpicklingError, EOFError, KeyError, TypeError) as error:
-        print(f"{path}: not a sweep eval_retrieval.py --save-sweep wrote ({error!r})", file=sys.stderr)
-        sys.exit(2)
-
-
 def plain(setting) -> bool:
     """A setting of the ranking as the index has it: no passages, no feedback of either kind."""
     return plain_or_passages(setting) and not setting.passages

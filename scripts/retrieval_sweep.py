@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
@@ -258,16 +259,21 @@ def rm3_scores(
     return out
 
 
-# The mix try_query_sentences.py screened through (its rule, fourteenth session): a quarter of the whole
-# request's cosine, three quarters of its best sentence's.
+# The mix the fourteenth session's experiment screened through (its rule, docs/retrieval.md): a quarter of
+# the whole request's cosine, three quarters of its best sentence's.
 SENTENCE_MIX = 0.75
+_SENTENCE_END = re.compile(r"(?<=[A-Za-z]{2}[.?!])\s+(?=[A-Z\"'(\[])")
+
+
+def sentences(text: str) -> list[str]:
+    """`text`'s sentences, or `[text]` when it has only one."""
+    parts = [p.strip() for p in _SENTENCE_END.split(text.strip()) if p.strip()]
+    return parts if len(parts) > 1 else [text]
 
 
 def by_sentence(embedder, texts: list[str], whole: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     """`whole` (the (requests, rows) cosines) with each request of several sentences scored instead by
     (1 - SENTENCE_MIX) x its whole cosine + SENTENCE_MIX x the best of its sentences' cosines."""
-    from try_query_sentences import sentences
-
     split = [sentences(t) for t in texts]
     several = [n for n, parts in enumerate(split) if len(parts) > 1]
     scores = whole.copy()
