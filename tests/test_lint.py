@@ -613,3 +613,15 @@ def test_import_names_every_problem_and_stores_no_op_of_a_refused_batch(root: Pa
     assert "2 problems" in result.output and "op 1: body is empty" in result.output and "op 4:" in result.output
     assert "op 2" not in result.output and "op 3" not in result.output
     assert (root / "memory" / "lessons.md").read_text(encoding="utf-8") == before
+
+
+def test_fmt_keeps_two_lists_two_when_it_makes_their_bullets_one(root: Path, run: Run) -> None:
+    """`* star` then `+ plus` by hand are two lists; once both are `-` they would be one (and check said
+    fmt fixes md004 when it could not): fmt puts an invisible `<!-- -->` between them first."""
+    assert run("add", "-k", "L", "-t", "T", "-a", "a", "--body", "Intro.").exit_code == 0
+    path = root / "memory" / "lessons.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("Intro.\n", "Intro.\n\n* star\n+ plus\n"), "utf-8")
+    assert "md004" in _codes(run("check").output)
+    assert run("fmt").exit_code == 0
+    assert "- star\n\n<!-- -->\n\n- plus\n" in path.read_text(encoding="utf-8")
+    assert run("check").exit_code == 0

@@ -125,6 +125,26 @@ def _signature(memory: MemoryFile) -> list[tuple]:
     ]
 
 
+def _lists_kept_apart(memory: MemoryFile) -> MemoryFile:
+    """`memory` with markdown.repairs.separate_lists applied to every body and intro (it shows nothing new)."""
+    import dataclasses
+
+    from memfiles.markdown.repairs import separate_lists
+
+    def apart(text: str) -> str:
+        return "\n".join(separate_lists(text.split("\n"))) if text else text
+
+    sections = tuple(
+        dataclasses.replace(
+            section,
+            intro=apart(section.intro),
+            entries=tuple(dataclasses.replace(entry, body=apart(entry.body)) for entry in section.entries),
+        )
+        for section in memory.sections
+    )
+    return dataclasses.replace(memory, preamble=apart(memory.preamble), sections=sections)
+
+
 def fix_text(project: Project, rel: str, memory: MemoryFile, config: LintConfig | None = None) -> str:
     """The canonical text of `memory` with the linter's fixes applied to each chunk (an entry, a section's
     text) that has a fixable finding, where the chunk renders as before; the Manual byte for byte. If the
@@ -140,6 +160,11 @@ def fix_text(project: Project, rel: str, memory: MemoryFile, config: LintConfig 
     fixable_lines = {raw.line for raw in found if raw.fixable}
     if not fixable_lines:
         return text
+    if any(raw.rule == "md004" for raw in found):  # lists side by side kept two before their bullets are one
+        memory = _lists_kept_apart(memory)
+        text = render(memory, schema)
+        found = lint_texts([text], config, cache)[0]
+        fixable_lines = {raw.line for raw in found if raw.fixable}
     lines = text.split("\n")
     todo = []
     for chunk in chunks(text):
