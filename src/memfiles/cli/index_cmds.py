@@ -47,6 +47,8 @@ def backfill(app: App, rebuild: bool, check_only: bool, as_json: bool) -> None:
         warn(f"{where}: {item['message']} (skipped: its entries were left as the index had them)")
     for line in duplicate_lines(drift):
         warn(line)
+    for line in result.get("warnings") or ():
+        warn(line)
     if check_only:
         if as_json:
             print_json({**drift, "skipped": skipped})
@@ -159,8 +161,6 @@ def watch(
             setup_logging(log_file)
             logging.getLogger("memfiles.watch").error("could not start: %s", error)
         raise
-    if settings.index_url:
-        raise CommandError("the watcher serves the embedded index; with a Chroma server (index_url) it is not needed")
     if idle_from_settings:
         idle_exit = settings.watch_idle_exit
     with errors_to_exit():
@@ -227,7 +227,7 @@ def status(app: App, as_json: bool) -> None:
     report["skipped"] = [item.as_json() for item in reading.skipped]
     drift = report["drift"]
     catalog = report["index"].get("catalog") or {}
-    failed = report["index"].get("error")
+    failed = report["index"].get("error") or (report["index"].get("server") or {}).get("error")
     if as_json:
         print_json(report)
         raise SystemExit(1 if failed else 0)
@@ -242,25 +242,31 @@ def status(app: App, as_json: bool) -> None:
         click.echo("watcher:  not running")
     if drift is None:
         click.echo(f"entries:  {sum(1 for _ in reading.loaded.entries())} on disk")
-        click.echo(f"index:    {failed}" if failed else "index:    none yet (run memfiles backfill)")
+        error = report["index"].get("error")
+        click.echo(f"index:    {error}" if error else "index:    none yet (run memfiles backfill)")
     else:
         unread = len(drift.get("unreadable") or [])
         files = "1 file that does not parse" if unread == 1 else f"{unread} files that do not parse"
         kept = f" (and those of {files}, kept as indexed)" if unread else ""
-        click.echo(f"entries:  {drift['on_disk']} on disk{kept}, {drift['indexed']} in the index")
+        held = "in this clone's view" if index.get("server") else "in the index"
+        click.echo(f"entries:  {drift['on_disk']} on disk{kept}, {drift['indexed']} {held}")
         count = len(drift["missing_or_stale"]) + len(drift["retag"]) + len(drift["orphaned"])
         click.echo(f"drift:    {'none' if not count else f'{count} ids (memfiles backfill --check)'}")
         for line in duplicate_lines(drift):
             click.echo(f"warning:  {line}")
         if catalog and not catalog.get("in_step", True):
             click.echo("catalog:  behind the store (memsearch rebuilds it; memfiles backfill saves it)")
-    click.echo(f"store:    {index.get('store')}")
+    click.echo(f"store:    {index.get('store')}" + (" (this clone's view)" if index.get("server") else ""))
+    server = index.get("server")
+    if server:
+        shared = f"{server['vectors']:,} vectors shared by every clone" if server["vectors"] is not None else None
+        click.echo(f"server:   {server['url']}, collection {server['collection']} ({shared or server['error']})")
     if index.get("model"):
         click.echo(f"model:    {index['model']}")
     if watcher.get("last_sync"):
         click.echo(f"synced:   {watcher['last_sync']}")
     if failed:
-        raise SystemExit(1)  # what the files say is printed; the index could not be read
+        raise SystemExit(1)  # what the files say is printed; the index (or its server) could not be read
 
 
 def stop_watchers(app: App) -> None:

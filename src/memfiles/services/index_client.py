@@ -135,7 +135,9 @@ class LocalIndex:
     def _open(self, timeout: float, create: bool = False) -> Any:
         from memfiles.services.index_session import open_index
 
-        return self._waiting(lambda wait: open_index(self.settings, timeout=wait, create=create), timeout)
+        return self._waiting(
+            lambda wait: open_index(self.settings, timeout=wait, create=create, server_timeout=timeout), timeout
+        )
 
     def _read(self, timeout: float) -> Any:
         """For queries: the saved catalog and vectors when in step with the store (numpy only), else the store."""
@@ -154,14 +156,13 @@ class LocalIndex:
         with contextlib.ExitStack() as stack:
             while True:
                 left = deadline - time.monotonic()
-                # a server has no lock to hand over: its wait (to connect) is the whole timeout
-                piece = left if self.settings.index_url else min(left, HANDOVER_AFTER)
+                piece = min(left, HANDOVER_AFTER)
                 try:
                     session = stack.enter_context(opener(max(0.0, piece)))
                     break
                 except IndexUnavailable as error:
                     busy = error.__cause__
-                    if not isinstance(busy, LockTimeout) or self.settings.index_url:
+                    if not isinstance(busy, LockTimeout):
                         raise
                     try:
                         watcher = ipc.request(self.settings, {"op": "ping"}, timeout=5)
@@ -177,7 +178,9 @@ class LocalIndex:
     def search(self, queries: list[tuple[str, int]], filters: Filters, mode: str = "hybrid") -> list[Hits]:
         with self._read(timeout=self.settings.search_timeout) as session:
             if not session.exists():
-                raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
+                from memfiles.index.chroma import no_index
+
+                raise IndexUnavailable(no_index(self.settings))
             searcher = session.searcher()
             late = behind(self.project, session.catalog, searcher.sidecar)
             late.hide_gone(searcher)
@@ -190,7 +193,9 @@ class LocalIndex:
 
         with self._read(timeout=self.settings.search_timeout) as session:
             if not session.exists():
-                raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
+                from memfiles.index.chroma import no_index
+
+                raise IndexUnavailable(no_index(self.settings))
             searcher = session.searcher()
             late = behind(self.project, session.catalog, searcher.sidecar)
             late.hide_gone(searcher)
@@ -236,45 +241,71 @@ class LocalIndex:
         # overlaps importing chromadb here (index/encode_worker.py).
         bulk = None if check else early_encoder(self.project, rebuild)
         try:
+            # A rebuild encodes before it takes the store: searches answer from the old index meanwhile.
+            prepared = self._prepare(bulk) if rebuild and not check else None
             try:
                 with self._open(timeout=self.settings.lock_timeout, create=not check) as session:
                     session.bulk = bulk
-                    result, _ = backfill_session(self.project, session, None, rebuild, check)
+                    result, _ = backfill_session(self.project, session, None, rebuild, check, prepared)
                     return result
             except IndexUnavailable as error:
-                if not rebuild or check or self.settings.index_url or not _damaged(error):
+                if not rebuild or check or not _damaged(error):
                     raise
-            # --rebuild of an embedded store too damaged to open or reset: it is derived, so start from nothing.
+            # --rebuild of a store too damaged to open or reset: it is derived, so start from nothing.
             from memfiles.index.chroma import discard_store
 
             discard_store(self.settings, self.settings.lock_timeout)
             with self._open(timeout=self.settings.lock_timeout, create=True) as session:
                 session.bulk = bulk if bulk is not None and bulk.alive else None
-                result, _ = backfill_session(self.project, session, None, rebuild, check)
+                result, _ = backfill_session(self.project, session, None, rebuild, check, prepared)
                 result["summary"] = f"{result['summary']} (the damaged store was discarded)"
                 return result
         finally:
             if bulk is not None:
                 bulk.close()
 
+    def _prepare(self, bulk: Any) -> Any:
+        """A rebuild's vectors, encoded (and with a server published) before the store is opened."""
+        from memfiles.index.embedder import collection_name
+        from memfiles.index.shared import SharedVectors
+        from memfiles.services.backfill import prepare_rebuild
+        from memfiles.services.index_session import LIGHT_LIMIT, _embedder
+
+        light = _embedder(self.settings, light=True)
+
+        def encoder(count: int) -> Any:
+            if bulk is not None:
+                return bulk
+            return light if count <= LIGHT_LIMIT else _embedder(self.settings, light=False)
+
+        shared = None
+        if self.settings.index_url:
+            collection = collection_name(light.name, light.dimension)
+            shared = SharedVectors(self.settings, collection, self.settings.lock_timeout)
+        return prepare_rebuild(self.project, encoder, shared)
+
     @_handed_over
     def status(self) -> dict[str, Any]:
+        from memfiles.index.chroma import store_place
         from memfiles.services.backfill import backfill_session
 
         index: dict[str, Any] = {
             "exists": index_exists(self.settings),
-            "store": self.settings.index_url or str(self.settings.index_dir / "chroma"),
+            "store": store_place(self.settings),
             "model": None,
             "entries": None,
             "generation": None,
             "catalog": None,
+            "server": None,
             "error": None,
         }
         drift = None
+        collection = None
         if index["exists"]:
             try:
                 with self._open(timeout=self.settings.lock_timeout) as session:
                     index.update(index_facts(session, session.catalog))
+                    collection = session.store.name
                     drift = backfill_session(self.project, session, session.catalog, rebuild=False, check=True)[0][
                         "drift"
                     ]
@@ -282,6 +313,7 @@ class LocalIndex:
                 if getattr(error, "key", None):  # a setting to fix (`model`): exit 2 naming it, as recall does
                     raise
                 index["error"] = str(error)
+        index["server"] = server_facts(self.settings, collection)
         return {"watcher": not_answering_watcher(self.settings), "index": index, "drift": drift}
 
 
@@ -296,12 +328,15 @@ def not_answering_watcher(settings: Settings) -> dict[str, Any]:
 
 def _damaged(error: IndexUnavailable) -> bool:
     """True for a store that failed as a store (not one busy with another process, not a missing model,
-    not an encoder process that died)."""
+    not an encoder process that died, not a Chroma server that did not answer)."""
     from memfiles.errors import LockTimeout
     from memfiles.index.embedder import ModelUnavailable
     from memfiles.index.encode_worker import EncoderFailed
+    from memfiles.index.shared import ServerUnavailable
 
-    return not isinstance(error, (ModelUnavailable, EncoderFailed)) and not isinstance(error.__cause__, LockTimeout)
+    return not isinstance(error, (ModelUnavailable, EncoderFailed, ServerUnavailable)) and not isinstance(
+        error.__cause__, LockTimeout
+    )
 
 
 def _said(warning: str | None) -> list[str]:
@@ -312,12 +347,38 @@ def unreadable_warnings(broken: dict[str, str]) -> list[str]:
     return [f"{message}; its entries are searched as they were before" for _path, message in sorted(broken.items())]
 
 
+def server_facts(settings: Settings, collection: str | None) -> dict[str, Any] | None:
+    """With a Chroma server: its address, the pool of shared vectors of this index's model and how many it
+    holds (index/shared.py), or why the server could not say. None for the embedded store."""
+    if not settings.index_url:
+        return None
+    from memfiles.index.embedder import collection_name, load_embedder
+    from memfiles.index.shared import ServerUnavailable, SharedVectors
+
+    if collection is None:  # no index here yet (or it could not be read): the pool the model's would use
+        try:
+            embedder = load_embedder(settings.model, light=True)
+            collection = collection_name(embedder.name, embedder.dimension)
+        except IndexUnavailable as error:
+            return {"url": settings.index_url, "collection": None, "vectors": None, "error": str(error)}
+    shared = SharedVectors(settings, collection, settings.lock_timeout)
+    facts: dict[str, Any] = {"url": settings.index_url, "collection": shared.name, "vectors": None, "error": None}
+    try:
+        facts["vectors"] = shared.count()
+    except ServerUnavailable as error:
+        facts["error"] = str(error)
+    return facts
+
+
 def index_facts(session: Any, catalog: Any) -> dict[str, Any]:
     """What status says about an open index: its model, entries, generation, and whether the catalog mirrors it."""
+    from memfiles.index.chroma import store_place
+
     stamp = session.store.stamp()
     exists = session.store.exists()
     return {
         "exists": exists,
+        "store": store_place(session.settings),
         "model": session.embedder.name,
         "entries": session.store.count() if exists else 0,
         "generation": stamp.generation,
@@ -391,7 +452,7 @@ def leave_watcher(settings: Settings, client: IndexClient, purpose: str) -> str 
     """When `client` opened the store here (no watcher answered) and `search_watch` allows it, start a
     watcher in the background; what to tell the user, or None when none was started. Used after a search
     (the next one is warm) and in place of a write's local update (the watcher indexes it)."""
-    if client.where != "local" or not settings.search_watch or settings.index_url:
+    if client.where != "local" or not settings.search_watch:
         return None
     from memfiles.index.embedder import model_problem
     from memfiles.services.watch.daemon import spawn_background
