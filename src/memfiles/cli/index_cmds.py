@@ -23,10 +23,12 @@ def backfill(app: App, rebuild: bool, check_only: bool, as_json: bool) -> None:
     """Bring the semantic index in line with the files: upsert every entry, delete ids that left.
 
     Entries whose text and model are unchanged are not embedded again; a catalog left behind by a
-    watcher that died, or by another client of a server, is rebuilt. A file that does not parse is
-    named and its entries are left as the index has them. The index lives in .memsearch/ (or the
-    Chroma server at index_url / --chroma-url / MEMFILES_CHROMA_URL). With --check, a project
-    without an index exits 1 ("no index yet") and nothing is created.
+    watcher that died is rebuilt. A file that does not parse is named and its entries are left as the
+    index has them. The index lives in .memsearch/; with a Chroma server (index_url / --chroma-url /
+    MEMFILES_CHROMA_URL) it is this clone's view there, and each text's vector is taken from the server
+    when another clone shared it (and shared when embedded here). --rebuild encodes everything again
+    before it replaces the index: searches answer meanwhile. With --check, a project without an index
+    exits 1 ("no index yet") and nothing is created.
 
     \b
     Example:
