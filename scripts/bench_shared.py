@@ -176,7 +176,10 @@ found = entry_docs(project)
 server = load_settings(root, index_url=url)
 embedder = load_embedder(None, light=True)
 shared = SharedVectors(server, collection_name(embedder.name, embedder.dimension), 600)
-vectors = shared.fetch(sorted({d.hash for d in found.docs.values()}))
+hashes = sorted({d.hash for d in found.docs.values()})
+vectors = shared.fetch(hashes)
+if len(vectors) != len(hashes):
+    sys.exit(f"the pool lacks {len(hashes) - len(vectors)} of the texts")
 with open_index(settings, timeout=600) as session:
     result, _ = backfill_session(project, session, None, True, False, Prepared(started, found, vectors))
 print(json.dumps(result["report"]))
@@ -189,9 +192,7 @@ print(json.dumps(result["report"]))
         capture_output=True,
         text=True,
     ).stdout
-    report = json.loads(out.strip().splitlines()[-1])
-    if report["embedded"]:
-        raise SystemExit(f"the embedded copy embedded {report['embedded']} texts: the pool lacked them")
+    json.loads(out.strip().splitlines()[-1])  # its report: every vector came from the pool (else it exited)
     return copy
 
 
@@ -348,10 +349,10 @@ def main() -> None:
     print(json.dumps(figures, indent=2))
     if args.json_out:
         args.json_out.write_text(json.dumps(figures, indent=2) + "\n")
-    report(figures)
+    print_tables(figures)
 
 
-def report(f: dict) -> None:
+def print_tables(f: dict) -> None:
     """The tables docs/scale.md carries."""
     b = f["backfills"]
     print("\n| clone | entries | embedded | reused | first backfill |\n|---|---|---|---|---|")

@@ -45,8 +45,19 @@ class IndexKeeper:
         self.catalog = session.catalog
         self.searcher = Searcher(session.store, self.catalog, session.embedder, vectors=session.vectors())
         self._torch_queries: threading.Thread | None = None
+        self._reaching: threading.Thread | None = None
+        if getattr(session.store, "shared", None) is not None:  # with a server: chromadb imported and the
+            # server reached now, not in the first sync that needs a vector from it (a checkout's): 1-2 s
+            self._reaching = threading.Thread(target=self._reach_server, name="memfiles-server", daemon=True)
+            self._reaching.start()
         self._torch_gate = threading.Lock()  # one loader, and none once the watcher stops
         self._torch_closed = False
+
+    def _reach_server(self) -> None:
+        try:
+            self.session.store.shared.count()
+        except Exception as error:  # said again by the sync that needs it
+            log.warning("%s", error)
 
     def torch_for_queries(self) -> None:
         """Once, in the background: answer queries with the torch form of the bundled model's encoder.
@@ -89,6 +100,8 @@ class IndexKeeper:
             loader = self._torch_queries
         if loader is not None:
             loader.join(timeout)
+        if self._reaching is not None:  # (an import cut short by the exit can crash it, as torch's can)
+            self._reaching.join(timeout)
 
     def _load_torch_queries(self) -> None:
         from memfiles.index.embedder import NumpyBertEmbedder
