@@ -38,7 +38,12 @@ BIN = Path(sys.executable).parent
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """One real `chroma run` for the module's tests (each test uses clones of its own)."""
+    """One real `chroma run` for the module's tests (each test uses clones and a pool of its own); or the
+    Chroma deployment at MEMFILES_TEST_CHROMA_URL, when set (docs/scale.md: what runs unchanged there)."""
+    given = os.environ.get("MEMFILES_TEST_CHROMA_URL")
+    if given:
+        yield given
+        return
     port = free_port()
     proc = start_chroma(tmp_path_factory.mktemp("chroma-team"), port)
     yield f"http://127.0.0.1:{port}"
@@ -474,7 +479,7 @@ class TestWatcherOnAServer:
 
 class TestGarbageCollection:
     def test_gc_removes_only_what_no_clone_used_and_nothing_else_removes_a_vector(
-        self, team: tuple[Path, Path], server: str
+        self, team: tuple[Path, Path], server: str, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """Vectors no clone marked used for the given time go with `memfiles gc`; a backfill never removes
         one, however many entries it drops; a clone whose vectors were removed still searches, and shares
@@ -494,6 +499,11 @@ class TestGarbageCollection:
         old = int(time.time()) - 40 * 86_400
         every = shared.get(include=[])["ids"]
         shared.update(ids=every, metadatas=[{"used": old}] * len(every))
+        from memfiles.index import shared as sharing
+
+        with monkeypatch.context() as paged:  # read a page of 2 at a time: four pages
+            paged.setattr(sharing, "UPSERT_BATCH", 2)
+            assert json.loads(ok(a, "gc", "--unused-for", "30", "--dry-run", "--json").stdout)["removed"] == len(every)
         for path in (a / ".memsearch").rglob("touched.json"):
             path.unlink()
         backfill(a)

@@ -147,9 +147,18 @@ class SharedVectors:
             self._call(lambda c, part=part: c.update(ids=part, metadatas=[{"used": now} for _ in part]))
 
     def unused(self, before: int) -> list[str]:
-        """The rows no clone has used since `before` (unix seconds)."""
-        got = self._call(lambda c: c.get(where={"used": {"$lt": before}}, include=[]))
-        return list(got["ids"])
+        """The rows no clone has used since `before` (unix seconds), read a page at a time."""
+        found: list[str] = []
+        while True:
+            offset = len(found)
+            got = self._call(
+                lambda c, offset=offset: c.get(
+                    where={"used": {"$lt": before}}, include=[], limit=UPSERT_BATCH, offset=offset
+                )
+            )
+            found += got["ids"]
+            if len(got["ids"]) < UPSERT_BATCH:
+                return found
 
     def remove_unused(self, hashes: list[str], before: int) -> None:
         """Delete those of `hashes` still unused since `before`: a row a clone refreshed meanwhile stays

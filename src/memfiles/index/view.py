@@ -54,7 +54,7 @@ def view_folder(index_dir: Path) -> Path:
 
 def read_view_stamp(path: Path, name: str) -> Stamp | None:
     """The generation stamp of collection `name` in the view file at `path`, read-only; None when there is
-    no such file or collection (or it cannot be read: ask the store then)."""
+    no such file or collection (or it cannot be read, or is of another format: ask the store then)."""
     if not path.is_file():
         return None
     try:
@@ -62,6 +62,8 @@ def read_view_stamp(path: Path, name: str) -> Stamp | None:
     except sqlite3.Error:
         return None
     try:
+        if connection.execute("PRAGMA user_version").fetchone()[0] != FORMAT:
+            return None
         row = connection.execute("SELECT generation, settled FROM collections WHERE name = ?", (name,)).fetchone()
     except sqlite3.Error:
         return None
