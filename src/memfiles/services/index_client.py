@@ -234,6 +234,7 @@ class LocalIndex:
     def backfill(self, rebuild: bool = False, check: bool = False) -> dict[str, Any]:
         from memfiles.services.backfill import backfill_session, no_index_drift
         from memfiles.services.index_session import early_encoder
+        from memfiles.services.sharing import rebuild_vectors
 
         if check and not index_exists(self.settings):
             return {"drift": no_index_drift(self.project), "summary": "no index yet", "exists": False}
@@ -242,7 +243,7 @@ class LocalIndex:
         bulk = None if check else early_encoder(self.project, rebuild)
         try:
             # A rebuild encodes before it takes the store: searches answer from the old index meanwhile.
-            prepared = self._prepare(bulk) if rebuild and not check else None
+            prepared = rebuild_vectors(self.project, bulk) if rebuild and not check else None
             try:
                 with self._open(timeout=self.settings.lock_timeout, create=not check) as session:
                     session.bulk = bulk
@@ -264,30 +265,11 @@ class LocalIndex:
             if bulk is not None:
                 bulk.close()
 
-    def _prepare(self, bulk: Any) -> Any:
-        """A rebuild's vectors, encoded (and with a server published) before the store is opened."""
-        from memfiles.index.embedder import collection_name
-        from memfiles.index.shared import SharedVectors
-        from memfiles.services.backfill import prepare_rebuild
-        from memfiles.services.index_session import LIGHT_LIMIT, _embedder
-
-        light = _embedder(self.settings, light=True)
-
-        def encoder(count: int) -> Any:
-            if bulk is not None:
-                return bulk
-            return light if count <= LIGHT_LIMIT else _embedder(self.settings, light=False)
-
-        shared = None
-        if self.settings.index_url:
-            collection = collection_name(light.name, light.dimension)
-            shared = SharedVectors(self.settings, collection, self.settings.lock_timeout)
-        return prepare_rebuild(self.project, encoder, shared)
-
     @_handed_over
     def status(self) -> dict[str, Any]:
         from memfiles.index.chroma import store_place
         from memfiles.services.backfill import backfill_session
+        from memfiles.services.sharing import server_facts
 
         index: dict[str, Any] = {
             "exists": index_exists(self.settings),
@@ -345,29 +327,6 @@ def _said(warning: str | None) -> list[str]:
 
 def unreadable_warnings(broken: dict[str, str]) -> list[str]:
     return [f"{message}; its entries are searched as they were before" for _path, message in sorted(broken.items())]
-
-
-def server_facts(settings: Settings, collection: str | None) -> dict[str, Any] | None:
-    """With a Chroma server: its address, the pool of shared vectors of this index's model and how many it
-    holds (index/shared.py), or why the server could not say. None for the embedded store."""
-    if not settings.index_url:
-        return None
-    from memfiles.index.embedder import collection_name, load_embedder
-    from memfiles.index.shared import ServerUnavailable, SharedVectors
-
-    if collection is None:  # no index here yet (or it could not be read): the pool the model's would use
-        try:
-            embedder = load_embedder(settings.model, light=True)
-            collection = collection_name(embedder.name, embedder.dimension)
-        except IndexUnavailable as error:
-            return {"url": settings.index_url, "collection": None, "vectors": None, "error": str(error)}
-    shared = SharedVectors(settings, collection, settings.lock_timeout)
-    facts: dict[str, Any] = {"url": settings.index_url, "collection": shared.name, "vectors": None, "error": None}
-    try:
-        facts["vectors"] = shared.count()
-    except ServerUnavailable as error:
-        facts["error"] = str(error)
-    return facts
 
 
 def index_facts(session: Any, catalog: Any) -> dict[str, Any]:

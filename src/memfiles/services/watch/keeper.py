@@ -268,7 +268,8 @@ class IndexKeeper:
         (snapshot or self.snapshot()).save(self.session.store.sidecar, index)
 
     def index_status(self) -> dict[str, Any]:
-        from memfiles.services.index_client import index_facts, server_facts
+        from memfiles.services.index_client import index_facts
+        from memfiles.services.sharing import server_facts
 
         with self.mutex:
             facts = index_facts(self.session, self.catalog)
