@@ -135,7 +135,9 @@ def watch(
     Watches every memory/ folder of the project (new package folders too), syncs each changed file
     once it has been quiet for the debounce window, catches up on start, reconciles on a timer, and
     serves memsearch, the write path and backfill over .memsearch/watch.sock (owner-only). One per
-    project. In the background it logs to .memsearch/watch.log, rotated at 1 MB (3 old files kept).
+    project (per clone: with a Chroma server it keeps this clone's view, checkouts and pulls included,
+    taking the vectors other clones shared). In the background it logs to .memsearch/watch.log,
+    rotated at 1 MB (3 old files kept).
     Started here it stays until stopped (or --idle-exit); one that memsearch, a write or the agent hooks
     leave behind exits after the watch_idle_exit setting (2 h) without a query or a change.
 
