@@ -226,8 +226,8 @@ def resolve(
     if not hashes:
         return Resolved(np.zeros((0, 0), dtype=np.float32), warnings=warnings)
     matrix = np.vstack([np.asarray(found[h], dtype=np.float32) for h in hashes])
-    encoded = set(missing) | {h for h in unique if known and h in known}
-    embedded = sum(1 for h in hashes if h in encoded)  # counted by entry, as a backfill reports them
+    fresh = set(missing) | {h for h in unique if known and h in known}
+    embedded = sum(1 for h in hashes if h in fresh)  # counted by entry, as a backfill reports them
     return Resolved(matrix, len(hashes) - embedded, embedded, warnings, unshared)
 
 
