@@ -227,7 +227,8 @@ def follow_checkout(root: Path, branch: str, marker_id: str, switches: int) -> l
     measured_s = []
 
     def top() -> str | None:
-        answer = request(settings, {"op": "search", "queries": [[marker, 1]], "mode": "hybrid", "filters": {}}, 30)
+        # a watcher embedding what a checkout brought (the embedded store) holds its answer until done
+        answer = request(settings, {"op": "search", "queries": [[marker, 1]], "mode": "hybrid", "filters": {}}, 600)
         hits = answer["results"][0] if answer else []
         return hits[0]["entry"]["id"] if hits else None
 
@@ -276,71 +277,102 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument("--switches", type=int, default=3)
     parser.add_argument("--json-out", type=Path)
-    parser.add_argument("--workdir", type=Path, help="keep everything here (default: a temporary folder, removed)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="keep everything here (default: a temporary folder, removed); run again with the same folder to"
+        " go on after the last phase it finished (its figures so far are in figures.json there)",
+    )
     args = parser.parse_args()
     compile_memfiles()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="memfiles-shared-"))
     work.mkdir(parents=True, exist_ok=True)
+    saved = work / "figures.json"
+    figures: dict = json.loads(saved.read_text()) if saved.exists() else {}
+    if figures and [figures["per_clone"], figures["clones"], figures["own"]] != [args.per_clone, args.clones, args.own]:
+        raise SystemExit(f"{work} holds a run of other sizes: give another --workdir")
+    figures.update({"per_clone": args.per_clone, "clones": args.clones, "own": args.own})
+    figures.setdefault("pool_name", f"bench{uuid.uuid4().hex[:8]}")
+
+    def done(phase: str) -> None:
+        figures.setdefault("phases", []).append(phase)
+        saved.write_text(json.dumps(figures, indent=2) + "\n")
+        print(f"[{time.strftime('%H:%M:%S')}] {phase} done", flush=True)
+
+    def ran(phase: str) -> bool:
+        return phase in figures.get("phases", [])
+
     server, url = start_server(work / "chroma")
-    figures: dict[str, object] = {"per_clone": args.per_clone, "clones": args.clones, "own": args.own}
     base_env = {**os.environ, "MEMFILES_SEARCH_WATCH": "0"}
     base_env.pop("MEMFILES_CHROMA_URL", None)
     local_env = dict(base_env)
-    server_env = {**base_env, "MEMFILES_CHROMA_URL": url, "MEMFILES_INDEX_COLLECTION": f"bench{uuid.uuid4().hex[:8]}"}
+    server_env = {**base_env, "MEMFILES_CHROMA_URL": url, "MEMFILES_INDEX_COLLECTION": figures["pool_name"]}
+    clones = [work / f"clone-{k + 1}" for k in range(args.clones)]
+    copy = work / "embedded-2"
+    roots = {"server": (clones[1], server_env), "embedded": (copy, local_env)}
     try:
-        started = time.perf_counter()
-        clones = make_clones(work, args, local_env)
-        print(
-            f"made {args.clones} clones of {args.per_clone:,} entries in {time.perf_counter() - started:.0f} s",
-            flush=True,
-        )
-        backfills = []
-        for clone in clones:
-            seconds, rss, out = measured(
-                [str(BIN / "memfiles"), "--root", str(clone), "backfill", "--json"], server_env
-            )
-            report = json.loads(out)
-            backfills.append({"seconds": seconds, "peak_rss_mb": rss, **report})
-            print(
-                f"backfill {clone.name}: {seconds:.1f} s, embedded {report['embedded']:,}, reused {report['reused']:,}",
-                flush=True,
-            )
-        figures["backfills"] = backfills
-        figures["second_over_first"] = backfills[1]["seconds"] / backfills[0]["seconds"]
-        pool = json.loads(memfiles(clones[0], server_env, "status", "--json"))["index"]["server"]
-        figures["pool"] = pool
-        resident, peak = memory_mb(server.pid)  # `nice` execs the server: one pid
-        figures["server"] = {"disk_mb": disk_mb(work / "chroma"), "rss_mb": resident, "peak_rss_mb": peak}
-        started = time.perf_counter()
-        copy = embedded_copy(work, "clone-2", server_env, local_env)
-        figures["embedded_store_write_seconds"] = time.perf_counter() - started
-        figures["local_disk_mb"] = {
-            "view": disk_mb(clones[1] / ".memsearch"),
-            "embedded": disk_mb(copy / ".memsearch"),
-        }
+        if not ran("clones"):
+            started = time.perf_counter()
+            make_clones(work, args, local_env)
+            figures["clones_seconds"] = time.perf_counter() - started
+            done("clones")
+        if not ran("backfills"):
+            backfills = []
+            for clone in clones:
+                seconds, rss, out = measured(
+                    [str(BIN / "memfiles"), "--root", str(clone), "backfill", "--json"], server_env
+                )
+                report = json.loads(out)
+                backfills.append({"seconds": seconds, "peak_rss_mb": rss, **report})
+                print(f"backfill {clone.name}: {seconds:.1f} s, embedded {report['embedded']:,}", flush=True)
+            figures["backfills"] = backfills
+            figures["second_over_first"] = backfills[1]["seconds"] / backfills[0]["seconds"]
+            figures["pool"] = json.loads(memfiles(clones[0], server_env, "status", "--json"))["index"]["server"]
+            resident, peak = memory_mb(server.pid)  # `nice` execs the server: one pid
+            figures["server"] = {"disk_mb": disk_mb(work / "chroma"), "rss_mb": resident, "peak_rss_mb": peak}
+            done("backfills")
+        if not ran("embedded copy"):
+            started = time.perf_counter()
+            embedded_copy(work, "clone-2", server_env, local_env)
+            figures["embedded_store_write_seconds"] = time.perf_counter() - started
+            figures["local_disk_mb"] = {
+                "view": disk_mb(clones[1] / ".memsearch"),
+                "embedded": disk_mb(copy / ".memsearch"),
+            }
+            done("embedded copy")
         queries = [q["text"] for q in read_jsonl(DATA / "cacm" / "queries.jsonl")][: args.queries]
-        roots = {"server": (clones[1], server_env), "embedded": (copy, local_env)}
-        cold, same_cold = query_times(roots, queries)
-        for root, env in roots.values():
-            watcher(root, env)
-            warm_watcher(root, [str(BIN / "memsearch"), "--root", str(root), "warm up"])
-        warm, same_warm = query_times(roots, queries)
-        figures["queries"] = {
-            "count": len(queries),
-            "cold": {name: percentiles(t) for name, t in cold.items()},
-            "warm": {name: percentiles(t) for name, t in warm.items()},
-            "same_hits": {"cold": same_cold, "warm": same_warm},
-        }
-        own = json.loads(memfiles(clones[1], server_env, "list", "--json", "--area", "own"))["entries"][-1]["id"]
-        follow = {}
-        for name, (root, _env) in roots.items():
-            follow[name] = follow_checkout(root, "clone-2", own, args.switches)
-        figures["follow_checkout_seconds"] = follow
-        for root, env in roots.values():
-            watcher(root, env, stop=True)
-        figures["pool_query_ms_p50"] = pool_query_ms(url, pool["collection"], queries)
-        resident, peak = memory_mb(server.pid)  # `nice` execs the server: one pid
-        figures["server"].update({"rss_after_queries_mb": resident, "peak_rss_mb": peak})
+        try:
+            if not ran("queries"):
+                cold, same_cold = query_times(roots, queries)
+                for root, env in roots.values():
+                    watcher(root, env)
+                    warm_watcher(root, [str(BIN / "memsearch"), "--root", str(root), "warm up"])
+                warm, same_warm = query_times(roots, queries)
+                figures["queries"] = {
+                    "count": len(queries),
+                    "cold": {name: percentiles(t) for name, t in cold.items()},
+                    "warm": {name: percentiles(t) for name, t in warm.items()},
+                    "same_hits": {"cold": same_cold, "warm": same_warm},
+                }
+                done("queries")
+            if not ran("checkouts"):
+                for root, env in roots.values():
+                    watcher(root, env)
+                listed = json.loads(memfiles(clones[1], server_env, "list", "--json", "--area", "own"))["entries"]
+                figures["follow_checkout_seconds"] = {
+                    name: follow_checkout(root, "clone-2", listed[-1]["id"], args.switches)
+                    for name, (root, _env) in roots.items()
+                }
+                done("checkouts")
+        finally:
+            for root, env in roots.values():
+                if root.exists():
+                    watcher(root, env, stop=True)
+        if not ran("pool query"):
+            figures["pool_query_ms_p50"] = pool_query_ms(url, figures["pool"]["collection"], queries)
+            resident, peak = memory_mb(server.pid)
+            figures["server"].update({"rss_after_queries_mb": resident, "peak_rss_mb_after_queries": peak})
+            done("pool query")
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -358,7 +390,9 @@ def print_tables(f: dict) -> None:
     print("\n| clone | entries | embedded | reused | first backfill |\n|---|---|---|---|---|")
     for n, row in enumerate(b, 1):
         print(f"| {n} | {row['indexed']:,} | {row['embedded']:,} | {row['reused']:,} | {row['seconds']:.1f} s |")
-    print(f"\nsecond clone / first: {f['second_over_first']:.3f}x")
+    print(
+        f"\nsecond clone / first: {f['second_over_first']:.3f}x; distinct texts in the pool: {f['pool']['vectors']:,}"
+    )
     q = f["queries"]
     print("\n| memsearch | server p50 | server p95 | embedded p50 | embedded p95 | ratio p50 | ratio p95 |")
     print("|---|---|---|---|---|---|---|")
@@ -372,7 +406,7 @@ def print_tables(f: dict) -> None:
     srv = f["server"]
     print(
         f"\nserver: {srv['disk_mb']:.0f} MB on disk, {srv['rss_mb']:.0f} MB resident after the backfills,"
-        f" {srv['rss_after_queries_mb']:.0f} MB after the queries, peak {srv['peak_rss_mb']:.0f} MB;"
+        f" {srv['rss_after_queries_mb']:.0f} MB after the queries, peak {srv['peak_rss_mb_after_queries']:.0f} MB;"
         f" pool {f['pool']['vectors']:,} vectors"
     )
     print(
