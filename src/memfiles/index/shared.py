@@ -19,6 +19,7 @@ embedded here and the sync goes on, saying so (`SharedVectors.problem`).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -71,14 +72,13 @@ class SharedVectors:
             said = str(error).replace("the server", f"the Chroma server at {self.url}", 1)
         else:
             said = f"the Chroma server at {self.url} failed: {_said(error)}"
-        return ServerUnavailable(
-            f"{said}; check that it runs, then run `memfiles backfill` (this clone's index and the memory"
-            " files are unaffected)"
-        )
+        return ServerUnavailable(f"{said}; check that it runs (this clone's index and the memory files are unaffected)")
 
     def _call(self, action: Callable[[Any], Any]) -> Any:
         try:
             if self._collection is None:
+                # chromadb's HTTP library logs every request at INFO: a watcher's log was nothing else
+                logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger("httpx").level))
                 client = _server_client(self.settings, self.url, self.timeout)
                 self._collection = client.get_or_create_collection(
                     self.name, configuration={"hnsw": POOL_HNSW}, embedding_function=None
@@ -210,7 +210,9 @@ def resolve(
         try:
             found.update(shared.fetch(rest, dimension))
         except ServerUnavailable as error:
-            warnings.append(f"{error}: the vectors it lacked were embedded here")
+            warnings.append(
+                f"{error}: the vectors it lacked were embedded here (a later `memfiles backfill` shares them)"
+            )
             shared, unshared = None, True
     text_of = {h: t for h, t in zip(hashes, texts, strict=True)}
     missing = [h for h in unique if h not in found]
@@ -221,7 +223,9 @@ def resolve(
             try:
                 shared.publish(missing, encoded, model)
             except ServerUnavailable as error:
-                warnings.append(f"{error}: what was embedded here was not shared")
+                warnings.append(
+                    f"{error}: what was embedded here was not shared (a later `memfiles backfill` shares it)"
+                )
                 unshared = True
     if not hashes:
         return Resolved(np.zeros((0, 0), dtype=np.float32), warnings=warnings)

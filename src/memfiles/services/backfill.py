@@ -56,7 +56,7 @@ def prepare_rebuild(project: Project, encoder: Callable[[int], Embedder], shared
         try:
             shared.publish(list(texts), encoded, embedder.name)
         except ServerUnavailable as error:
-            warnings.append(f"{error}: the rebuilt vectors were not shared")
+            warnings.append(f"{error}: the rebuilt vectors were not shared (a later `memfiles backfill` shares them)")
     return Prepared(started, found, vectors, warnings)
 
 
@@ -176,7 +176,7 @@ def touch_shared(store: Any, catalog: Catalog | Callable[[], Catalog], model: st
     try:
         touch(store.sidecar, shared, [d.hash for d in catalog.docs.values()], vectors_of, model)
     except ServerUnavailable as error:
-        return [f"{error}: this clone's vectors were not marked used there"]
+        return [f"{error}: this clone's vectors were not marked used there (the next `memfiles backfill` does it)"]
     return []
 
 
