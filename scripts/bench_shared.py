@@ -411,7 +411,8 @@ def print_tables(f: dict) -> None:
             f" {row['cpu_seconds']:.1f} s |"
         )
     print(
-        f"\nsecond clone / first: {f['second_over_first']:.3f}x; distinct texts in the pool: {f['pool']['vectors']:,}"
+        f"\nsecond clone / first: {f['second_over_first']:.3f}x (CPU time: {f['second_over_first_cpu']:.3f}x);"
+        f" distinct texts in the pool: {f['pool']['vectors']:,}"
     )
     q = f["queries"]
     print("\n| memsearch | server p50 | server p95 | embedded p50 | embedded p95 | ratio p50 | ratio p95 |")
