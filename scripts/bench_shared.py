@@ -339,10 +339,11 @@ def main() -> None:
                     [str(BIN / "memfiles"), "--root", str(clone), "backfill", "--json"], server_env
                 )
                 report = json.loads(out)
-                backfills.append({"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": rss, **report})
+                # the report's own `seconds` (from reading the files on) is kept beside the process's wall time
+                backfills.append({**report, "wall_seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": rss})
                 print(f"backfill {clone.name}: {seconds:.1f} s, embedded {report['embedded']:,}", flush=True)
             figures["backfills"] = backfills
-            figures["second_over_first"] = backfills[1]["seconds"] / backfills[0]["seconds"]
+            figures["second_over_first"] = backfills[1]["wall_seconds"] / backfills[0]["wall_seconds"]
             figures["second_over_first_cpu"] = backfills[1]["cpu_seconds"] / backfills[0]["cpu_seconds"]
             figures["pool"] = json.loads(memfiles(clones[0], server_env, "status", "--json"))["index"]["server"]
             resident, peak = memory_mb(server.pid)  # `nice` execs the server: one pid
@@ -407,7 +408,7 @@ def print_tables(f: dict) -> None:
     print("\n| clone | entries | embedded | reused | first backfill | its CPU time |\n|---|---|---|---|---|---|")
     for n, row in enumerate(b, 1):
         print(
-            f"| {n} | {row['indexed']:,} | {row['embedded']:,} | {row['reused']:,} | {row['seconds']:.1f} s |"
+            f"| {n} | {row['indexed']:,} | {row['embedded']:,} | {row['reused']:,} | {row['wall_seconds']:.1f} s |"
             f" {row['cpu_seconds']:.1f} s |"
         )
     print(
