@@ -231,32 +231,58 @@ def query_times(
     return times, same
 
 
-def follow_checkout(root: Path, branch: str, marker_id: str, switches: int) -> list[float]:
-    """Seconds from the end of `git checkout` to the watcher answering as the checked-out files say: the
-    entry `marker_id` (only on `branch`, added there last) found by its id there, and gone on main.
-    The watcher indexes a file's entries, vectors included, before its catalog shows them."""
-    marker = marker_id
+def small_branch(root: Path, env: dict[str, str], count: int = 10) -> None:
+    """`clone-2-small`: clone-2 and `count` new entries in a file of their own (a small checkout's change)."""
+    branches = subprocess.run([*GIT, "branch", "--list", "clone-2-small"], cwd=root, capture_output=True, text=True)
+    if branches.stdout.strip():
+        return
+    git(root, "checkout", "-qb", "clone-2-small")
+    ops = [
+        {
+            "op": "add",
+            "kind": "fact",
+            "area": "small",
+            "title": f"Small change number {n} of a feature branch",
+            "body": f"Written on the small branch, item {n}.",
+            "file": "memory/small.md",
+        }
+        for n in range(count)
+    ]
+    import_ops(root, env, ops)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "small")
+    git(root, "checkout", "-q", "clone-2")
+
+
+def follow_checkout(root: Path, there: str, back: str, markers: dict[str, str], switches: int) -> list[float]:
+    """Seconds from the end of `git checkout` to the watcher answering as the checked-out files say: each
+    marker id (`markers`: id -> the one branch that holds it) found by its id on its branch, and not on
+    the other. The watcher indexes a file's entries, vectors included, before its catalog shows them.
+    Polled every 0.1 s (each poll is a search, which waits for a sync in progress); a second's pause
+    follows each switch, untimed, so that none is timed with the previous one's syncs."""
     from memfiles.config import load_settings
     from memfiles.services.ipc import request
 
     settings = load_settings(root)  # the socket's place: the same whatever the index
     measured_s = []
 
-    def top() -> str | None:
+    def present(entry_id: str) -> bool:
         # a watcher embedding what a checkout brought (the embedded store) holds its answer until done
-        answer = request(settings, {"op": "search", "queries": [[marker, 1]], "mode": "hybrid", "filters": {}}, 600)
+        query = {"op": "search", "queries": [[entry_id, 1]], "mode": "hybrid", "filters": {}}
+        answer = request(settings, query, 600)
         hits = answer["results"][0] if answer else []
-        return hits[0]["entry"]["id"] if hits else None
+        return bool(hits) and hits[0]["entry"]["id"] == entry_id
 
     for n in range(switches * 2):
-        target = "main" if n % 2 == 0 else branch
+        target = there if n % 2 == 0 else back
         git(root, "checkout", "-q", target)
         start = time.perf_counter()
-        while (top() == marker_id) != (target == branch):
-            if time.perf_counter() - start > 300:
-                raise SystemExit(f"the watcher did not follow the checkout of {target} within 300 s")
-            time.sleep(0.02)
+        while any(present(m) != (home == target) for m, home in markers.items()):
+            if time.perf_counter() - start > 600:
+                raise SystemExit(f"the watcher did not follow the checkout of {target} within 600 s")
+            time.sleep(0.1)
         measured_s.append(time.perf_counter() - start)
+        time.sleep(1.0)
     return measured_s
 
 
@@ -361,6 +387,8 @@ def main() -> None:
         queries = [q["text"] for q in read_jsonl(DATA / "cacm" / "queries.jsonl")][: args.queries]
         try:
             if not ran("queries"):
+                for root, env in roots.values():  # both in step with their files, as after any backfill
+                    memfiles(root, env, "backfill")
                 cold, same_cold = query_times(roots, queries)
                 for root, env in roots.values():
                     watcher(root, env)
@@ -375,11 +403,36 @@ def main() -> None:
                 done("queries")
             if not ran("checkouts"):
                 for root, env in roots.values():
+                    small_branch(root, env)
+                    memfiles(root, env, "backfill")
                     watcher(root, env)
-                listed = json.loads(memfiles(clones[1], server_env, "list", "--json", "--area", "own"))["entries"]
-                figures["follow_checkout_seconds"] = {
-                    name: follow_checkout(root, "clone-2", listed[-1]["id"], args.switches)
-                    for name, (root, _env) in roots.items()
+
+                def ids(root: Path, env: dict[str, str]) -> list[str]:
+                    return [e["id"] for e in json.loads(memfiles(root, env, "list", "--json"))["entries"]]
+
+                here = ids(clones[1], server_env)
+                only_main = sorted(set(ids(clones[0], server_env)) - set(here))[0]
+                own = json.loads(memfiles(clones[1], server_env, "list", "--json", "--area", "own"))["entries"][-1][
+                    "id"
+                ]
+                follow: dict[str, dict[str, list[float]]] = {}
+                for name, (root, env) in roots.items():
+                    git(root, "checkout", "-q", "clone-2-small")
+                    small = json.loads(memfiles(root, env, "list", "--json", "--area", "small"))["entries"][-1]["id"]
+                    git(root, "checkout", "-q", "clone-2")
+                    time.sleep(2.0)
+                    follow[name] = {
+                        "big": follow_checkout(
+                            root, "main", "clone-2", {own: "clone-2", only_main: "main"}, args.switches
+                        ),
+                        "small": follow_checkout(
+                            root, "clone-2-small", "clone-2", {small: "clone-2-small"}, args.switches
+                        ),
+                    }
+                figures["follow_checkout_seconds"] = follow
+                figures["follow_checkout_sizes"] = {
+                    "big": f"{args.own} entries removed and {args.own} added across two files (clone-2 and main)",
+                    "small": "10 entries added in a file of their own (clone-2-small and clone-2)",
                 }
                 done("checkouts")
         finally:
@@ -435,8 +488,12 @@ def print_tables(f: dict) -> None:
         f"a clone's index on disk: view {f['local_disk_mb']['view']:.0f} MB,"
         f" embedded {f['local_disk_mb']['embedded']:.0f} MB"
     )
-    for name, values in f["follow_checkout_seconds"].items():
-        print(f"watcher follows a checkout ({name}): p50 {statistics.median(values):.2f} s, max {max(values):.2f} s")
+    for name, sizes in f["follow_checkout_seconds"].items():
+        for size, values in sizes.items():
+            print(
+                f"watcher follows a {size} checkout ({name}): p50 {statistics.median(values):.2f} s,"
+                f" max {max(values):.2f} s ({f['follow_checkout_sizes'][size]})"
+            )
     print(f"a query of the server's pool (50, no filter): p50 {f['pool_query_ms_p50']:.1f} ms")
 
 

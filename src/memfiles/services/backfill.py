@@ -32,6 +32,7 @@ class Prepared:
     found: FileDocs
     vectors: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # what the reading and encoding took (a rebuild's report counts it)
 
 
 def prepare_rebuild(project: Project, encoder: Callable[[int], Embedder], shared: SharedVectors | None) -> Prepared:
@@ -45,6 +46,7 @@ def prepare_rebuild(project: Project, encoder: Callable[[int], Embedder], shared
     from memfiles.services.behind import reading_starts
     from memfiles.services.index_session import entry_docs
 
+    began = time.perf_counter()
     started = reading_starts()
     found = entry_docs(project)
     texts = {doc.hash: doc.text for doc in found.docs.values()}
@@ -57,7 +59,7 @@ def prepare_rebuild(project: Project, encoder: Callable[[int], Embedder], shared
             shared.publish(list(texts), encoded, embedder.name)
         except ServerUnavailable as error:
             warnings.append(f"{error}: the rebuilt vectors were not shared (a later `memfiles backfill` shares them)")
-    return Prepared(started, found, vectors, warnings)
+    return Prepared(started, found, vectors, warnings, time.perf_counter() - began)
 
 
 def backfill_session(
@@ -145,7 +147,7 @@ def _done(
     warnings = [*(prepared.warnings if prepared is not None else []), *report.warnings]
     if not warnings:  # (each says the server failed already: the touch waits for the next backfill)
         warnings += touch_shared(session.store, catalog, session.embedder.name)
-    report.seconds = time.perf_counter() - began
+    report.seconds = time.perf_counter() - began + (prepared.seconds if prepared is not None else 0.0)
     mark_checked(session.store.sidecar, started)
     return {"drift": drift, "summary": report.summary(), "report": report_json(report), "warnings": warnings}
 
