@@ -461,7 +461,8 @@ def print_tables(f: dict) -> None:
     print("\n| clone | entries | embedded | reused | first backfill | its CPU time |\n|---|---|---|---|---|---|")
     for n, row in enumerate(b, 1):
         print(
-            f"| {n} | {row['indexed']:,} | {row['embedded']:,} | {row['reused']:,} | {row['wall_seconds']:.1f} s |"
+            f"| {n} | {row['indexed']:,} | {row['embedded']:,} | {row['reused']:,} |"
+            f" {row.get('wall_seconds', row['seconds']):.1f} s |"
             f" {row['cpu_seconds']:.1f} s |"
         )
     print(
