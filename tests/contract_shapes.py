@@ -90,8 +90,11 @@ SHAPES: dict[str, dict[str, str]] = {
         "entries": "int?",
         "generation": "any",
         "catalog": "object?",
+        "server": "server?",
         "error": "str?",
     },
+    # index_status.server: the Chroma server whose pool of vectors a clone's view shares (docs/json.md)
+    "server": {"url": "str", "collection": "str?", "vectors": "int?", "error": "str?"},
 }
 # The entry without its body, where a command documents that it leaves the body out (list without --body).
 SHAPES["entry_without_body"] = {key: spec for key, spec in SHAPES["entry"].items() if key != "body"}
@@ -124,6 +127,8 @@ COMMANDS: dict[str, dict[str, str]] = {
     "memsearch --batch": {"id": "any", "query": "str", "hits": "[hit]", "warnings": "[str]"},
     "backfill": {
         "indexed": "int",
+        "embedded": "int",
+        "reused": "int",
         "retagged": "int",
         "unchanged": "int",
         "removed": "int",
@@ -142,6 +147,14 @@ COMMANDS: dict[str, dict[str, str]] = {
         "skipped": "[finding]",
     },
     "status": {"root": "str", "watcher": "object", "index": "index_status", "drift": "object?", "skipped": "[finding]"},
+    "gc": {
+        "server": "str",
+        "collection": "str",
+        "unused_for_days": "number",
+        "removed": "int",
+        "kept": "int",
+        "dry_run": "bool",
+    },
     "working list": {"runs": "[run]"},
     "hooks install": {
         "agent": "str",

@@ -501,8 +501,9 @@ class TestWatcherLeftBehind:
         assert refused["ok"] is False and "catching up" in refused["error"]
 
     @pytest.mark.parametrize("setting", ["MEMFILES_SEARCH_WATCH=0", "MEMFILES_CHROMA_URL"])
-    def test_opted_out_or_a_server_starts_nothing(self, run: Run, root: Path, setting: str) -> None:
-        """search_watch off, or an index on a Chroma server: the search starts no watcher and says nothing."""
+    def test_opted_out_or_a_failed_search_starts_nothing(self, run: Run, root: Path, setting: str) -> None:
+        """search_watch off, or a search that fails (here: a server configured and no view of this clone
+        yet): the search starts no watcher and says nothing."""
         from memfiles.cli.search import memsearch as command
 
         for kind, title, area, body in ENTRIES[:2]:

@@ -55,9 +55,9 @@ class Settings:
     open_statuses: tuple[str, ...] = ("open", "proposed")
     index_timeout: float = 2.0
     index_url: str | None = None
-    # On a Chroma server (index_url), which may hold many projects' indexes: the project's part of its
-    # collection's name. Clones that give the same one share an index; default: the root folder's name and
-    # a key of its full path (index/chroma.py served_name).
+    # With a Chroma server (index_url): the pool of shared vectors this project's clones use, by name
+    # (`memfiles-vectors-<model>-<dim>-<index_collection>`); default: the one pool of the model on that server,
+    # which every project there shares (vectors are keyed by their text: index/shared.py).
     index_collection: str | None = None
     model: str | None = None
     docs_dir: str = "docs"
@@ -68,8 +68,8 @@ class Settings:
     # How long a search waits for the index while writers (backfill, the write path) hold it: a reader
     # must not fail because writers are busy; see docs/reliability.md.
     search_timeout: float = 120.0
-    # A memsearch that found no watcher starts one in the background, so that the next query is warm
-    # (never with a Chroma server); false, or MEMFILES_SEARCH_WATCH=0, turns that off.
+    # A memsearch that found no watcher starts one in the background, so that the next query is warm;
+    # false, or MEMFILES_SEARCH_WATCH=0, turns that off.
     search_watch: bool = True
     # Such a watcher (and one the agent hooks start) exits after this many seconds without a query or a
     # change to the memory files; 0: never. `memfiles watch` started by hand stays (its --idle-exit: 0).

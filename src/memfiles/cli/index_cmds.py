@@ -23,10 +23,12 @@ def backfill(app: App, rebuild: bool, check_only: bool, as_json: bool) -> None:
     """Bring the semantic index in line with the files: upsert every entry, delete ids that left.
 
     Entries whose text and model are unchanged are not embedded again; a catalog left behind by a
-    watcher that died, or by another client of a server, is rebuilt. A file that does not parse is
-    named and its entries are left as the index has them. The index lives in .memsearch/ (or the
-    Chroma server at index_url / --chroma-url / MEMFILES_CHROMA_URL). With --check, a project
-    without an index exits 1 ("no index yet") and nothing is created.
+    watcher that died is rebuilt. A file that does not parse is named and its entries are left as the
+    index has them. The index lives in .memsearch/; with a Chroma server (index_url / --chroma-url /
+    MEMFILES_CHROMA_URL) it is this clone's view there, and each text's vector is taken from the server
+    when another clone shared it (and shared when embedded here). --rebuild encodes everything again
+    before it replaces the index: searches answer meanwhile. With --check, a project without an index
+    exits 1 ("no index yet") and nothing is created.
 
     \b
     Example:
@@ -46,6 +48,8 @@ def backfill(app: App, rebuild: bool, check_only: bool, as_json: bool) -> None:
         where = f"{item['path']}:{item['line']}" if item["line"] is not None else item["path"]
         warn(f"{where}: {item['message']} (skipped: its entries were left as the index had them)")
     for line in duplicate_lines(drift):
+        warn(line)
+    for line in result.get("warnings") or ():
         warn(line)
     if check_only:
         if as_json:
@@ -131,7 +135,9 @@ def watch(
     Watches every memory/ folder of the project (new package folders too), syncs each changed file
     once it has been quiet for the debounce window, catches up on start, reconciles on a timer, and
     serves memsearch, the write path and backfill over .memsearch/watch.sock (owner-only). One per
-    project. In the background it logs to .memsearch/watch.log, rotated at 1 MB (3 old files kept).
+    project (per clone: with a Chroma server it keeps this clone's view, checkouts and pulls included,
+    taking the vectors other clones shared). In the background it logs to .memsearch/watch.log,
+    rotated at 1 MB (3 old files kept).
     Started here it stays until stopped (or --idle-exit); one that memsearch, a write or the agent hooks
     leave behind exits after the watch_idle_exit setting (2 h) without a query or a change.
 
@@ -159,8 +165,6 @@ def watch(
             setup_logging(log_file)
             logging.getLogger("memfiles.watch").error("could not start: %s", error)
         raise
-    if settings.index_url:
-        raise CommandError("the watcher serves the embedded index; with a Chroma server (index_url) it is not needed")
     if idle_from_settings:
         idle_exit = settings.watch_idle_exit
     with errors_to_exit():
@@ -227,7 +231,7 @@ def status(app: App, as_json: bool) -> None:
     report["skipped"] = [item.as_json() for item in reading.skipped]
     drift = report["drift"]
     catalog = report["index"].get("catalog") or {}
-    failed = report["index"].get("error")
+    failed = report["index"].get("error") or (report["index"].get("server") or {}).get("error")
     if as_json:
         print_json(report)
         raise SystemExit(1 if failed else 0)
@@ -242,25 +246,31 @@ def status(app: App, as_json: bool) -> None:
         click.echo("watcher:  not running")
     if drift is None:
         click.echo(f"entries:  {sum(1 for _ in reading.loaded.entries())} on disk")
-        click.echo(f"index:    {failed}" if failed else "index:    none yet (run memfiles backfill)")
+        error = report["index"].get("error")
+        click.echo(f"index:    {error}" if error else "index:    none yet (run memfiles backfill)")
     else:
         unread = len(drift.get("unreadable") or [])
         files = "1 file that does not parse" if unread == 1 else f"{unread} files that do not parse"
         kept = f" (and those of {files}, kept as indexed)" if unread else ""
-        click.echo(f"entries:  {drift['on_disk']} on disk{kept}, {drift['indexed']} in the index")
+        held = "in this clone's view" if index.get("server") else "in the index"
+        click.echo(f"entries:  {drift['on_disk']} on disk{kept}, {drift['indexed']} {held}")
         count = len(drift["missing_or_stale"]) + len(drift["retag"]) + len(drift["orphaned"])
         click.echo(f"drift:    {'none' if not count else f'{count} ids (memfiles backfill --check)'}")
         for line in duplicate_lines(drift):
             click.echo(f"warning:  {line}")
         if catalog and not catalog.get("in_step", True):
             click.echo("catalog:  behind the store (memsearch rebuilds it; memfiles backfill saves it)")
-    click.echo(f"store:    {index.get('store')}")
+    click.echo(f"store:    {index.get('store')}" + (" (this clone's view)" if index.get("server") else ""))
+    server = index.get("server")
+    if server:
+        shared = f"{server['vectors']:,} vectors shared by every clone" if server["vectors"] is not None else None
+        click.echo(f"server:   {server['url']}, collection {server['collection']} ({shared or server['error']})")
     if index.get("model"):
         click.echo(f"model:    {index['model']}")
     if watcher.get("last_sync"):
         click.echo(f"synced:   {watcher['last_sync']}")
     if failed:
-        raise SystemExit(1)  # what the files say is printed; the index could not be read
+        raise SystemExit(1)  # what the files say is printed; the index (or its server) could not be read
 
 
 def stop_watchers(app: App) -> None:

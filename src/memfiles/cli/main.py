@@ -11,6 +11,7 @@ from memfiles.cli.agent_cmds import mcp, persona, promote
 from memfiles.cli.app import App, JsonErrorsGroup, root_option
 from memfiles.cli.checks import audit, check, fmt, refs
 from memfiles.cli.distill_cmds import distil, dupes
+from memfiles.cli.gc_cmd import gc
 from memfiles.cli.hook_cmds import hook, hooks
 from memfiles.cli.index_cmds import backfill, status, watch
 from memfiles.cli.lsp_cmd import lsp
@@ -61,6 +62,7 @@ for command in (
     backfill,
     watch,
     status,
+    gc,
     distil,
     dupes,
     lsp,

@@ -11,9 +11,11 @@ With no watcher, the same plain form is answered in this process by `here`, thro
 client, filters and rendering but without click's command tree.
 
 The thin path takes only the plain form: one QUERY with -k, --kind, --area, --status, --path, --since,
---mode, --json and --root. Anything else (--batch, --help, --chroma-url, a Chroma server configured, an
-option it does not know, a value it cannot read) goes to the full command, and so does every refusal
-of the watcher: errors are always worded and coded by the full command.
+--mode, --json and --root. Anything else (--batch, --help, --chroma-url, an option it does not know, a
+value it cannot read) goes to the full command, and so does every refusal of the watcher: errors are
+always worded and coded by the full command. A watcher answers for its clone whether or not a Chroma
+server shares the clone's vectors (docs/search.md); with none running, `here` leaves a server to the
+full command.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import os
 import sys
 
-from memfiles.cli.thin_wire import exchange, server_configured
+from memfiles.cli.thin_wire import exchange
 from memfiles.root import INDEX_DIR, root_folder
 from memfiles.services.sockpath import socket_address
 
@@ -89,8 +91,6 @@ def ask_watcher(args: dict[str, object]) -> tuple[str, str] | None:
     """The (stdout, stderr) the watcher rendered, or None when the full command must answer."""
     try:
         root = root_folder(given=args["root"])  # type: ignore[arg-type]
-        if server_configured(root):
-            return None
         path = socket_address(os.path.join(root, INDEX_DIR))
         if not os.path.exists(path):
             return None

@@ -17,8 +17,9 @@ class Unanswered(Exception):
 
 
 def server_configured(root: str) -> bool:
-    """Whether this project's index is a Chroma server (the environment or a config file names one): the
-    watcher does not serve those; the full command reads the setting properly."""
+    """Whether this project's index shares its vectors through a Chroma server (the environment or a config
+    file names one): the hooks' thin client leaves those to the full command, which reads the setting
+    properly (and goes through this clone's watcher all the same)."""
     if os.environ.get("MEMFILES_CHROMA_URL"):
         return True
     return any("index_url" in text for text in config_texts(root))

@@ -1,4 +1,6 @@
-"""The vector store: chromadb, embedded in .memsearch/ (one process at a time, under a lock) or a server.
+"""The vector store: chromadb, embedded in .memsearch/ (one process at a time, under a lock), or with a
+Chroma server a clone's own view (index/view.py) whose vectors are shared through the server
+(index/shared.py). Both are opened here, under the same lock, and answer the same calls.
 
 chromadb's default embedding function downloads a model, so vectors are always passed in; and its
 embedded client is not safe with two processes on one folder, so every session holds the store lock.
@@ -103,6 +105,23 @@ class VectorStore:
     def count(self) -> int:
         return int(self.collection.count())
 
+    def close(self) -> None:
+        """Nothing to let go: chromadb keeps its client for the process."""
+
+    def get(
+        self, ids: list[str] | None = None, include: list[str] | tuple[str, ...] = ("metadatas",)
+    ) -> dict[str, Any]:
+        """Rows as `collection.get` returns them (the call a view answers too)."""
+        return self.collection.get(ids=ids, include=list(include))
+
+    def replace_all(
+        self, generation: str, ids: list[str], vectors: np.ndarray, documents: list[str], metadatas: list[dict]
+    ) -> None:
+        """Every row at once (a rebuild): the collection made again, stamped with the write's generation."""
+        self.reset()
+        self.collection.modify(metadata={GENERATION: generation, SETTLED: ""})
+        self.upsert(ids, vectors, documents, metadatas)
+
     def all_metadata(self) -> dict[str, dict[str, Any]]:
         result = self.collection.get(include=["metadatas"])
         return dict(zip(result["ids"], result["metadatas"], strict=True))
@@ -149,13 +168,16 @@ class VectorStore:
 
 def read_stamp(settings: Settings, name: str) -> Stamp | None:
     """The generation stamp of collection `name` of the embedded store, read from its SQLite file with
-    the standard library: a reader that finds its catalog and vectors in step needs no chromadb (~2 s
-    to import). None when it cannot tell (no store, a server, another Chroma layout): ask Chroma then.
+    the standard library (with a server, of this clone's view): a reader that finds its catalog and
+    vectors in step needs no chromadb (~2 s to import). None when it cannot tell (no store, another
+    Chroma layout): ask the store then.
 
     Call it under the store lock, as every writer holds it while writing.
     """
     if settings.index_url:
-        return None
+        from memfiles.index.view import VIEW_FILE, read_view_stamp, view_folder
+
+        return read_view_stamp(view_folder(settings.index_dir) / VIEW_FILE, name)
     path = settings.index_dir / "chroma" / "chroma.sqlite3"
     if not path.is_file():
         return None
@@ -221,66 +243,97 @@ def _client(settings: Settings, url: str | None) -> Any:
 _OPENED: dict[str, tuple[int, int] | None] = {}
 
 
-def served_name(settings: Settings, name: str) -> str:
-    """The collection `name` on a Chroma server, with the project's part: `index_collection`, else the root
-    folder's name and a key of its full path (not of the machine: a container gets a new host name each
-    run). One server may hold many projects' indexes, and a backfill removes from its collection every
-    entry its files do not hold: two projects in one collection searched and removed each other's entries,
-    two folders named `app` as well. Clones of one project share theirs by giving one index_collection."""
-    if settings.index_collection:
-        return f"{name}-{settings.index_collection}"
-    import hashlib
-    import re
-
-    folder = re.sub(r"[^a-z0-9._-]+", "-", settings.root.name.lower())
-    folder = re.sub(r"\.{2,}", ".", folder)[:30].strip("-._") or "project"  # Chroma refuses `..`, a bad end
-    place = hashlib.sha256(str(settings.root.resolve()).encode()).hexdigest()[:8]
-    return f"{name}-{folder}-{place}"
-
-
 def store_exists(settings: Settings) -> bool:
-    """False when no index was ever built here (embedded mode); a server is assumed to exist."""
-    return bool(settings.index_url) or (settings.index_dir / "chroma").is_dir()
+    """False when no index was ever built here: no embedded store, or with a server no view of this clone."""
+    if settings.index_url:
+        from memfiles.index.view import VIEW_FILE, view_folder
+
+        return (view_folder(settings.index_dir) / VIEW_FILE).is_file()
+    return (settings.index_dir / "chroma").is_dir()
+
+
+def store_place(settings: Settings) -> str:
+    """Where the index of this clone lives, as status names it: the embedded store's folder, or its view."""
+    if settings.index_url:
+        from memfiles.index.view import VIEW_FILE, view_folder
+
+        return str(view_folder(settings.index_dir) / VIEW_FILE)
+    return str(settings.index_dir / "chroma")
+
+
+def sidecar_folder(settings: Settings, name: str) -> Path:
+    """Where the catalog, lexical index and vectors of collection `name` are saved beside the store."""
+    if settings.index_url:
+        from memfiles.index.view import view_folder
+
+        return view_folder(settings.index_dir) / name
+    return settings.index_dir / name
+
+
+def no_index(settings: Settings) -> str:
+    """What a command says when there is no index here yet."""
+    if settings.index_url:
+        return (
+            "this clone has no index yet: run `memfiles backfill` to build it (it reuses the vectors other clones"
+            f" shared on the Chroma server at {settings.index_url})"
+        )
+    return "there is no index yet: run `memfiles backfill` to build it"
 
 
 @contextmanager
-def open_store(settings: Settings, name: str, timeout: float = 10.0, create: bool = True) -> Iterator[VectorStore]:
-    """The store for collection `name`: the server at index_url, else the embedded one under its lock.
+def open_store(
+    settings: Settings, name: str, timeout: float = 10.0, create: bool = True, server_timeout: float | None = None
+) -> Iterator[Any]:
+    """The store for collection `name` under the store lock: the embedded one, or with a server
+    (index_url) this clone's view, whose vectors are shared through the server (index/view.py).
 
     With `create` False, a project without an index gets IndexUnavailable and no folder is made.
-    Raises IndexUnavailable when the server does not answer or the embedded store stays busy.
+    Raises IndexUnavailable when the store stays busy or cannot be opened. The server itself is reached
+    only when vectors are looked up or published (index/shared.py), each wait at most `server_timeout`
+    (default: `timeout`, which with a lock waited for in slices is only the slice): never by a search.
     """
     url = settings.index_url
     if not create and not store_exists(settings):
-        raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
-    folder = ensure_private_dir(settings.index_dir) if create or url else settings.index_dir
-    sidecar = folder / name
-    lock = None if url else store_lock(settings, timeout)
-    import chromadb  # noqa: F401  (seconds on a busy machine: paid before the lock, not while holding it)
-
+        raise IndexUnavailable(no_index(settings))
+    ensure_private_dir(settings.index_dir)
+    lock = store_lock(settings, timeout)
+    if not url:
+        import chromadb  # noqa: F401  (seconds on a busy machine: paid before the lock, not while holding it)
     try:
-        if lock is not None:
-            lock.acquire()
+        lock.acquire()
     except LockTimeout as error:
         raise IndexUnavailable(str(error)) from error
-    where = url or settings.index_dir / "chroma"
-    if url:  # a server holds other projects' indexes too: each project (folder, machine) has its own collection
-        name = served_name(settings, name)
+    where = settings.index_dir / ("view" if url else "chroma")
+    store: Any = None
     try:
         try:
-            client = _server_client(settings, url, timeout) if url else _client(settings, None)
-        except Exception as error:  # chromadb raises many types for "cannot reach"
+            if url:
+                from memfiles.index.shared import SharedVectors
+                from memfiles.index.view import VIEW_FILE, ViewStore, view_folder
+
+                store = ViewStore(
+                    view_folder(settings.index_dir) / VIEW_FILE,
+                    name,
+                    sidecar_folder(settings, name),
+                    SharedVectors(settings, name, timeout if server_timeout is None else server_timeout),
+                )
+            else:
+                store = VectorStore(_client(settings, None), name, sidecar_folder(settings, name))
+        except Exception as error:  # chromadb raises many types for "cannot open"
             if not url:  # a client half-made of damaged files stays cached: the next open in this process
                 _forget_clients()  # would fail with an AttributeError of chromadb's instead of the cause
             raise IndexUnavailable(f"cannot open the index at {where}: {_said(error)}; {recovery(settings)}") from error
         try:
-            yield VectorStore(client, name, sidecar)
+            yield store
         except (MemfilesError, TimeoutError):
             raise
-        except Exception as error:  # a server gone mid-way, a damaged store: a message, never a traceback
+        except Exception as error:  # a damaged store: a message, never a traceback
             raise IndexUnavailable(f"the index at {where} failed: {_said(error)}; {recovery(settings)}") from error
     finally:
-        if lock is not None:
+        try:
+            if store is not None:
+                store.close()
+        finally:
             lock.release()
 
 
@@ -344,17 +397,12 @@ def _said(error: BaseException) -> str:
 
 def recovery(settings: Settings) -> str:
     """What to do about an index that cannot be used; the memory files are never affected."""
-    if settings.index_url:
-        return (
-            f"check that the Chroma server at {settings.index_url} runs, then run `memfiles backfill`"
-            " (the memory files are unaffected)"
-        )
     return "run `memfiles backfill --rebuild` to build it again from the memory files (they are unaffected)"
 
 
 def discard_store(settings: Settings, timeout: float) -> None:
-    """Delete the embedded store and its sidecars (derived from the files), under the store lock: what
-    `backfill --rebuild` does when the store is too damaged to open."""
+    """Delete the embedded store (or this clone's view) and its sidecars, derived from the files, under the
+    store lock: what `backfill --rebuild` does when the store is too damaged to open."""
     import shutil
 
     from chromadb.api.client import SharedSystemClient
@@ -362,5 +410,5 @@ def discard_store(settings: Settings, timeout: float) -> None:
     with FileLock(settings.index_dir / "store.lock", timeout, busy="the index is busy"):
         SharedSystemClient.clear_system_cache()  # this process must not reuse a client of the old files
         for child in settings.index_dir.iterdir():
-            if child.is_dir() and (child.name == "chroma" or child.name.startswith("memfiles-")):
+            if child.is_dir() and (child.name in ("chroma", "view") or child.name.startswith("memfiles-")):
                 shutil.rmtree(child, ignore_errors=True)

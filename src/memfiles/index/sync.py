@@ -43,11 +43,15 @@ class SyncReport:
     unchanged: int = 0
     removed: int = 0
     seconds: float = 0.0
+    embedded: int = 0  # texts encoded here (the others of `indexed` had a vector already: a view's, the server's)
+    reused: int = 0
+    warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         took = f"{self.seconds:.1f}" if self.seconds >= 0.95 else f"{self.seconds:.3f}"  # a quick one: not "0.0 s"
+        shared = f" ({self.reused:,} vectors reused, {self.embedded:,} embedded)" if self.reused else ""
         return (
-            f"indexed {self.indexed:,}, retagged {self.retagged:,}, unchanged {self.unchanged:,}, "
+            f"indexed {self.indexed:,}{shared}, retagged {self.retagged:,}, unchanged {self.unchanged:,}, "
             f"removed {self.removed:,} in {took} s"
         )
 
@@ -87,10 +91,16 @@ def apply_plan(
     save: bool = True,
     writing: Any = None,
     complete: bool = False,
+    replace: bool = False,
+    known: dict[str, Any] | None = None,
 ) -> SyncReport:
     """Carry `plan` out: embed and upsert, retag, delete; then update the catalog and save it with its lexical index.
 
     The store's generation is stamped before the first write and settled after the last (index/chroma.py).
+    With `replace` (a rebuild: the plan embeds every entry) the store's rows are replaced by the plan's
+    at once; `known` gives vectors by content hash that need no encoding (a rebuild's, encoded before
+    the store was opened). A clone's view of a server (index/view.py) takes each text's vector from
+    itself or the server when either has it, and embeds only the rest (index/shared.py).
     `catalog` is a copy the plan updates, or with `complete` already every document the store holds
     after the plan (a backfill's, built from the files). It keeps the new generation only when it
     mirrored the store before (no write it missed) and no other writer began meanwhile; else it is
@@ -110,15 +120,18 @@ def apply_plan(
         if final is not None:
             prebuilt.append(lexical_index([final.docs[i] for i in final.order]))
 
-    vectors = encode_texts(embedder, documents, meanwhile)
+    report = SyncReport(len(plan.embed), len(plan.retag), plan.unchanged, len(plan.orphans))
+    vectors = _vectors(store, embedder, plan.embed, meanwhile, known, report, quick=deadline is not None)
     if deadline is not None and time.monotonic() > deadline:
         raise TimeoutError("the index update ran out of time before writing")
     if writing is not None:
         writing.set()  # from here on, stopping half-way could leave the store torn: the caller waits
     stamped = None
-    if plan.drift or (complete and not store.stamp().steady):  # a backfill also settles a write that died
+    if replace or plan.drift or (complete and not store.stamp().steady):  # a backfill also settles a write that died
         before, generation = store.begin_write()
-        if plan.embed:
+        if replace:
+            store.replace_all(generation, ids, vectors, documents, metadatas)
+        elif plan.embed:
             store.upsert(ids, vectors, documents, metadatas)
         if plan.retag:
             store.update_metadata([d.id for d in plan.retag], [d.metadata(model) for d in plan.retag])
@@ -144,7 +157,56 @@ def apply_plan(
             catalog.generation = store.stamp().generation
         if save and (plan.drift or complete or not (store.sidecar / "catalog.json").exists()):
             catalog.save(store.sidecar, prebuilt[0] if prebuilt else None)
-    return SyncReport(len(plan.embed), len(plan.retag), plan.unchanged, len(plan.orphans), time.perf_counter() - start)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _vectors(
+    store: Any,
+    embedder: Embedder,
+    docs: list[IndexDoc],
+    meanwhile: Callable[[], object],
+    known: dict[str, Any] | None,
+    report: SyncReport,
+    quick: bool = False,
+) -> Any:
+    """The vectors of `docs`: encoded, or for a view of a server (and for `known` ones) reused where they
+    exist; `report` learns how many were embedded and reused, and any warning. `quick`: a write's own
+    update (index/shared.py resolve)."""
+    import numpy as np
+
+    texts = [d.text for d in docs]
+    local = getattr(store, "vectors_by_hash", None)
+    if local is None and not known:
+        report.embedded = len(docs)
+        return encode_texts(embedder, texts, meanwhile)
+    from memfiles.index.shared import resolve
+
+    ran: list[bool] = []
+
+    def encode(missing: list[str]) -> Any:
+        ran.append(True)
+        return encode_texts(embedder, missing, meanwhile)
+
+    resolved = resolve(
+        texts,
+        [d.hash for d in docs],
+        encode,
+        local or (lambda _hashes: {}),
+        getattr(store, "shared", None),
+        embedder.name,
+        getattr(embedder, "dimension", None),
+        known,
+        quick,
+    )
+    if not ran:  # nothing to encode: the work meant to overlap the encoder runs now
+        meanwhile()
+    if resolved.unshared:  # the next backfill (or a watcher's reconcile) shares them: its touch is due
+        from memfiles.index.shared import TOUCH_FILE
+
+        (store.sidecar / TOUCH_FILE).unlink(missing_ok=True)
+    report.embedded, report.reused, report.warnings = resolved.embedded, resolved.reused, resolved.warnings
+    return resolved.vectors if docs else np.zeros((0, 0), dtype=np.float32)
 
 
 def encode_texts(embedder: Embedder, texts: list[str], meanwhile: Callable[[], object] | None = None) -> Any:
@@ -196,7 +258,7 @@ def store_vectors(store: VectorStore, ids: list[str] | None = None) -> VectorCac
     """Every vector the store holds (or those of `ids`), as a cache."""
     if ids is not None and not ids:
         return VectorCache.empty(0)
-    result = store.collection.get(ids=ids, include=["embeddings", "metadatas"])
+    result = store.get(ids, include=["embeddings", "metadatas"])
     return VectorCache.from_rows(result["ids"], result["embeddings"], result["metadatas"])
 
 
@@ -214,7 +276,7 @@ def store_rows(
     if ids is not None and not ids:
         return {}, None
     include = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
-    result = store.collection.get(ids=ids, include=include)
+    result = store.get(ids, include=include)
     docs = {
         doc_id: IndexDoc.from_store(doc_id, text, meta)
         for doc_id, text, meta in zip(result["ids"], result["documents"], result["metadatas"], strict=True)

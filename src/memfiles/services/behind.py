@@ -11,8 +11,8 @@ a stat each), parses those only, and compares their entries with the index's: hi
 holds any more are hidden from the ranking, and a warning says the index is behind. A write's own update
 of the index does not move the mark (it compared only the files it wrote), so a hand edit made before
 it is still seen; the files it wrote are compared, found in step, and cost a parse each until the next
-full comparison. Against a Chroma server (`index_url`) it says nothing: clones that share one index see
-each other's entries before their files meet (docs/search.md).
+full comparison. With a Chroma server (`index_url`) the index is this clone's own view of its files
+(index/view.py), so the same comparison holds there too.
 """
 
 from __future__ import annotations
@@ -92,8 +92,6 @@ def behind(project: Project, catalog: Catalog, sidecar: Path | None) -> Behind:
     warning."""
     from memfiles.index.catalog import index_doc
 
-    if project.settings.index_url:  # a Chroma server's index holds every clone's writes, not this one's files
-        return Behind()
     saved_at = _checked(sidecar)
     indexed: dict[str, list[str]] = {}
     for doc in catalog.docs.values():

@@ -347,7 +347,7 @@ def start_watcher(settings: Settings, call: hooks.Call) -> None:
     from memfiles.services.index_client import index_exists
     from memfiles.services.watch.daemon import spawn_background
 
-    if settings.index_url or not index_exists(settings):
+    if not index_exists(settings):
         return
     try:
         if ipc.request(settings, {"op": "ping"}, timeout=1) is not None:

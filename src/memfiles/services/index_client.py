@@ -135,7 +135,9 @@ class LocalIndex:
     def _open(self, timeout: float, create: bool = False) -> Any:
         from memfiles.services.index_session import open_index
 
-        return self._waiting(lambda wait: open_index(self.settings, timeout=wait, create=create), timeout)
+        return self._waiting(
+            lambda wait: open_index(self.settings, timeout=wait, create=create, server_timeout=timeout), timeout
+        )
 
     def _read(self, timeout: float) -> Any:
         """For queries: the saved catalog and vectors when in step with the store (numpy only), else the store."""
@@ -154,14 +156,13 @@ class LocalIndex:
         with contextlib.ExitStack() as stack:
             while True:
                 left = deadline - time.monotonic()
-                # a server has no lock to hand over: its wait (to connect) is the whole timeout
-                piece = left if self.settings.index_url else min(left, HANDOVER_AFTER)
+                piece = min(left, HANDOVER_AFTER)
                 try:
                     session = stack.enter_context(opener(max(0.0, piece)))
                     break
                 except IndexUnavailable as error:
                     busy = error.__cause__
-                    if not isinstance(busy, LockTimeout) or self.settings.index_url:
+                    if not isinstance(busy, LockTimeout):
                         raise
                     try:
                         watcher = ipc.request(self.settings, {"op": "ping"}, timeout=5)
@@ -177,7 +178,9 @@ class LocalIndex:
     def search(self, queries: list[tuple[str, int]], filters: Filters, mode: str = "hybrid") -> list[Hits]:
         with self._read(timeout=self.settings.search_timeout) as session:
             if not session.exists():
-                raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
+                from memfiles.index.chroma import no_index
+
+                raise IndexUnavailable(no_index(self.settings))
             searcher = session.searcher()
             late = behind(self.project, session.catalog, searcher.sidecar)
             late.hide_gone(searcher)
@@ -190,7 +193,9 @@ class LocalIndex:
 
         with self._read(timeout=self.settings.search_timeout) as session:
             if not session.exists():
-                raise IndexUnavailable("there is no index yet: run `memfiles backfill` to build it")
+                from memfiles.index.chroma import no_index
+
+                raise IndexUnavailable(no_index(self.settings))
             searcher = session.searcher()
             late = behind(self.project, session.catalog, searcher.sidecar)
             late.hide_gone(searcher)
@@ -229,6 +234,7 @@ class LocalIndex:
     def backfill(self, rebuild: bool = False, check: bool = False) -> dict[str, Any]:
         from memfiles.services.backfill import backfill_session, no_index_drift
         from memfiles.services.index_session import early_encoder
+        from memfiles.services.sharing import rebuild_vectors
 
         if check and not index_exists(self.settings):
             return {"drift": no_index_drift(self.project), "summary": "no index yet", "exists": False}
@@ -236,21 +242,23 @@ class LocalIndex:
         # overlaps importing chromadb here (index/encode_worker.py).
         bulk = None if check else early_encoder(self.project, rebuild)
         try:
+            # A rebuild encodes before it takes the store: searches answer from the old index meanwhile.
+            prepared = rebuild_vectors(self.project, bulk) if rebuild and not check else None
             try:
                 with self._open(timeout=self.settings.lock_timeout, create=not check) as session:
                     session.bulk = bulk
-                    result, _ = backfill_session(self.project, session, None, rebuild, check)
+                    result, _ = backfill_session(self.project, session, None, rebuild, check, prepared)
                     return result
             except IndexUnavailable as error:
-                if not rebuild or check or self.settings.index_url or not _damaged(error):
+                if not rebuild or check or not _damaged(error):
                     raise
-            # --rebuild of an embedded store too damaged to open or reset: it is derived, so start from nothing.
+            # --rebuild of a store too damaged to open or reset: it is derived, so start from nothing.
             from memfiles.index.chroma import discard_store
 
             discard_store(self.settings, self.settings.lock_timeout)
             with self._open(timeout=self.settings.lock_timeout, create=True) as session:
                 session.bulk = bulk if bulk is not None and bulk.alive else None
-                result, _ = backfill_session(self.project, session, None, rebuild, check)
+                result, _ = backfill_session(self.project, session, None, rebuild, check, prepared)
                 result["summary"] = f"{result['summary']} (the damaged store was discarded)"
                 return result
         finally:
@@ -259,22 +267,27 @@ class LocalIndex:
 
     @_handed_over
     def status(self) -> dict[str, Any]:
+        from memfiles.index.chroma import store_place
         from memfiles.services.backfill import backfill_session
+        from memfiles.services.sharing import server_facts
 
         index: dict[str, Any] = {
             "exists": index_exists(self.settings),
-            "store": self.settings.index_url or str(self.settings.index_dir / "chroma"),
+            "store": store_place(self.settings),
             "model": None,
             "entries": None,
             "generation": None,
             "catalog": None,
+            "server": None,
             "error": None,
         }
         drift = None
+        collection = None
         if index["exists"]:
             try:
                 with self._open(timeout=self.settings.lock_timeout) as session:
                     index.update(index_facts(session, session.catalog))
+                    collection = session.store.name
                     drift = backfill_session(self.project, session, session.catalog, rebuild=False, check=True)[0][
                         "drift"
                     ]
@@ -282,6 +295,7 @@ class LocalIndex:
                 if getattr(error, "key", None):  # a setting to fix (`model`): exit 2 naming it, as recall does
                     raise
                 index["error"] = str(error)
+        index["server"] = server_facts(self.settings, collection)
         return {"watcher": not_answering_watcher(self.settings), "index": index, "drift": drift}
 
 
@@ -296,12 +310,15 @@ def not_answering_watcher(settings: Settings) -> dict[str, Any]:
 
 def _damaged(error: IndexUnavailable) -> bool:
     """True for a store that failed as a store (not one busy with another process, not a missing model,
-    not an encoder process that died)."""
+    not an encoder process that died, not a Chroma server that did not answer)."""
     from memfiles.errors import LockTimeout
     from memfiles.index.embedder import ModelUnavailable
     from memfiles.index.encode_worker import EncoderFailed
+    from memfiles.index.shared import ServerUnavailable
 
-    return not isinstance(error, (ModelUnavailable, EncoderFailed)) and not isinstance(error.__cause__, LockTimeout)
+    return not isinstance(error, (ModelUnavailable, EncoderFailed, ServerUnavailable)) and not isinstance(
+        error.__cause__, LockTimeout
+    )
 
 
 def _said(warning: str | None) -> list[str]:
@@ -314,10 +331,13 @@ def unreadable_warnings(broken: dict[str, str]) -> list[str]:
 
 def index_facts(session: Any, catalog: Any) -> dict[str, Any]:
     """What status says about an open index: its model, entries, generation, and whether the catalog mirrors it."""
+    from memfiles.index.chroma import store_place
+
     stamp = session.store.stamp()
     exists = session.store.exists()
     return {
         "exists": exists,
+        "store": store_place(session.settings),
         "model": session.embedder.name,
         "entries": session.store.count() if exists else 0,
         "generation": stamp.generation,
@@ -391,7 +411,7 @@ def leave_watcher(settings: Settings, client: IndexClient, purpose: str) -> str 
     """When `client` opened the store here (no watcher answered) and `search_watch` allows it, start a
     watcher in the background; what to tell the user, or None when none was started. Used after a search
     (the next one is warm) and in place of a write's local update (the watcher indexes it)."""
-    if client.where != "local" or not settings.search_watch or settings.index_url:
+    if client.where != "local" or not settings.search_watch:
         return None
     from memfiles.index.embedder import model_problem
     from memfiles.services.watch.daemon import spawn_background

@@ -106,15 +106,21 @@ def _embedder(settings: Settings, light: bool) -> Embedder:
 
 @contextmanager
 def open_index(
-    settings: Settings, timeout: float = 10.0, light: bool = True, create: bool = True
+    settings: Settings,
+    timeout: float = 10.0,
+    light: bool = True,
+    create: bool = True,
+    server_timeout: float | None = None,
 ) -> Iterator[IndexSession]:
     """The project's index, open for the block. With `create` False, IndexUnavailable when there is none
-    yet (and nothing is created)."""
+    yet (and nothing is created). `server_timeout` (default: `timeout`) bounds each wait for a Chroma
+    server, when vectors are looked up or shared there."""
     from memfiles.index.chroma import open_store
     from memfiles.index.embedder import collection_name
 
     embedder = _embedder(settings, light)
-    with open_store(settings, collection_name(embedder.name, embedder.dimension), timeout, create) as store:
+    name = collection_name(embedder.name, embedder.dimension)
+    with open_store(settings, name, timeout, create, server_timeout) as store:
         yield IndexSession(store, embedder, settings)
 
 
@@ -122,14 +128,14 @@ def saved_index(settings: Settings, embedder: Embedder) -> SavedIndex | None:
     """The saved catalog and vectors when the store's stamp says they mirror it (read without chromadb);
     None when they do not, or when that cannot be told. Call under the store lock."""
     from memfiles.index.catalog import Catalog
-    from memfiles.index.chroma import read_stamp
+    from memfiles.index.chroma import read_stamp, sidecar_folder
     from memfiles.index.embedder import collection_name
 
     name = collection_name(embedder.name, embedder.dimension)
     stamp = read_stamp(settings, name)
     if stamp is None or not stamp.steady or stamp.generation is None:
         return None
-    folder = settings.index_dir / name
+    folder = sidecar_folder(settings, name)
     try:
         catalog = Catalog.load(folder)
     except (OSError, ValueError, TypeError, KeyError):
@@ -148,7 +154,7 @@ def open_reader(settings: Settings, timeout: float = 10.0) -> Iterator[IndexSess
 
     embedder = _embedder(settings, light=True)
     saved = None
-    if not settings.index_url and store_exists(settings):
+    if store_exists(settings):
         lock = store_lock(settings, timeout)
         try:
             lock.acquire()
@@ -201,14 +207,43 @@ def entry_docs(project: Project, paths: set[str] | None = None) -> FileDocs:
 
 
 def embedder_for(session: IndexSession, plan: Plan) -> Embedder:
-    """The session's light encoder for a few entries; sentence-transformers, loaded once, for more."""
+    """The session's light encoder for a few entries; the bulk one, loaded once, for more. For a view of a
+    server, chosen by how many texts are left to encode once the view and the server gave their vectors."""
+    if getattr(session.store, "shared", None) is not None:
+        return _ByCount(session)
+    return sized_embedder(session, len(plan.embed))
+
+
+def sized_embedder(session: IndexSession, count: int) -> Embedder:
+    """The session's encoder for `count` texts: its light one for a few, the bulk one (loaded once) for more."""
     from memfiles.index.embedder import NumpyBertEmbedder
 
-    if len(plan.embed) <= LIGHT_LIMIT or not isinstance(session.embedder, NumpyBertEmbedder):
+    if count <= LIGHT_LIMIT or not isinstance(session.embedder, NumpyBertEmbedder):
         return session.embedder
     if session.bulk is None:
         session.bulk = _embedder(session.settings, light=False)
     return session.bulk
+
+
+class _ByCount:
+    """The session's encoder for as many texts as it is given (see embedder_for)."""
+
+    def __init__(self, session: IndexSession) -> None:
+        self.session = session
+        self.name = session.embedder.name
+
+    @property
+    def dimension(self) -> int:
+        return self.session.embedder.dimension
+
+    def encode(self, texts: list[str], batch_size: int = 32, progress: Any = None) -> Any:
+        from memfiles.index.encode_worker import EncoderProcess
+
+        chosen = sized_embedder(self.session, len(texts))
+        if isinstance(chosen, EncoderProcess):  # in batches of the child's choice for its precision
+            chosen.submit(texts)
+            return chosen.collect(progress=progress)
+        return chosen.encode(texts, batch_size=batch_size, progress=progress)
 
 
 def early_encoder(project: Project, rebuild: bool) -> EncoderProcess | None:
@@ -217,6 +252,7 @@ def early_encoder(project: Project, rebuild: bool) -> EncoderProcess | None:
     than LIGHT_LIMIT entries: a rebuild, or a first build (no catalog saved beside the store yet).
     None otherwise, and for models the torch recipe does not support. The files are read (to count
     the entries) only when the rest says yes; the backfill reads them again under the store lock."""
+    from memfiles.index.chroma import sidecar_folder
     from memfiles.index.embedder import NumpyBertEmbedder, collection_name, resolve_model
     from memfiles.index.encode_worker import EncoderProcess
 
@@ -228,14 +264,31 @@ def early_encoder(project: Project, rebuild: bool) -> EncoderProcess | None:
         dimension = NumpyBertEmbedder(name, path).dimension
     except (OSError, ValueError, KeyError):
         return None  # the in-process path reports a broken model in its own words
-    if not rebuild and (settings.index_dir / collection_name(name, dimension) / "catalog.json").exists():
+    collection = collection_name(name, dimension)
+    if not rebuild and (sidecar_folder(settings, collection) / "catalog.json").exists():
         return None
-    if len(entry_docs(project).docs) <= LIGHT_LIMIT:
+    docs = entry_docs(project).docs
+    if len(docs) <= LIGHT_LIMIT:
+        return None
+    if settings.index_url and not rebuild and _few_unshared(settings, collection, docs):
         return None
     try:
         return EncoderProcess(name, path, dimension, settings.bulk_precision)
     except OSError:  # no process to be had (limits, no interpreter path): encode in this one
         return None
+
+
+def _few_unshared(settings: Settings, collection: str, docs: dict[str, IndexDoc]) -> bool:
+    """Whether the server already holds the vectors of all but LIGHT_LIMIT of `docs` (a clone joining
+    others): then no encoder process is worth starting. False when the server cannot tell."""
+    from memfiles.index.shared import ServerUnavailable, SharedVectors
+
+    hashes = sorted({doc.hash for doc in docs.values()})
+    try:
+        held = SharedVectors(settings, collection, settings.lock_timeout).held(hashes)
+    except ServerUnavailable:
+        return False
+    return len(hashes) - len(held) <= LIGHT_LIMIT
 
 
 def nearest(searcher: Searcher, texts: list[str], filters: Filters, k: int) -> list[list[tuple[dict, float]]]:
@@ -268,7 +321,7 @@ def sync_files(
     scope = {i for i, d in catalog.docs.items() if d.path in found.read} | set(pruned) | set(found.docs)
     stored = {}
     if scope:
-        got = session.store.collection.get(ids=sorted(scope), include=["metadatas"])
+        got = session.store.get(sorted(scope), include=["metadatas"])
         stored = dict(zip(got["ids"], got["metadatas"], strict=True))
     plan = make_plan(found.docs, stored, session.embedder.name, scope=scope)
     catalog.broken = {**{p: m for p, m in catalog.broken.items() if p not in paths}, **found.broken}

@@ -55,8 +55,6 @@ def request(settings: Settings, payload: dict[str, Any], timeout: float = 30.0) 
     answer in time.
     """
     path = socket_path(settings)
-    if settings.index_url:
-        return None
     for attempt in range(2):
         if not path.exists():
             return None

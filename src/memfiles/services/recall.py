@@ -78,8 +78,6 @@ def filtered_search(
             return answer["results"], "watcher"
         from memfiles.services.index_client import index_exists  # only now: it imports the store module
 
-        if settings.index_url:
-            raise IndexUnavailable("with a Chroma server (index_url) there is no watcher to answer warm")
         if not index_exists(settings):
             raise IndexUnavailable("there is no index yet: run `memfiles backfill`, then `memfiles watch`")
         raise IndexUnavailable("no watcher is running here: start one with `memfiles watch`")

@@ -63,7 +63,7 @@ def stored_vectors(settings: Settings) -> tuple[dict[str, tuple[str, np.ndarray]
     with open_index(settings, timeout=max(settings.index_timeout, 5.0)) as session:
         if not session.store.exists():
             raise IndexUnavailable("there is no index yet")
-        got = session.store.collection.get(include=["embeddings", "metadatas"])
+        got = session.store.get(None, include=["embeddings", "metadatas"])
         embedder = session.embedder
     import numpy as np
 

@@ -83,7 +83,7 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
         from memfiles.services.vectors import encode_vectors
 
         with keeper.mutex:
-            got = keeper.session.store.collection.get(include=["embeddings", "metadatas"])
+            got = keeper.session.store.get(None, include=["embeddings", "metadatas"])
         hashes = [(m or {}).get("hash", "") for m in got["metadatas"]]
         return {"ok": True, **encode_vectors(list(got["ids"]), hashes, got["embeddings"])}
     if op == "sync":

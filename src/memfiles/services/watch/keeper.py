@@ -45,8 +45,19 @@ class IndexKeeper:
         self.catalog = session.catalog
         self.searcher = Searcher(session.store, self.catalog, session.embedder, vectors=session.vectors())
         self._torch_queries: threading.Thread | None = None
+        self._reaching: threading.Thread | None = None
+        if getattr(session.store, "shared", None) is not None:  # with a server: chromadb imported and the
+            # server reached now, not in the first sync that needs a vector from it (a checkout's): 1-2 s
+            self._reaching = threading.Thread(target=self._reach_server, name="memfiles-server", daemon=True)
+            self._reaching.start()
         self._torch_gate = threading.Lock()  # one loader, and none once the watcher stops
         self._torch_closed = False
+
+    def _reach_server(self) -> None:
+        try:
+            self.session.store.shared.count()
+        except Exception as error:  # said again by the sync that needs it
+            log.warning("%s", error)
 
     def torch_for_queries(self) -> None:
         """Once, in the background: answer queries with the torch form of the bundled model's encoder.
@@ -89,6 +100,8 @@ class IndexKeeper:
             loader = self._torch_queries
         if loader is not None:
             loader.join(timeout)
+        if self._reaching is not None:  # (an import cut short by the exit can crash it, as torch's can)
+            self._reaching.join(timeout)
 
     def _load_torch_queries(self) -> None:
         from memfiles.index.embedder import NumpyBertEmbedder
@@ -186,10 +199,15 @@ class IndexKeeper:
         return {i: self.catalog.docs[i].metadata(model) for i in ids if i in self.catalog.docs}
 
     def backfill(self, rebuild: bool, check: bool) -> dict[str, Any]:
-        from memfiles.services.backfill import backfill_session
+        from memfiles.services.backfill import backfill_session, prepare_rebuild
+        from memfiles.services.index_session import sized_embedder
 
+        prepared = None
+        if rebuild and not check:  # encoded before the mutex: searches answer from the old index meanwhile
+            shared = getattr(self.session.store, "shared", None)
+            prepared = prepare_rebuild(self.project, lambda count: sized_embedder(self.session, count), shared)
         with self.mutex:
-            result, saved = backfill_session(self.project, self.session, self.catalog, rebuild, check)
+            result, saved = backfill_session(self.project, self.session, self.catalog, rebuild, check, prepared)
             if saved is not None:
                 self.catalog.docs, self.catalog.order = saved.docs, saved.order
                 self.catalog.generation, self.catalog.broken = saved.generation, saved.broken
@@ -215,6 +233,7 @@ class IndexKeeper:
     def reconcile(self) -> None:
         """The whole tree against the catalog, by hash only; logs any drift it had to fix."""
         from memfiles.index.sync import apply_plan, make_plan
+        from memfiles.services.backfill import touch_shared
         from memfiles.services.behind import mark_checked, reading_starts
         from memfiles.services.index_session import entry_docs
 
@@ -232,6 +251,8 @@ class IndexKeeper:
                 apply_plan(self.session.store, embedder_for(self.session, plan), plan, self.catalog, save=False)
                 self.lexical_dirty.set()
         mark_checked(self.session.store.sidecar, started)  # for searches once no watcher runs
+        for warning in touch_shared(self.session.store, self.snapshot, self.session.embedder.name):
+            log.warning("%s", warning)  # with a server, once a day: outside the mutex (a snapshot's vectors)
 
     def snapshot(self) -> Any:
         """The catalog as it stands, copied with the generation it mirrors (taken together, under the mutex)."""
@@ -248,9 +269,10 @@ class IndexKeeper:
 
     def index_status(self) -> dict[str, Any]:
         from memfiles.services.index_client import index_facts
+        from memfiles.services.sharing import server_facts
 
         with self.mutex:
             facts = index_facts(self.session, self.catalog)
-            facts["store"] = str(self.project.settings.index_dir / "chroma")
             facts["catalog"]["saved"] = not self.lexical_dirty.is_set()
-            return facts
+        facts["server"] = server_facts(self.project.settings, self.session.store.name)  # no mutex held
+        return facts
