@@ -29,7 +29,8 @@ WATCH_IDLE_EXIT_MAX = 7 * 86400  # a week: the longest idle exit, for the settin
 # Commands that delete, force, deploy or migrate: a hook recalls the episodes of similar actions first.
 HOOKS_RISKY = (
     r"\brm\s+-[a-zA-Z]*[rf]",
-    r"\bgit\s+push\b.*(--force|\s-f\b)",
+    # read up to the next `git push` only: `.*` rescanned the rest of the text from each one (issue 34)
+    r"\bgit\s+push\b(?:(?!\bgit\s+push\b).)*?(?:--force|\s-f\b)",
     r"\bgit\s+(reset\s+--hard|clean\s+-[a-zA-Z]*f|branch\s+-D)",
     r"\b(drop|truncate)\s+(table|database|schema)\b",
     r"\bdeploy",
@@ -70,10 +71,11 @@ class Settings:
     # Such a watcher (and one the agent hooks start) exits after this many seconds without a query or a
     # change to the memory files; 0: never. `memfiles watch` started by hand stays (its --idle-exit: 0).
     watch_idle_exit: float = 7200.0  # at most WATCH_IDLE_EXIT_MAX
-    # A watcher asked its first query loads the torch form of the bundled model's encoder in the
-    # background and encodes queries with it: about 2x faster a query than the numpy form, for about
-    # 190 MB more memory; false, or MEMFILES_WATCH_TORCH=0, keeps the watcher on numpy.
-    watch_torch: bool = True
+    # true: a watcher asked its first query loads the torch form of the bundled model's encoder in the
+    # background and encodes queries with it, about 2x faster a query than the numpy form, for about
+    # 190 MB more memory held for the watcher's life. Off by default: a watcher every search and hook
+    # may leave behind stays small (docs/search.md, issue 34); MEMFILES_WATCH_TORCH=1 turns it on.
+    watch_torch: bool = False
     # The precision of the encoder child a first backfill or a rebuild starts (index/encode_worker.py;
     # queries and a watcher's encodes stay float32): "auto" computes in bfloat16 where the CPU has AMX
     # (the encode about 2x faster here, vectors within a cosine of 0.9999 of float32's; docs/search.md),
@@ -435,7 +437,10 @@ def _pyproject_table(document: dict[str, Any], shown: str) -> dict[str, Any] | N
 
 
 # The line where pyproject.toml's [tool.memfiles] table begins (or [tool], or a dotted key of it).
-_TABLE_HEADER = re.compile(r"\s*\[\[?\s*tool\s*\.\s*memfiles\s*[\].]|\s*\[\s*tool\s*\]|\s*tool\s*\.\s*memfiles\s*=")
+# Anchored: read from a line's start only (a pattern free to start at every blank is quadratic in a run of them).
+_TABLE_HEADER = re.compile(
+    r"^(?:\s*\[\[?\s*tool\s*\.\s*memfiles\s*[\].]|\s*\[\s*tool\s*\]|\s*tool\s*\.\s*memfiles\s*=)"
+)
 
 
 def _settings_table_line(pyproject: Path) -> int | None:

@@ -32,7 +32,7 @@ def backfill_session(
     from memfiles.index.sync import apply_plan, make_plan, mirrored_catalog, store_docs
     from memfiles.index.vector_cache import VectorCache
     from memfiles.services.behind import mark_checked, reading_starts
-    from memfiles.services.index_session import embedder_for, entry_docs
+    from memfiles.services.index_session import encoder_for, entry_docs
 
     started = reading_starts()  # every file modified before this is compared below
     began = time.perf_counter()  # the report's seconds are the whole backfill's, reading and comparing too
@@ -75,7 +75,8 @@ def backfill_session(
         store.create()  # made now even with nothing to embed: a project of no entries has an index
     elif mirrors and (held.vectors is not None or held.load_vectors(store.sidecar) is not None):
         target.vectors = held.vectors.copy()
-    report = apply_plan(store, embedder_for(session, plan), plan, target, complete=True)
+    with encoder_for(session, plan) as encoder:
+        report = apply_plan(store, encoder, plan, target, complete=True)
     report.seconds = time.perf_counter() - began
     mark_checked(store.sidecar, started)
     return {"drift": drift, "summary": report.summary(), "report": report_json(report)}, target

@@ -45,7 +45,9 @@ _QUERY_LIMIT = 2000  # characters of prompt or tool output a query keeps
 _SHELL_TOOLS = ("Bash", "run_shell_command", "shell", "local_shell")
 _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code", "status_code")
 _EXIT_TEXT = re.compile(r"\bExit Code: (-?\d+)")
-_TYPED = re.compile(r"Traceback \(most recent call last\)|\b[A-Za-z_][\w.]*(?:Error|Exception): ")
+# A typed error starts where a run of word characters and dots starts, its leading digits and dots skipped
+# possessively (as recall's _TYPED_ERROR): free to start anywhere, it was quadratic in a long token.
+_TYPED = re.compile(r"Traceback \(most recent call last\)|(?<![\w.])[\d.]*+\b[A-Za-z_][\w.]*(?:Error|Exception): ")
 HEADERS = {
     "prompt": "memfiles recall for this prompt (open a path for the whole entry):",
     "pending": "memfiles: insights that bear on your last answer:",

@@ -200,15 +200,35 @@ def entry_docs(project: Project, paths: set[str] | None = None) -> FileDocs:
     return FileDocs(docs, broken, {f.rel for f in files}, twice, sum(len(where) for where in places.values()))
 
 
-def embedder_for(session: IndexSession, plan: Plan) -> Embedder:
-    """The session's light encoder for a few entries; sentence-transformers, loaded once, for more."""
+@contextmanager
+def encoder_for(session: IndexSession, plan: Plan) -> Iterator[Embedder]:
+    """The encoder for `plan`, for the block: the session's light one for a few entries; for more, the
+    bulk encoder the caller started early (`session.bulk`, backfill's child), else a child process started
+    for this plan and stopped at the end of the block (index/encode_worker.py). So bulk encoding never
+    leaves torch in a long-lived process: a watcher that caught up with 20,000 entries kept it for good
+    (403 MB against 122 MB; issue 34). sentence-transformers, loaded once, for a model the BERT recipes do
+    not take; torch in this process only when no child can be started."""
     from memfiles.index.embedder import NumpyBertEmbedder
+    from memfiles.index.encode_worker import EncoderProcess
 
-    if len(plan.embed) <= LIGHT_LIMIT or not isinstance(session.embedder, NumpyBertEmbedder):
-        return session.embedder
-    if session.bulk is None:
+    light = session.embedder
+    if len(plan.embed) <= LIGHT_LIMIT or not isinstance(light, NumpyBertEmbedder):
+        yield light
+        return
+    bulk = session.bulk
+    if bulk is not None and (not isinstance(bulk, EncoderProcess) or bulk.alive):
+        yield bulk
+        return
+    try:
+        child = EncoderProcess(light.name, light.path, light.dimension, session.settings.bulk_precision)
+    except OSError:  # no process to be had (limits): encode here, as before
         session.bulk = _embedder(session.settings, light=False)
-    return session.bulk
+        yield session.bulk
+        return
+    try:
+        yield child
+    finally:
+        child.close()
 
 
 def early_encoder(project: Project, rebuild: bool) -> EncoderProcess | None:

@@ -47,15 +47,22 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
 DEFAULT_K = 3
 _EXTRA = 5  # asked beyond k so that retired entries can be dropped without coming up short
 
-_TYPED_ERROR = re.compile(r"\b[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning)\b")
+# Each pattern below that reads a run of word characters starts only where such a run starts (a
+# lookbehind), and skips its leading digits and dots possessively: a pattern free to start anywhere in the
+# run rescanned the rest of it from each position, which is quadratic in a long token (issue 34;
+# tests/reliability/test_regex_linear.py holds every pattern of the package to linear time).
+_TYPED_ERROR = re.compile(
+    r"(?<![\w.])[\d.]*+\b(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning))\b"
+)
 _ERROR_WORD = re.compile(
     r"\b(error|fatal|failed|failure|panic|traceback|denied|refused|not found|timed out|segmentation fault"
     r"|core dumped|aborted|killed|out of memory)\b|\bERR!",  # npm's `npm ERR! code E404`
     re.I,
 )
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{12,64}\b")
-_URL = re.compile(r"\b[a-zA-Z][\w+.-]*://([^/\s:]+)\S*")  # a URL is its host: the rest changes per run
-_PATH = re.compile(r"(?<![\w])(?:[A-Za-z]:)?(?:[\w.~-]*[/\\])+([\w.-]+)")  # POSIX or Windows: its last part
+# a URL is its host: the rest changes per run
+_URL = re.compile(r"(?<![\w+.-])(?P<lead>[\d+.-]*+)\b[a-zA-Z][\w+.-]*://(?P<host>[^/\s:]+)\S*")
+_PATH = re.compile(r"(?<![\w.~/\\-])(?:[A-Za-z]:)?(?:[\w.~-]*[/\\])+([\w.-]+)")  # POSIX or Windows: its last part
 # A number, dotted ones whole (10.0.0.12, 30.5, 1.2.3), with a unit of up to 3 letters kept (30.5s: Ns).
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?=[a-zA-Z%]{0,3}(?!\w))")
 _STAMP = re.compile(r"^\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+Z?\]?\s*")
@@ -76,9 +83,9 @@ def error_signature(text: str) -> str | None:
     line = _STAMP.sub("", line)
     match = _TYPED_ERROR.search(line)
     if match and typed:
-        line = line[match.start() :]
+        line = line[match.start("name") :]
     line = _HEX.sub("<hex>", line)
-    line = _URL.sub(lambda m: m.group(1), line)
+    line = _URL.sub(lambda m: m.group("lead") + m.group("host"), line)
     line = _PATH.sub(lambda m: m.group(1), line)
     line = _NUMBER.sub("N", line)
     return " ".join(line.split())[:200] or None
@@ -151,27 +158,30 @@ def files_warning(error: Exception | None) -> str:
     return f"hits ranked by shared words: {error}"
 
 
-def search_many(searcher: Any, items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+def search_many(
+    searcher: Any, items: list[dict[str, Any]], deadline: float | None = None
+) -> list[list[dict[str, Any]]]:
     """Several filtered searches over one open searcher, each distinct query embedded once.
 
-    The watcher answers its `search_many` op with this, and the local path calls it too.
-    """
+    The watcher answers its `search_many` op with this (with the request's `deadline`, index/search.py
+    `within`), and the local path calls it too. The shared encoder is handed to each search, never set
+    on the searcher: the watcher runs requests at once over one searcher."""
     from memfiles.index.filters import Filters
 
-    saved = searcher.embedder
-    if saved is not None:
-        searcher.embedder = _MemoEmbedder(saved)
-    try:
-        return [
-            hit_objects(
-                searcher.search(
-                    item["query"], int(item["k"]), Filters(**item.get("filters", {})), item.get("mode", "hybrid")
-                )
+    memo = _MemoEmbedder(searcher.embedder) if searcher.embedder is not None else None
+    return [
+        hit_objects(
+            searcher.search(
+                item["query"],
+                int(item["k"]),
+                Filters(**item.get("filters", {})),
+                item.get("mode", "hybrid"),
+                deadline=deadline,
+                embedder=memo,
             )
-            for item in items
-        ]
-    finally:
-        searcher.embedder = saved
+        )
+        for item in items
+    ]
 
 
 class _MemoEmbedder:

@@ -1,5 +1,6 @@
 """The watcher's hold on the index: one open session, the catalog in memory, and every change to the
-store made under one mutex (file syncs, backfills, the reconcile timer). see @@D-017"""
+store made holding the index alone (file syncs, backfills, the reconcile timer), while searches share it
+(services/watch/sharing.py). see @@D-017"""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from memfiles.contract import iso_instant
 from memfiles.errors import ParseError
 from memfiles.format.grammar import headings_of
-from memfiles.services.index_session import IndexSession, embedder_for
+from memfiles.services.index_session import IndexSession, encoder_for
+from memfiles.services.watch.sharing import SharedLock
 from memfiles.store.fileio import read_text
 from memfiles.store.project import Project
 
@@ -40,7 +42,7 @@ class IndexKeeper:
         self.project = project
         self.session = session
         self.state = WatchState()
-        self.mutex = threading.RLock()
+        self.mutex = SharedLock()  # searches share it (`with mutex.shared()`); changes hold it alone
         self.lexical_dirty = threading.Event()  # the catalog changed since the last save
         self.catalog = session.catalog
         self.searcher = Searcher(session.store, self.catalog, session.embedder, vectors=session.vectors())
@@ -132,9 +134,8 @@ class IndexKeeper:
                 docs.update(extra)
             plan = make_plan(docs, self._stored(scope), self.session.embedder.name, scope=scope)
             if plan.drift:
-                report = apply_plan(
-                    self.session.store, embedder_for(self.session, plan), plan, self.catalog, save=False
-                )
+                with encoder_for(self.session, plan) as encoder:
+                    report = apply_plan(self.session.store, encoder, plan, self.catalog, save=False)
                 self.lexical_dirty.set()
                 log.info("synced %s: %s", ", ".join(sorted(paths))[:200], report.summary())
             self.state.last_sync = time.time()
@@ -229,7 +230,8 @@ class IndexKeeper:
                     f"{len(plan.retag)} retagged, {len(plan.orphans)} orphaned"
                 )
                 log.warning("reconcile %s", self.state.last_drift)
-                apply_plan(self.session.store, embedder_for(self.session, plan), plan, self.catalog, save=False)
+                with encoder_for(self.session, plan) as encoder:
+                    apply_plan(self.session.store, encoder, plan, self.catalog, save=False)
                 self.lexical_dirty.set()
         mark_checked(self.session.store.sidecar, started)  # for searches once no watcher runs
 
@@ -237,7 +239,7 @@ class IndexKeeper:
         """The catalog as it stands, copied with the generation it mirrors (taken together, under the mutex)."""
         from memfiles.index.catalog import Catalog
 
-        with self.mutex:
+        with self.mutex.shared():
             docs = {i: self.catalog.docs[i] for i in self.catalog.order}
             vectors = self.catalog.vectors.copy() if self.catalog.vectors is not None else None
             return Catalog(docs, self.catalog.generation, self.catalog.broken, vectors)
@@ -249,7 +251,7 @@ class IndexKeeper:
     def index_status(self) -> dict[str, Any]:
         from memfiles.services.index_client import index_facts
 
-        with self.mutex:
+        with self.mutex.shared():
             facts = index_facts(self.session, self.catalog)
             facts["store"] = str(self.project.settings.index_dir / "chroma")
             facts["catalog"]["saved"] = not self.lexical_dirty.is_set()
