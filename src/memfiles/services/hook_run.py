@@ -108,6 +108,8 @@ def _handle(
     box["settings"] = settings
     if not settings.hooks_enabled:
         return {}
+    for note in call.cut:  # a text past HOOK_TEXT_LIMIT was read cut: said where the hooks say things
+        hook_state.log(settings.state_dir, call.event, call.session, f"input {note}")
     project = Project(settings)
     # In the watcher, calls of one session take turns, and a failure's write may finish after the answer.
     turn = session_turn(settings.state_dir, call.session) if call.ask is not None else None

@@ -6,6 +6,7 @@ never loads numpy, torch or chromadb.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -19,6 +20,7 @@ from typing import Any
 
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable
+from memfiles.limits import REQUEST_LIMIT
 from memfiles.services.sockpath import SOCKET_PATH_LIMIT as SOCKET_PATH_LIMIT
 from memfiles.services.sockpath import receive_line, socket_file
 from memfiles.services.sockpath import runtime_dir as runtime_dir
@@ -116,12 +118,21 @@ def serve(path: Path, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> soc
                 reply: dict[str, Any] = {"ok": False, "error": "refused: this watcher answers its owner's user only"}
                 try:  # read its request first (never acted on): a reply and close before it is sent breaks its pipe
                     self.request.settimeout(5)
-                    self.rfile.readline(1 << 24)  # a hook call carries a tool's output: read it all
+                    self.rfile.readline(REQUEST_LIMIT)  # a hook call carries a tool's output: read it all
                     self.wfile.write(json.dumps(reply).encode("utf-8") + b"\n")
                 except OSError:
                     pass
                 return
-            line = self.rfile.readline()
+            line = self.rfile.readline(REQUEST_LIMIT + 1)
+            if len(line) > REQUEST_LIMIT:  # refused, the rest left unread: no client takes more memory than that
+                log.warning("refused a request of more than %d bytes", REQUEST_LIMIT)
+                reply = {
+                    "ok": False,
+                    "error": f"the request is larger than {REQUEST_LIMIT:,} bytes (docs/json.md#limits)",
+                }
+                with contextlib.suppress(OSError):
+                    self.wfile.write(json.dumps(reply).encode("utf-8") + b"\n")
+                return
             try:
                 reply = answer(json.loads(line))
             except Exception as error:  # one bad request must not stop the server

@@ -20,6 +20,7 @@ from memfiles.contract import entry_object, hit_object
 from memfiles.errors import IndexUnavailable, MemfilesError
 from memfiles.format.ids import RETIRED
 from memfiles.format.model import area_key
+from memfiles.limits import cut_query
 from memfiles.services.hits import hit_objects
 from memfiles.store.project import Project
 
@@ -266,7 +267,10 @@ def recall(
         check_run(run)  # a run name that cannot be one ("../../etc") is bad input, not an empty layer
     warnings: list[str] = []
     working, run_name, run_note = _working(project, run, "working" in layers, warnings)
-    query = " ".join((query or "").split())
+    spoken = " ".join((query or "").split())
+    query, cut = cut_query(spoken)  # searched: its start; the error signature reads all of it (linear)
+    if cut:
+        warnings.append(cut)
     if not query and working is not None:  # resume with nothing said: look for what the run is doing
         query = " ".join(str(working.get(name) or "") for name in ("goal", "next_step")).strip()
     searched = [layer for layer in layers if layer != "working"]
@@ -276,7 +280,7 @@ def recall(
         if run_note and "working" in layers:  # the active run was to supply it (none, or several)
             raise MemfilesError(f"the query is empty and no run gives one: {run_note}")
         raise MemfilesError("say what you are about to do (the query is empty)")
-    signature = error_signature(query) if trigger == "failure" else None
+    signature = error_signature(spoken or query) if trigger == "failure" else None
     queries = {layer: (signature if layer == "episode" and signature else query) for layer in searched}
     source = "none"
     results: dict[str, list[dict[str, Any]]] = {}
