@@ -254,7 +254,7 @@ class TestIdleExit:
 
         run("add", "-k", "F", "-t", "A friction", "-a", "index", "--body", "Body.")
         run("backfill")
-        pid = spawn_background(load_settings(root))
+        pid = spawn_background(load_settings(root), "search")
         assert pid is not None
         try:
             yield pid

@@ -68,9 +68,13 @@ class Settings:
     # A memsearch that found no watcher starts one in the background, so that the next query is warm
     # (never with a Chroma server); false, or MEMFILES_SEARCH_WATCH=0, turns that off.
     search_watch: bool = True
-    # Such a watcher (and one the agent hooks start) exits after this many seconds without a query or a
-    # change to the memory files; 0: never. `memfiles watch` started by hand stays (its --idle-exit: 0).
-    watch_idle_exit: float = 7200.0  # at most WATCH_IDLE_EXIT_MAX
+    # Such a watcher (and one a write or the agent hooks start) exits after this many seconds without a
+    # query or a change to the memory files; 0: never. `memfiles watch` started by hand stays (its
+    # --idle-exit: 0). 15 minutes: an agent at work fires a hook at every prompt and command, and a person's
+    # searches come minutes apart, so a watcher in use stays; one nobody asks for 15 minutes costs the next
+    # search one cold answer (about 0.3 s), and its memory is free again (every project searched leaves
+    # one: with 2 h, four projects searched once held four watchers for two hours). docs/search.md
+    watch_idle_exit: float = 900.0  # at most WATCH_IDLE_EXIT_MAX
     # true: a watcher asked its first query loads the torch form of the bundled model's encoder in the
     # background and encodes queries with it, about 2x faster a query than the numpy form, for about
     # 190 MB more memory held for the watcher's life. Off by default: a watcher every search and hook

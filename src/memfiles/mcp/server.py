@@ -421,7 +421,7 @@ def start_watcher(settings: Settings) -> Any:
     except (MemfilesError, ImportError) as error:
         log.warning("no watcher in the MCP server: %s", error)
         return None
-    watcher = Watcher(Project(settings))
+    watcher = Watcher(Project(settings), started_by="mcp")  # it lives as long as the server
 
     def run() -> None:
         try:

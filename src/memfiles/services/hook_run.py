@@ -178,11 +178,16 @@ def _after_answer(
 
 
 def _searched(settings: Settings, call: hooks.Call, wanted: list[tuple[str, str]]) -> dict[str, list[dict[str, Any]]]:
-    """hooks.search, with no index or no watcher logged and answered by nothing."""
+    """hooks.search, with no index or no watcher logged and answered by nothing. With no watcher, one is
+    started in the background (hooks_watch), so that the session's next call is warm: a watcher the hooks
+    left exits after watch_idle_exit without a call, and a session that went quiet longer than that would
+    otherwise get no context until its next SessionStart."""
     try:
         return hooks.search(settings, wanted, call.ask)
     except IndexUnavailable as problem:
         hooks.guard(settings, call, problem)
+        if settings.hooks_watch and call.ask is None:
+            start_watcher(settings, call)
         return {}
 
 
@@ -343,7 +348,7 @@ def start_watcher(settings: Settings, call: hooks.Call) -> None:
             return
     except IndexUnavailable:
         return  # one is there, busy: leave it
-    if spawn_background(settings) is None:
+    if spawn_background(settings, "hook") is None:
         hook_state.log(settings.state_dir, call.event, call.session, "could not start the watcher")
         return
     hook_state.log(settings.state_dir, call.event, call.session, "started the watcher in the background")

@@ -131,14 +131,15 @@ def start_background(settings: Settings, debounce: float, reconcile_every: float
     raise StartFailed(f"the watcher did not answer within {START_WAIT:g} s; see {log_path(settings)}")
 
 
-def spawn_background(settings: Settings) -> int | None:
-    """Start the watcher detached without waiting for it (memsearch and the hooks leave one behind this
-    way), with the defaults of `memfiles watch` but for its idle exit (the `watch_idle_exit` setting); its
-    pid, or None when it could not be started. A second one started at the same moment exits on its own:
-    one watcher per project (WatcherRunning)."""
+def spawn_background(settings: Settings, by: str) -> int | None:
+    """Start the watcher detached without waiting for it (memsearch, a write and the hooks leave one behind
+    this way: `by` says which, for `memfiles status`), with the defaults of `memfiles watch` but for its
+    idle exit (the `watch_idle_exit` setting); its pid, or None when it could not be started. A second
+    one started at the same moment exits on its own: one watcher per project (WatcherRunning)."""
     try:
         ensure_private_dir(settings.index_dir)
-        command = watch_command(settings, "--idle-exit-setting")  # read again at each start (config restarts)
+        # the idle exit is read again at each start (a change of config restarts it)
+        command = watch_command(settings, "--idle-exit-setting", "--started-by", by)
         # appended, not truncated: a second spawn racing a running watcher must not wipe what it printed
         with open(out_path(settings), "ab") as out:
             child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)

@@ -189,7 +189,8 @@ class IndexKeeper:
     def backfill(self, rebuild: bool, check: bool) -> dict[str, Any]:
         from memfiles.services.backfill import backfill_session
 
-        with self.mutex:
+        # a check writes nothing: it reads beside the searches (status asks one), a backfill holds the index alone
+        with self.mutex.shared() if check else self.mutex:
             result, saved = backfill_session(self.project, self.session, self.catalog, rebuild, check)
             if saved is not None:
                 self.catalog.docs, self.catalog.order = saved.docs, saved.order
