@@ -197,6 +197,13 @@ def session_start(call: hooks.Call, settings: Settings, project: Project, state:
 
     source = call.text("source") or call.text("trigger") or "startup"
     hook_state.sweep(settings.state_dir)
+    # the runs of sessions that never reached SessionEnd: ended after the answer (in the watcher), or with the
+    # writing deadline (a write begun is never cut off)
+    expire = lambda: hook_working.expire_runs(project, settings, writing=call.writing)  # noqa: E731
+    if call.defer is not None:
+        call.defer(expire)
+    else:
+        expire()
     if settings.hooks_watch and call.ask is None:  # with `ask`, the watcher itself is answering
         start_watcher(settings, call)
     if source in ("clear", "compact"):
