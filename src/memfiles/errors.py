@@ -189,6 +189,10 @@ class IndexUnavailable(MemfilesError):
     code = "index"
 
 
+class NoWatcher(IndexUnavailable):
+    """No watcher answers, and the caller asked for the index only through one (it would not load the model)."""
+
+
 class BudgetExceeded(IndexUnavailable):
     """A request to a shared process (the watcher) took longer than its budget (memfiles.limits) and was
     stopped, so that it holds up nobody else."""

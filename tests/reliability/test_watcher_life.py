@@ -126,3 +126,33 @@ def test_a_hook_that_finds_no_watcher_starts_one(project: Path) -> None:
         assert "P-001" in json.loads(again.stdout)["hookSpecificOutput"]["additionalContext"]
     finally:
         run_cli(project, "watch", "--stop", check=False)
+
+
+@pytest.mark.slow
+def test_an_add_with_no_watcher_does_not_load_the_model(project: Path) -> None:
+    """With an index and no watcher, a plain add checks near-duplicates by word overlap (saying so), leaves a
+    watcher (started by "write") and never opens the store or loads the model itself: what kept such an add
+    at 11x an add with no index (issue 34; the ratio is in docs/benchmarks.md). With the watcher there, the
+    next add is checked by meaning; `--unique` always is."""
+    settings = load_settings(project)
+    env = {**os.environ, "MEMFILES_SEARCH_WATCH": "1", "PYTHONPROFILEIMPORTTIME": "1"}
+    added = subprocess.run(
+        [str(BIN / "memfiles"), "--root", str(project), "add", "-k", "friction", "-a", "index",
+         "-t", "Chroma hangs when two processes open one folder at once", "--body", "One process must own the store."],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    try:
+        assert added.returncode == 0, added.stderr
+        assert "by word overlap: no watcher was running" in added.stderr and "F-001" in added.stderr
+        imported = {line.rsplit("|", 1)[-1].strip() for line in added.stderr.splitlines() if "import time:" in line}
+        assert not {"chromadb", "tokenizers", "threadpoolctl"} & imported  # no store, no model, no encode
+        assert "started a watcher in the background" in added.stderr
+        until(lambda: answering(settings))
+        assert status(project)["started_by"] == "write"
+        again = run_cli(
+            project, "add", "-k", "friction", "-a", "index", "-t", "Two processes on one Chroma folder hang",
+            "--body", "The store needs one owner process.", env={"MEMFILES_SEARCH_WATCH": "1"},
+        )  # fmt: skip
+        assert "near-duplicate" in again.stderr and "by word overlap" not in again.stderr
+    finally:
+        run_cli(project, "watch", "--stop", check=False)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from memfiles.config import Settings
-from memfiles.errors import IndexUnavailable
+from memfiles.errors import IndexUnavailable, NoWatcher
 from memfiles.services import ipc
 from memfiles.services.behind import behind
 from memfiles.services.hits import hit_objects
@@ -435,11 +435,17 @@ def search(settings: Settings, queries: list[tuple[str, int]], filters: Filters,
     return connect(settings).search(queries, filters, mode)
 
 
-def similar(settings: Settings, texts: list[str], filters: Filters, k: int = 5) -> list[Neighbours]:
-    """For each text, the k nearest entries; IndexUnavailable when there is no index or it cannot be reached."""
+def similar(
+    settings: Settings, texts: list[str], filters: Filters, k: int = 5, load_model: bool = True
+) -> list[Neighbours]:
+    """For each text, the k nearest entries; IndexUnavailable when there is no index or it cannot be reached.
+    With `load_model` False, NoWatcher when no watcher answers: the store is not opened here."""
     if not index_exists(settings):
         raise IndexUnavailable("there is no index yet")
-    return connect(settings).similar(texts, filters, k)
+    client = connect(settings)
+    if not load_model and client.where != "watcher":
+        raise NoWatcher("no watcher is running")
+    return client.similar(texts, filters, k)
 
 
 def backfill(project: Project, rebuild: bool = False, check: bool = False) -> dict[str, Any]:
