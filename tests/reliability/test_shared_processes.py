@@ -262,3 +262,51 @@ def test_no_test_only_switch_was_needed(tmp_path: Path) -> None:
         assert f"{value:,}" in text
     assert "MEMFILES_" not in Path(limits.__file__).read_text()
     assert sys.modules["memfiles.limits"] is limits
+
+
+def test_the_index_lock_shares_readers_and_gives_a_writer_its_turn() -> None:
+    """Readers hold it together; a writer waits for them and keeps new readers out until it has had its
+    turn; the writer may take it again and read under it; a reader may read again while a writer waits."""
+    from memfiles.services.watch.sharing import SharedLock
+
+    lock = SharedLock()
+    order: list[str] = []
+    first_in, writer_waiting, release = threading.Event(), threading.Event(), threading.Event()
+
+    def reader(name: str, hold: threading.Event | None) -> None:
+        with lock.shared():
+            order.append(f"{name} in")
+            if hold is not None:
+                first_in.set()
+                assert hold.wait(30)
+                with lock.shared():  # reading again while the writer waits: no deadlock
+                    order.append(f"{name} again")
+            order.append(f"{name} out")
+
+    def writer() -> None:
+        writer_waiting.set()
+        with lock, lock, lock.shared():  # reentrant, and it may read under its own hold
+            order.append("writer")
+
+    first = threading.Thread(target=reader, args=("r1", release))
+    first.start()
+    assert first_in.wait(30)
+    second = threading.Thread(target=reader, args=("r2", None))
+    second.start()
+    second.join(30)  # readers share: r2 went in and out while r1 holds it
+    assert order == ["r1 in", "r2 in", "r2 out"]
+    write = threading.Thread(target=writer)
+    write.start()
+    assert writer_waiting.wait(30)
+    for _ in range(600):  # until the writer waits for its turn
+        if lock._waiting:
+            break
+        threading.Event().wait(0.05)
+    late = threading.Thread(target=reader, args=("r3", None))
+    late.start()
+    threading.Event().wait(0.2)
+    assert "writer" not in order and "r3 in" not in order  # the writer waits for r1; r3 waits for the writer
+    release.set()
+    for thread in (first, write, late):
+        thread.join(30)
+    assert order[3:] == ["r1 again", "r1 out", "writer", "r3 in", "r3 out"]
