@@ -25,6 +25,8 @@ from memfiles.services.sockpath import SOCKET_PATH_LIMIT as SOCKET_PATH_LIMIT
 from memfiles.services.sockpath import receive_line, socket_file
 from memfiles.services.sockpath import runtime_dir as runtime_dir
 
+DISCARD_LIMIT = 16 * REQUEST_LIMIT  # bytes of a refused request read and dropped before the connection closes
+
 
 def socket_path(settings: Settings) -> Path:
     """.memsearch/watch.sock, or a short path when that one would not fit (services/sockpath.py)."""
@@ -105,6 +107,19 @@ def _read_line(connection: socket.socket) -> dict[str, Any]:
     return json.loads(data)
 
 
+def _discard_line(connection: socket.socket, reader: Any, read: bytes) -> None:
+    """Read the rest of a refused request line in pieces, keeping none of it, for at most DISCARD_LIMIT
+    bytes and 5 s between pieces: a client still writing it gets the refusal, not a broken pipe (the
+    hooks' thin client then answers the call in its own process)."""
+    connection.settimeout(5)
+    taken = len(read)
+    while not read.endswith(b"\n") and taken < DISCARD_LIMIT:
+        read = reader.readline(1 << 20)
+        if not read:
+            return
+        taken += len(read)
+
+
 def serve(path: Path, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> socketserver.ThreadingUnixStreamServer:
     """Listen on `path` (owner-only) in a background thread; each request line gets `answer`'s reply."""
     log = logging.getLogger("memfiles.watch")
@@ -124,13 +139,14 @@ def serve(path: Path, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> soc
                     pass
                 return
             line = self.rfile.readline(REQUEST_LIMIT + 1)
-            if len(line) > REQUEST_LIMIT:  # refused, the rest left unread: no client takes more memory than that
+            if len(line) > REQUEST_LIMIT:  # refused: no client takes more memory than that
                 log.warning("refused a request of more than %d bytes", REQUEST_LIMIT)
                 reply = {
                     "ok": False,
                     "error": f"the request is larger than {REQUEST_LIMIT:,} bytes (docs/json.md#limits)",
                 }
                 with contextlib.suppress(OSError):
+                    _discard_line(self.request, self.rfile, line)  # so that the client reads the refusal
                     self.wfile.write(json.dumps(reply).encode("utf-8") + b"\n")
                 return
             try:
