@@ -213,9 +213,9 @@ def test_a_megabyte_word_through_mcp_leaves_the_other_requests_answered(project:
     asyncio.run(main())
 
 
-def test_a_request_line_past_the_limit_is_refused_unread(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The watcher's socket reads at most REQUEST_LIMIT bytes of a request: a longer one is refused (the
-    client is told, and the watcher goes on answering)."""
+def test_a_request_line_past_the_limit_is_refused(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watcher's socket keeps at most REQUEST_LIMIT bytes of a request: a longer one is refused, the rest
+    read and dropped so that the client reads why, and the watcher goes on answering."""
     import memfiles.services.ipc as ipc
 
     monkeypatch.setattr(ipc, "REQUEST_LIMIT", 4096)
