@@ -110,12 +110,14 @@ def test_a_request_past_its_budget_is_stopped(
     import memfiles.services.watch.dispatch as dispatch
 
     reached, release = held
-    monkeypatch.setattr(dispatch, "REQUEST_BUDGET", 0.5)
     settings = load_settings(project)
     with watching(project):
-        threading.Timer(1.5, release.set).start()  # the held step outlasts the budget
-        with pytest.raises(IndexUnavailable, match="longer than its budget"):
-            request(settings, {"op": "search", "queries": [["HOLD-2 x", 3]]}, timeout=120)
+        assert ordinary(project)[0]["entry"]["id"] == "F-001"  # the model loaded, at the full budget
+        with monkeypatch.context() as patch:
+            patch.setattr(dispatch, "REQUEST_BUDGET", 2.0)
+            threading.Timer(6.0, release.set).start()  # the held step outlasts the budget
+            with pytest.raises(IndexUnavailable, match="longer than its budget"):
+                request(settings, {"op": "search", "queries": [["HOLD-2 x", 3]]}, timeout=120)
         assert reached.is_set()
         assert ordinary(project)[0]["entry"]["id"] == "F-001"
 
