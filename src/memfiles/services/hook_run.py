@@ -199,7 +199,10 @@ def session_start(call: hooks.Call, settings: Settings, project: Project, state:
     hook_state.sweep(settings.state_dir)
     # the runs of sessions that never reached SessionEnd: ended after the answer (in the watcher), or with the
     # writing deadline (a write begun is never cut off)
-    expire = lambda: hook_working.expire_runs(project, settings, writing=call.writing)  # noqa: E731
+
+    def expire() -> None:
+        hook_working.expire_runs(project, settings, writing=call.writing)
+
     if call.defer is not None:
         call.defer(expire)
     else:
