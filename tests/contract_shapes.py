@@ -82,7 +82,15 @@ SHAPES: dict[str, dict[str, str]] = {
     # an item of an error's problems (docs/json.md, under the error table)
     "problem": {"op": "int?", "field": "str?", "message": "str", "id": "str?", "path": "str?", "line": "int?"},
     # an item of `working list`
-    "run": {"run": "str", "path": "str", "status": "str", "goal": "str?", "updated": "instant", "problem": "str?"},
+    "run": {
+        "run": "str",
+        "path": "str",
+        "status": "str",
+        "goal": "str?",
+        "updated": "instant",
+        "hooks": "bool",
+        "problem": "str?",
+    },
     "index_status": {
         "exists": "bool",
         "store": "str",

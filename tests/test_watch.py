@@ -254,7 +254,7 @@ class TestIdleExit:
 
         run("add", "-k", "F", "-t", "A friction", "-a", "index", "--body", "Body.")
         run("backfill")
-        pid = spawn_background(load_settings(root))
+        pid = spawn_background(load_settings(root), "search")
         assert pid is not None
         try:
             yield pid
@@ -585,8 +585,14 @@ class TestWarmClient:
 
 
 class TestTorchQueries:
-    """A watcher asked its first query answers the next ones with the torch encoder (bert_torch.py), loaded
-    in the background; the same hits and scores as the numpy encoder gave; off with `watch_torch`."""
+    """With `watch_torch` on, a watcher asked its first query answers the next ones with the torch encoder
+    (bert_torch.py), loaded in the background; the same hits and scores as the numpy encoder gave. Off by
+    default: the watcher stays on numpy and never imports torch (issue 34)."""
+
+    @pytest.fixture(autouse=True)
+    def torch_on(self, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+        if request.node.name != "test_watch_torch_off_keeps_numpy":
+            monkeypatch.setenv("MEMFILES_WATCH_TORCH", "1")
 
     @staticmethod
     def scored(root: Path, query: str) -> list[tuple[str, float]]:
@@ -658,11 +664,12 @@ class TestTorchQueries:
             wait_until(lambda: first(root, "watch the loader").get("id") == "T-001", timeout=120)
 
     def test_watch_torch_off_keeps_numpy(self, root: Path, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The default: queries in numpy, torch never loaded."""
         from memfiles.index.embedder import NumpyBertEmbedder
 
         run("add", "-k", "F", "-t", "Chroma hangs with two writers", "-a", "index", "--body", "They wait.")
         run("backfill")
-        monkeypatch.setenv("MEMFILES_WATCH_TORCH", "0")
+        monkeypatch.delenv("MEMFILES_WATCH_TORCH", raising=False)
         with watching(root) as w:
             assert first(root, "two writers hang")["id"] == "F-001"
             assert w.keeper._torch_queries is None and type(w.keeper.searcher.embedder) is NumpyBertEmbedder

@@ -33,7 +33,8 @@ WATCH_IDLE_EXIT_MAX = 7 * 86400  # a week: the longest idle exit, for the settin
 # Commands that delete, force, deploy or migrate: a hook recalls the episodes of similar actions first.
 HOOKS_RISKY = (
     r"\brm\s+-[a-zA-Z]*[rf]",
-    r"\bgit\s+push\b.*(--force|\s-f\b)",
+    # read up to the next `git push` only: `.*` rescanned the rest of the text from each one (issue 34)
+    r"\bgit\s+push\b(?:(?!\bgit\s+push\b).)*?(?:--force|\s-f\b)",
     r"\bgit\s+(reset\s+--hard|clean\s+-[a-zA-Z]*f|branch\s+-D)",
     r"\b(drop|truncate)\s+(table|database|schema)\b",
     r"\bdeploy",
@@ -71,13 +72,18 @@ class Settings:
     # A memsearch that found no watcher starts one in the background, so that the next query is warm;
     # false, or MEMFILES_SEARCH_WATCH=0, turns that off.
     search_watch: bool = True
-    # Such a watcher (and one the agent hooks start) exits after this many seconds without a query or a
-    # change to the memory files; 0: never. `memfiles watch` started by hand stays (its --idle-exit: 0).
-    watch_idle_exit: float = 7200.0  # at most WATCH_IDLE_EXIT_MAX
-    # A watcher asked its first query loads the torch form of the bundled model's encoder in the
-    # background and encodes queries with it: about 2x faster a query than the numpy form, for about
-    # 190 MB more memory; false, or MEMFILES_WATCH_TORCH=0, keeps the watcher on numpy.
-    watch_torch: bool = True
+    # Such a watcher (and one a write or the agent hooks start) exits after this many seconds without a
+    # query or a change to the memory files; 0: never. `memfiles watch` started by hand stays (its
+    # --idle-exit: 0). 15 minutes: an agent at work fires a hook at every prompt and command, and a person's
+    # searches come minutes apart, so a watcher in use stays; one nobody asks for 15 minutes costs the next
+    # search one cold answer (about 0.3 s), and its memory is free again (every project searched leaves
+    # one: with 2 h, four projects searched once held four watchers for two hours). docs/search.md
+    watch_idle_exit: float = 900.0  # at most WATCH_IDLE_EXIT_MAX
+    # true: a watcher asked its first query loads the torch form of the bundled model's encoder in the
+    # background and encodes queries with it, about 2x faster a query than the numpy form, for about
+    # 190 MB more memory held for the watcher's life. Off by default: a watcher every search and hook
+    # may leave behind stays small (docs/search.md, issue 34); MEMFILES_WATCH_TORCH=1 turns it on.
+    watch_torch: bool = False
     # The precision of the encoder child a first backfill or a rebuild starts (index/encode_worker.py;
     # queries and a watcher's encodes stay float32): "auto" computes in bfloat16 where the CPU has AMX
     # (the encode about 2x faster here, vectors within a cosine of 0.9999 of float32's; docs/search.md),
@@ -464,7 +470,10 @@ def _pyproject_table(document: dict[str, Any], shown: str) -> dict[str, Any] | N
 
 
 # The line where pyproject.toml's [tool.memfiles] table begins (or [tool], or a dotted key of it).
-_TABLE_HEADER = re.compile(r"\s*\[\[?\s*tool\s*\.\s*memfiles\s*[\].]|\s*\[\s*tool\s*\]|\s*tool\s*\.\s*memfiles\s*=")
+# Anchored: read from a line's start only (a pattern free to start at every blank is quadratic in a run of them).
+_TABLE_HEADER = re.compile(
+    r"^(?:\s*\[\[?\s*tool\s*\.\s*memfiles\s*[\].]|\s*\[\s*tool\s*\]|\s*tool\s*\.\s*memfiles\s*=)"
+)
 
 
 def _settings_table_line(pyproject: Path) -> int | None:

@@ -189,6 +189,15 @@ class IndexUnavailable(MemfilesError):
     code = "index"
 
 
+class NoWatcher(IndexUnavailable):
+    """No watcher answers, and the caller asked for the index only through one (it would not load the model)."""
+
+
+class BudgetExceeded(IndexUnavailable):
+    """A request to a shared process (the watcher) took longer than its budget (memfiles.limits) and was
+    stopped, so that it holds up nobody else."""
+
+
 def os_error(error: OSError) -> MemfilesError:
     """An OSError that reached a command (a state file that is a folder, a full disk) as an `io` error
     naming its file, relative to the current folder when it lies below it."""

@@ -119,6 +119,8 @@ def _skipped(app: App, unreadable: list[str]) -> list[dict]:
 # A watcher left behind (memsearch, a write, a hook) takes its idle exit from watch_idle_exit as it starts,
 # each start: the number on its command line outlived a change of the setting, which restarts it.
 @click.option("--idle-exit-setting", "idle_from_settings", is_flag=True, hidden=True)
+# Who started it (a search, a write, a hook, or a person: `memfiles status` says so).
+@click.option("--started-by", type=click.Choice(["hand", "search", "write", "hook"]), default="hand", hidden=True)
 @pass_app
 def watch(
     app: App,
@@ -129,6 +131,7 @@ def watch(
     idle_exit: float,
     log_file: Path | None,
     idle_from_settings: bool,
+    started_by: str,
 ) -> None:
     """Keep the index in step with the memory files, and answer memsearch warm.
 
@@ -139,7 +142,8 @@ def watch(
     taking the vectors other clones shared). In the background it logs to .memsearch/watch.log,
     rotated at 1 MB (3 old files kept).
     Started here it stays until stopped (or --idle-exit); one that memsearch, a write or the agent hooks
-    leave behind exits after the watch_idle_exit setting (2 h) without a query or a change.
+    leave behind exits after the watch_idle_exit setting (15 min) without a query or a change.
+    `memfiles status` says who started it and when it will exit.
 
     \b
     Example:
@@ -188,7 +192,9 @@ def watch(
         return
     with errors_to_exit():
         setup_logging(log_file)
-        watcher = Watcher(app.project, debounce=debounce, reconcile_every=reconcile_every, idle_exit=idle_exit)
+        watcher = Watcher(
+            app.project, debounce=debounce, reconcile_every=reconcile_every, idle_exit=idle_exit, started_by=started_by
+        )
 
     def on_signal(number: int, _frame: object) -> None:
         watcher.request_stop()
@@ -240,6 +246,8 @@ def status(app: App, as_json: bool) -> None:
     if watcher["running"]:
         encoder = f" (queries in {watcher['query_encoder']})" if watcher.get("query_encoder") else ""
         click.echo(f"watcher:  running, pid {watcher['pid']}{encoder}")
+        if watcher.get("started_by"):
+            click.echo(f"          {lifetime(watcher)}")
     elif watcher.get("starting"):
         click.echo(f"watcher:  starting, pid {watcher['pid']} (it does not answer yet)")
     else:
@@ -271,6 +279,31 @@ def status(app: App, as_json: bool) -> None:
         click.echo(f"synced:   {watcher['last_sync']}")
     if failed:
         raise SystemExit(1)  # what the files say is printed; the index (or its server) could not be read
+
+
+STARTED_BY = {
+    "hand": "by hand (memfiles watch)",
+    "search": "by memsearch",
+    "write": "by a write",
+    "hook": "by an agent's hook",
+    "mcp": "by the MCP server, in its process",
+}
+
+
+def lifetime(watcher: dict) -> str:
+    """Who started the watcher, when, and when it will exit (docs/json.md, status)."""
+    since = f" at {watcher['since']}" if watcher.get("since") else ""
+    said = f"started {STARTED_BY.get(watcher['started_by'], watcher['started_by'])}{since}; "
+    from memfiles.services.index_client import duration
+
+    if watcher["started_by"] == "mcp":
+        return said + "stays as long as the MCP server"
+    if not watcher.get("idle_exit"):
+        return said + "stays until stopped (memfiles watch --stop)"
+    return said + (
+        f"exits after {duration(watcher['idle_exit'])} without a query or a change (at {watcher['exits_at']}"
+        " if nothing happens)"
+    )
 
 
 def stop_watchers(app: App) -> None:

@@ -156,7 +156,10 @@ def here(argv: list[str]) -> bool:
             return False
     except MemfilesError:
         return False
-    query, k, mode = str(args["query"]), int(args["k"]), str(args["mode"])  # type: ignore[call-overload]
+    from memfiles.limits import cut_query
+
+    query, cut = cut_query(str(args["query"]))  # as the watcher cuts it (services/watch/dispatch.py)
+    k, mode = int(args["k"]), str(args["mode"])  # type: ignore[call-overload]
     try:
         hits = client.search([(query, k)], filters, mode)[0]
     except MemfilesError as error:  # said here, as the full command says it: asking it would wait again
@@ -168,7 +171,11 @@ def here(argv: list[str]) -> bool:
     started = leave_watcher(settings, client, "so that the next search is fast")
     from memfiles.services.search_text import pruned_notes
 
-    warnings = [*client.warnings, *pruned_notes(settings.memory_dir, settings.schema.prefixes, query, hits)]
+    warnings = [
+        *([cut] if cut else []),
+        *client.warnings,
+        *pruned_notes(settings.memory_dir, settings.schema.prefixes, query, hits),
+    ]
     _print(*rendered(query, hits, bool(args["json"]), warnings, (started,) if started else ()))
     return True
 

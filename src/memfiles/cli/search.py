@@ -104,6 +104,7 @@ def memsearch(
     """
     from memfiles.config import load_settings
     from memfiles.format.validate import is_date
+    from memfiles.limits import cut_query
     from memfiles.services.index_client import connect, leave_watcher
     from memfiles.services.search_request import request_filters
     from memfiles.services.search_text import pruned_notes
@@ -121,13 +122,15 @@ def memsearch(
         # watcher and the in-process plain path apply too
         wanted = {"kind": split_values(kind), "area": split_values(area), "status": split_values(status)}
         filters = request_filters(settings.schema, {**wanted, "path": path_glob, "since": since})
-        items = _batch(batch_file) if batch_file is not None else [(None, query or "", k)]
+        asked = _batch(batch_file) if batch_file is not None else [(None, query or "", k)]
+        cuts = [cut_query(text) for _, text, _ in asked]  # a query past QUERY_LIMIT: its start, and a warning
+        items = [(item_id, text, n) for (item_id, _, n), (text, _) in zip(asked, cuts, strict=True)]
         client = connect(settings)
         results = client.search([(q, n) for _, q, n in items], filters, mode)
         prefixes = settings.schema.prefixes
         noted = [
-            pruned_notes(settings.memory_dir, prefixes, text, hits)
-            for (_, text, _), hits in zip(items, results, strict=True)
+            [*([said] if said else []), *pruned_notes(settings.memory_dir, prefixes, text, hits)]
+            for (_, text, _), (_, said), hits in zip(items, cuts, results, strict=True)
         ]
         if batch_file is None:  # a pruned id asked for: said, not only unrelated hits on its digits
             client.warnings = [*client.warnings, *noted[0]]
@@ -143,7 +146,7 @@ def memsearch(
                 sys.stdout.write(line + "\n")
             return
     hits = results[0]
-    assert query is not None
+    query = items[0][1]  # as searched (cut at QUERY_LIMIT, said in the warnings)
     if as_json:
         print_json({"query": query, "hits": hits, "warnings": list(client.warnings)})
         return

@@ -3,6 +3,7 @@ and compactions in memory/working/<run>.md."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -113,7 +114,8 @@ def _field_options(function: Any) -> Any:
 @json_option
 @pass_app
 def start(app: App, run: str | None, goal: str, area: str | None, as_json: bool, **fields: Any) -> None:
-    """Start a run's working memory; prints the run's name (set MEMFILES_RUN to it).
+    """Start a run's working memory; prints the run's name, and on stderr how to make it the default
+    (export MEMFILES_RUN=NAME).
 
     \b
     Example:
@@ -124,6 +126,12 @@ def start(app: App, run: str | None, goal: str, area: str | None, as_json: bool,
         values = {k: (list(v) or None) if k in LISTS else v for k, v in fields.items()}
         state = service.start(run, goal, area, **values)
     _report(app, service, state, as_json, added=[state.id or ""], text=state.run)
+    if os.environ.get("MEMFILES_RUN") != state.run:  # said on stderr: `RUN=$(memfiles working start ...)` still works
+        click.echo(
+            f"memfiles: to make {state.run} the default run of later commands: export MEMFILES_RUN={state.run}"
+            f" (or pass --run {state.run} to each); without either, they take the one active run you started",
+            err=True,
+        )
 
 
 @working.command("show")
@@ -148,7 +156,8 @@ def show(app: App, run: str | None, as_json: bool) -> None:
 @json_option
 @pass_app
 def list_runs(app: App, as_json: bool) -> None:
-    """List the runs that have working memory: name, status, last update, goal.
+    """List the runs that have working memory: name, status, `hooks` for a run the agents' hooks started
+    (they end it; it is never a command's default run), last update, goal.
 
     \b
     Example:
@@ -164,7 +173,8 @@ def list_runs(app: App, as_json: bool) -> None:
         return
     for item in runs:
         goal = item["goal"] if item["problem"] is None else item["problem"]
-        click.echo(f"{item['run']:<28} {item['status']:<10} {item['updated'] or '':<21} {goal}")
+        by = "hooks" if item["hooks"] else ""  # the agents' hooks started it: never the default run
+        click.echo(f"{item['run']:<28} {item['status']:<10} {by:<6} {item['updated'] or '':<21} {goal}")
 
 
 @working.command("set")

@@ -80,9 +80,12 @@ MANUAL_HEADING = f"## {MANUAL_NAME}"
 BOM = "\ufeff"
 
 # An entry heading's shape for any syntactically valid prefix; Grammar narrows it to the known ones.
-_ANY_ENTRY_RE = re.compile(rf"^###[ \t]+({ID_PATTERN}):[ \t]+(\S.*?)[ \t]*$")
-_SECTION_RE = re.compile(r"^##(?:[ \t]+(.*?))?[ \t]*$")
-META_RE = re.compile(r"^-[ \t]+([a-z][a-z-]*):[ \t]*(.*?)\s*$")
+# A value runs to its last character that is not trailing blank, said greedily (`.*[^ \t]`): the lazy
+# `(.*?)[ \t]*$` it replaces tried the trailing blank from every position, quadratic in a line holding a
+# long run of spaces (issue 34; tests/reliability/test_regex_linear.py).
+_ANY_ENTRY_RE = re.compile(rf"^###[ \t]+({ID_PATTERN}):[ \t]+(\S(?:.*[^ \t\n])?)[ \t]*$")
+_SECTION_RE = re.compile(r"^##(?:[ \t]+((?:.*[^ \t\n])?))?[ \t]*$")
+META_RE = re.compile(r"^-[ \t]+([a-z][a-z-]*):[ \t]*((?:.*\S)?)\s*$")
 _FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 _BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")

@@ -21,6 +21,20 @@ def github_slug(text: str) -> str:
     return text.replace(" ", "-")
 
 
+# An ATX heading's opening: 1-6 `#` and the whitespace after them; heading_text reads the rest by hand.
+_ATX_HEADING = re.compile(r"#{1,6}\s+")
+
+
+def heading_text(line: str) -> str | None:
+    """The text of an ATX heading line (`## Notes ##` -> "Notes"), None for any other line: the line after
+    its opening, without the closing `#`s and the whitespace around them. Read with str methods: the lazy
+    pattern that said the same (text, blanks, hashes, blanks, end) took cubic time on a line of spaces."""
+    opening = _ATX_HEADING.match(line)
+    if opening is None:
+        return None
+    return line[opening.end() :].rstrip().rstrip("#").rstrip()
+
+
 class Slugger:
     """Unique anchors in document order, as GitHub numbers repeated headings (`x`, `x-1`, `x-2`)."""
 

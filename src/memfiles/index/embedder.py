@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
@@ -216,6 +217,7 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
 
 # Up to this many texts, an encode runs BLAS on one thread (see _blas_threads).
 SMALL_ENCODE = 32
+_BLAS_GUARD = threading.Lock()  # one BLAS limit for the process (_blas_threads)
 # Texts sentence-transformers encodes between two reports to a progress bar.
 _PROGRESS_TEXTS = 256
 # Rows of the feed-forward step done at a time: its 1,536-wide intermediate stays in the CPU cache.
@@ -275,6 +277,8 @@ class NumpyBertEmbedder:
         self.max_length = (
             int(json.loads(st_config.read_text()).get("max_seq_length", 256)) if st_config.exists() else 256
         )
+        self._blas_users = 0  # encodes running under the BLAS limit (_blas_threads)
+        self._blas_limiter: Any = None
 
     @staticmethod
     def supports(path: Path | None) -> bool:
@@ -455,12 +459,25 @@ class NumpyBertEmbedder:
     def _blas_threads(self, limit: int | None) -> Iterator[None]:
         """BLAS held to `limit` threads (None: as it is). A query's products are a few rows wide: spread
         over threads, they waited for the other cores, 5-10x slower with the machine busy (median one
-        query 110 ms on one thread, 540-1350 ms on the default two, at load 11 on 2 cores)."""
+        query 110 ms on one thread, 540-1350 ms on the default two, at load 11 on 2 cores).
+
+        The watcher encodes several queries at once (services/watch/sharing.py): the first to come sets
+        the limit and the last to leave restores it. Each setting and restoring its own, two interleaved
+        calls left BLAS on one thread for good."""
         if limit is None:
             yield
             return
-        with self._threadpools.limit(limits=limit, user_api="blas"):
+        with _BLAS_GUARD:
+            if not self._blas_users:
+                self._blas_limiter = self._threadpools.limit(limits=limit, user_api="blas")
+            self._blas_users += 1
+        try:
             yield
+        finally:
+            with _BLAS_GUARD:
+                self._blas_users -= 1
+                if not self._blas_users:
+                    self._blas_limiter.restore_original_limits()
 
 
 def load_embedder(model: str | None, light: bool) -> Embedder:

@@ -6,9 +6,11 @@ index/score.py, which means the same for every query."""
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from memfiles.errors import BudgetExceeded
 from memfiles.format.ids import id_key, id_keys_in
 from memfiles.index import score as scoring
 from memfiles.index.catalog import Catalog
@@ -18,6 +20,7 @@ from memfiles.index.filters import Filters
 from memfiles.index.lexical import LexicalIndex
 from memfiles.index.score import Hit
 from memfiles.index.text import strip_framing
+from memfiles.limits import QUERY_LIMIT, REQUEST_BUDGET
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -34,7 +37,9 @@ DEPTH = 50  # how deep each ranking goes before fusion: fusing only the top 10 l
 STRIP_FRAMING = False
 BY_ID_LIMIT = 256  # a filter matching this few rows reads their vectors by id (7.6 ms for 200 at 100k)
 BROAD_FRACTION = 0.1  # a filter matching this share of rows over-fetches an unfiltered query
-_CODE_LIKE = re.compile(r"[-_./:=`\"']|\w+\(")
+# A word character right before "(" is what "a word and its call" needs: `\w+\(` said the same and rescanned
+# the rest of a long word from each of its positions (a 100k-character word took 42 s; issue 34).
+_CODE_LIKE = re.compile(r"[-_./:=`\"']|\w\(")
 
 
 @dataclass
@@ -232,14 +237,28 @@ class Searcher:
             if phrase in text and filters.accepts(self.catalog.docs[order[row]])
         }
 
-    def signals(self, query: str, filters: Filters | None = None, mode: str = "hybrid") -> Signals:
-        """The raw evidence for `query`. Each ranking goes DEPTH deep; in hybrid mode every candidate of
-        either ranking is then scored by both (no missing values)."""
+    def signals(
+        self,
+        query: str,
+        filters: Filters | None = None,
+        mode: str = "hybrid",
+        deadline: float | None = None,
+        embedder: Embedder | None = None,
+    ) -> Signals:
+        """The raw evidence for `query` (its first QUERY_LIMIT characters: the callers that take a query from
+        outside say when they cut one). Each ranking goes DEPTH deep; in hybrid mode every candidate of
+        either ranking is then scored by both (no missing values).
+
+        `deadline` (time.monotonic()) is the request's budget: past it, BudgetExceeded at the next step.
+        `embedder` encodes the query in place of the searcher's own (one shared by several searches of a
+        request): given per call, so that searches running at once never swap the searcher's."""
 
         filters = filters or Filters()
         found = Signals()
+        query = query[:QUERY_LIMIT]
         if not query.strip():
             return found
+        encoder = embedder if embedder is not None else self.embedder
         for key in id_keys_in(query):  # `t-1`, `@@T-0001` name T-001 too
             doc = self.catalog.docs.get(self._id_of(key))
             if doc is not None and filters.accepts(doc) and doc.id not in found.ids:
@@ -247,11 +266,14 @@ class Searcher:
         cleaned = strip_framing(query) if STRIP_FRAMING else query
         lexical_all = None
         if mode in ("hybrid", "lexical"):
+            within(deadline)
             lexical_all = self.lexical_scores(cleaned, filters)
             found.query_weight = self.lexical.query_weight(cleaned)
             found.lexical = {self.catalog.order[r]: float(lexical_all[r]) for r in self._top_rows(lexical_all)}
-        if mode in ("hybrid", "dense") and self.embedder is not None:
-            vector = self.embedder.encode([cleaned])[0]
+        if mode in ("hybrid", "dense") and encoder is not None:
+            within(deadline)
+            vector = encoder.encode([cleaned])[0]
+            within(deadline)
             found.dense = self.dense_scores(vector, filters)
             if mode == "hybrid" and (self.store is not None or self.vectors is not None) and found.lexical is not None:
                 missing = [doc_id for doc_id in found.lexical if doc_id not in found.dense]
@@ -262,6 +284,7 @@ class Searcher:
                         if doc_id not in found.lexical and doc_id in row and row[doc_id] < len(lexical_all):
                             found.lexical[doc_id] = float(lexical_all[row[doc_id]])
         if mode == "hybrid":
+            within(deadline)
             found.exact = self.exact_matches(query, filters)
         return found
 
@@ -311,6 +334,26 @@ class Searcher:
             hits.append(Hit(round(cap, 6), signals, doc))
         return hits
 
-    def search(self, query: str, k: int = 10, filters: Filters | None = None, mode: str = "hybrid") -> list[Hit]:
-        """The k best entries for `query` (none for an empty query), best first."""
-        return self.scored(self.signals(query, filters, mode), k)
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        filters: Filters | None = None,
+        mode: str = "hybrid",
+        deadline: float | None = None,
+        embedder: Embedder | None = None,
+    ) -> list[Hit]:
+        """The k best entries for `query` (none for an empty query), best first; `deadline` and `embedder`
+        as for `signals`."""
+        found = self.signals(query, filters, mode, deadline, embedder)
+        within(deadline)
+        return self.scored(found, k)
+
+
+def within(deadline: float | None) -> None:
+    """BudgetExceeded once `deadline` (time.monotonic()) has passed; nothing without one."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise BudgetExceeded(
+            f"the request took longer than its budget of {REQUEST_BUDGET:g} s and was stopped"
+            " (docs/json.md#limits): ask again with a shorter query or fewer filters"
+        )

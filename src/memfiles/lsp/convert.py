@@ -36,13 +36,15 @@ def utf16(line: str, column: int) -> int:
 
 
 def from_utf16(line: str, units: int) -> int:
-    """The character column of `line` at `units` UTF-16 code units."""
-    count = 0
-    for index, char in enumerate(line):
-        if count >= units:
-            return index
-        count += 2 if ord(char) > 0xFFFF else 1
-    return len(line)
+    """The character column of `line` at `units` UTF-16 code units (a character two units wide that `units`
+    splits counts whole). By the codec, not a loop over the characters: a line of 100,000 took 25 ms a
+    keystroke in completion."""
+    if units <= 0:
+        return 0
+    if line.isascii():
+        return min(units, len(line))
+    head = line.encode("utf-16-le", "surrogatepass")[: units * 2]
+    return len(head.decode("utf-16-le", "surrogatepass"))
 
 
 def span(line_text: str, line: int, start: int, end: int) -> types.Range:

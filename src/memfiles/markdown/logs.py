@@ -29,7 +29,7 @@ _LOG_LINES = re.compile(
             r"\s*(?:Exception in thread \"[^\"\n]*\" )?(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)\b",
             r"[A-Z][\w.]*(?:Error|Exception|Warning|Interrupt)(?::|$)",  # Python's last line: ValueError: ...
             r"#\d+\s+(?:0x[0-9a-fA-F]+\s|\S+\s+\()",  # gdb
-            r"\S*@\S+:\d+:\d+\s*$",  # SpiderMonkey: fn@file.js:12:3
+            r"(?>\S*@)\S+:\d+:\d+\s*$",  # SpiderMonkey: fn@file.js:12:3
             r"\s*\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d",  # timestamped log lines
             r"\s*\[?\d\d:\d\d:\d\d[.,]\d",
             r"\s*\[\s*\d+\.\d+\]",  # kernel
@@ -85,8 +85,9 @@ def _fence_for(lines: list[str]) -> str:
 
 
 _JIRA_OPEN = re.compile(r"^\s*\{(code|noformat)(?::[^}\n]*)?\}")
-_PIPE_ROW = re.compile(r"^\s*\|.*\|\s*$")
-_DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
+_PIPE_ROW = re.compile(r"^[ \t]*+\|.*\|[ \t]*+$")
+# possessive: runs of blanks and dashes are never split two ways (a line of spaces was quadratic)
+_DELIMITER_ROW = re.compile(r"^[ \t]*+\|?[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?[ \t]*+$")
 _DIFF_START = re.compile(r"^(?:diff --git |Index: \S|--- \S|@@ -\d)")
 _DIFF_LINE = re.compile(r"^(?:[ +\\-]|@@ |diff |index |Index: |={5,}|$)")
 

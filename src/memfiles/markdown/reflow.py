@@ -98,7 +98,12 @@ def _fill(units: list[str], first: str, rest: str, width: int) -> list[str]:
     return [line.replace(_GLUE, " ") for line in lines]
 
 
-_HARD_BREAK = re.compile(r"(?:\\| {2,})$")
+def _hard_break(line: str) -> str | None:
+    """The hard break that ends a line (a backslash, or two spaces or more), if any; no pattern reads
+    back through a run of spaces."""
+    if line.endswith("\\"):
+        return "\\"
+    return "  " if line.endswith("  ") else None
 
 
 def _rewrap(source: list[str], content: list[str], width: int) -> list[str] | None:
@@ -115,11 +120,11 @@ def _rewrap(source: list[str], content: list[str], width: int) -> list[str] | No
     words: list[str] = []
     for number, line in enumerate(content):
         stripped = line.strip(" ")
-        brk = _HARD_BREAK.search(line.rstrip("\n")) if number < len(content) - 1 else None
+        brk = _hard_break(line.rstrip("\n")) if number < len(content) - 1 else None
         if brk:
-            stripped = stripped.rstrip(" ") if brk.group(0).startswith(" ") else stripped
+            stripped = stripped.rstrip(" ") if brk == "  " else stripped
             words.append(stripped)
-            segments.append((" ".join(words), "  " if brk.group(0).startswith(" ") else ""))
+            segments.append((" ".join(words), brk if brk == "  " else ""))
             words = []
         else:
             words.append(stripped)

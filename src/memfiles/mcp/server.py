@@ -109,9 +109,10 @@ class Tools:
         return write_json(project, result, write_warnings(project, result, extra))
 
     def search(self, query: str, k: int, kind: str | None, area: str | None, status: str | None) -> dict[str, Any]:
+        from memfiles.limits import cut_query
         from memfiles.services.recall import EntryReader, filtered_search, to_hits
 
-        query = " ".join(query.split())
+        query, cut = cut_query(" ".join(query.split()))  # past the limit: its start, and a warning
         if not query:
             raise MemfilesError("query is empty: say what to look for")
         if status:
@@ -125,7 +126,7 @@ class Tools:
             (found,) = resolve_kinds(self.settings.schema, (kind,))  # name or prefix, any case: memsearch's rule
             filters["kind"] = found.name
         filters = {key: value for key, value in filters.items() if value}
-        warnings: list[str] = []
+        warnings: list[str] = [cut] if cut else []
         raw, _source = filtered_search(self.settings, [(query, filters, k)], warnings=warnings)
         hits = to_hits(EntryReader(self.project), raw[0], query, k)
         from memfiles.services.search_text import pruned_notes  # a pruned id asked for, as memsearch says it
@@ -430,7 +431,7 @@ def start_watcher(settings: Settings) -> Any:
     except (MemfilesError, ImportError) as error:
         log.warning("no watcher in the MCP server: %s", error)
         return None
-    watcher = Watcher(Project(settings))
+    watcher = Watcher(Project(settings), started_by="mcp")  # it lives as long as the server
 
     def run() -> None:
         try:

@@ -35,7 +35,7 @@ _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?[a-zA-Z%]{0,3}$")
 # Words shaped like code: snake_case, a dotted name with letters (`core.longpaths`, `setup.cfg`), a call,
 # `a::b`, KEY=value, $VAR, a dotfile (`.nvmrc`). Not "e.g." nor "0.5" nor "v1.2".
 _CODE = re.compile(
-    r"^(?:\$\w+|[\w.-]*[A-Za-z][\w.-]*\(\)|\w+(?:::\w+)+|[A-Za-z_][\w.-]*=\S+|\.[A-Za-z][\w.-]*"
+    r"^(?:\$\w+|(?=[\w.-]*?[A-Za-z])[\w.-]*+\(\)|\w+(?:::\w+)+|[A-Za-z_][\w.-]*=\S+|\.[A-Za-z][\w.-]*"
     r"|[\w-]*[A-Za-z0-9]_[\w-]*|[\w-]*[A-Za-z0-9](?:\.[A-Za-z][\w-]*)+)$"
 )
 # A path: slashes, and something no pair of words has ("and/or", "I/O", "pass/fail"): a start at / . ~,

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from memfiles.store.project import Project
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from memfiles.index.catalog import Catalog
     from memfiles.index.embedder import Embedder
     from memfiles.index.shared import SharedVectors
@@ -35,8 +37,11 @@ class Prepared:
     seconds: float = 0.0  # what the reading and encoding took (a rebuild's report counts it)
 
 
-def prepare_rebuild(project: Project, encoder: Callable[[int], Embedder], shared: SharedVectors | None) -> Prepared:
-    """Read the files and encode every entry's text (`encoder(count)` gives the encoder for that many), with
+def prepare_rebuild(
+    project: Project, encoder: Callable[[int], AbstractContextManager[Embedder]], shared: SharedVectors | None
+) -> Prepared:
+    """Read the files and encode every entry's text (`encoder(count)` gives the encoder for that many, for
+    a block: index_session.sized_encoder), with
     no lock held; with a server (`shared`), publish the vectors, replacing what the server held for them:
     a rebuild is how a vector in doubt is made again."""
     import numpy as np
@@ -50,8 +55,8 @@ def prepare_rebuild(project: Project, encoder: Callable[[int], Embedder], shared
     started = reading_starts()
     found = entry_docs(project)
     texts = {doc.hash: doc.text for doc in found.docs.values()}
-    embedder = encoder(len(texts))
-    encoded = encode_texts(embedder, list(texts.values()))
+    with encoder(len(texts)) as embedder:
+        encoded = encode_texts(embedder, list(texts.values()))
     vectors = dict(zip(texts, np.asarray(encoded, dtype=np.float32), strict=True)) if texts else {}
     warnings = []
     if shared is not None and texts:
@@ -82,7 +87,7 @@ def backfill_session(
     from memfiles.index.sync import Plan, apply_plan, make_plan, mirrored_catalog, store_docs
     from memfiles.index.vector_cache import VectorCache
     from memfiles.services.behind import reading_starts
-    from memfiles.services.index_session import embedder_for, entry_docs
+    from memfiles.services.index_session import encoder_for, entry_docs
 
     began = time.perf_counter()  # the report's seconds are the whole backfill's, reading and comparing too
     started = prepared.started if prepared is not None else reading_starts()  # files modified before: compared
@@ -92,7 +97,8 @@ def backfill_session(
         plan = Plan(embed=list(found.docs.values()))
         target = Catalog(dict(found.docs), broken=found.broken, vectors=VectorCache.empty(0))
         known = prepared.vectors if prepared is not None else None
-        report = apply_plan(store, embedder_for(session, plan), plan, target, complete=True, replace=True, known=known)
+        with encoder_for(session, plan) as encoder:
+            report = apply_plan(store, encoder, plan, target, complete=True, replace=True, known=known)
         return _done(project, session, target, report, plan_json(plan, 0, found), began, started, prepared), target
     stored = store.all_metadata() if store.exists() else {}
     kept = sorted(i for i, meta in stored.items() if meta.get("path") in found.broken and i not in found.docs)
@@ -126,7 +132,8 @@ def backfill_session(
         store.create()  # made now even with nothing to embed: a project of no entries has an index
     elif mirrors and (held.vectors is not None or held.load_vectors(store.sidecar) is not None):
         target.vectors = held.vectors.copy()
-    report = apply_plan(store, embedder_for(session, plan), plan, target, complete=True)
+    with encoder_for(session, plan) as encoder:
+        report = apply_plan(store, encoder, plan, target, complete=True)
     return _done(project, session, target, report, drift, began, started, prepared), target
 
 

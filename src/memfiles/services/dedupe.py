@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memfiles.errors import IndexUnavailable, ParseError
+from memfiles.errors import IndexUnavailable, NoWatcher, ParseError
 from memfiles.index.search import Filters
 from memfiles.index.text import tokenize
 from memfiles.services.dupes import Doc, Pair, body_key, same_text_pairs, title_key
@@ -83,20 +83,25 @@ def many_near_duplicates(
     path: str | None = None,
     threshold: float | None = None,
     k: int = 5,
+    load_model: bool = True,
 ) -> tuple[list[list[Candidate]], str]:
-    """near_duplicates for many (title, body, ids to ignore) at once: one model load, one store session."""
+    """near_duplicates for many (title, body, ids to ignore) at once: one model load, one store session.
+
+    With `load_model` False, the index is asked only when a watcher answers (it has the model loaded);
+    with none, the words decide ("no-watcher"): loading the model in a write's own process cost more than
+    the rest of the write (issue 34, docs/benchmarks.md)."""
     from memfiles.services.index_client import similar
 
     texts = [f"{title}\n\n{body}" for title, body, _ in items]
     try:
-        neighbours = similar(project.settings, texts, Filters(path=path), k) if texts else []
-    except IndexUnavailable:
+        neighbours = similar(project.settings, texts, Filters(path=path), k, load_model) if texts else []
+    except IndexUnavailable as error:
         limit = LEXICAL_THRESHOLD  # --threshold speaks of the cosine; word overlap keeps its own measured one
         entries = entry_words(project, path)
         return [
             lexical_matches(entries, words(text), limit, exclude)
             for text, (_, _, exclude) in zip(texts, items, strict=True)
-        ], "lexical"
+        ], "no-watcher" if isinstance(error, NoWatcher) else "lexical"
     limit = THRESHOLD if threshold is None else threshold
     results = []
     for text, (_, _, exclude), hits in zip(texts, items, neighbours, strict=True):

@@ -12,8 +12,16 @@ from __future__ import annotations
 import json
 import re
 
-_TYPED_ERROR = re.compile(r"\b[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning)\b")
-_TYPED_RAISED = re.compile(r"Traceback \(most recent call last\)|\b[A-Za-z_][\w.]*(?:Error|Exception): ")
+# Each pattern below that reads a run of word characters starts only where such a run starts (a
+# lookbehind), and skips its leading digits and dots possessively: a pattern free to start anywhere in the
+# run rescanned the rest of it from each position, which is quadratic in a long token (issue 34;
+# tests/reliability/test_regex_linear.py holds every pattern of the package to linear time).
+_TYPED_ERROR = re.compile(
+    r"(?<![\w.])[\d.]*+\b(?P<name>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning))\b"
+)
+_TYPED_RAISED = re.compile(
+    r"Traceback \(most recent call last\)|(?<![\w.])[\d.]*+\b[A-Za-z_][\w.]*(?:Error|Exception): "
+)
 _ERROR_WORD = re.compile(
     r"\b(error|fatal|failed|failure|panic|traceback|denied|refused|not found|timed out|segmentation fault"
     r"|core dumped|aborted|killed|out of memory)\b|\bERR!",  # npm's `npm ERR! code E404`
@@ -31,8 +39,9 @@ _MARK = (
 # (An `Error ...` line of its own is one too: musl's `Error relocating ./x: ...`.)
 _FAILED_LINE = re.compile(rf"^(?:[^\n]*?[:│|=][ \t]*|[ \t]*)(?P<mark>{_MARK})|^(?P<word>Error)\b", re.M)
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{12,64}\b")
-_URL = re.compile(r"\b[a-zA-Z][\w+.-]*://([^/\s:]+)\S*")  # a URL is its host: the rest changes per run
-_PATH = re.compile(r"(?<![\w])(?:[A-Za-z]:)?(?:[\w.~-]*[/\\])+([\w.-]+)")  # POSIX or Windows: its last part
+# a URL is its host: the rest changes per run
+_URL = re.compile(r"(?<![\w+.-])(?P<lead>[\d+.-]*+)\b[a-zA-Z][\w+.-]*://(?P<host>[^/\s:]+)\S*")
+_PATH = re.compile(r"(?<![\w.~/\\-])(?:[A-Za-z]:)?(?:[\w.~-]*[/\\])+([\w.-]+)")  # POSIX or Windows: its last part
 # A number, dotted ones whole (10.0.0.12, 30.5, 1.2.3), with a unit of up to 3 letters kept (30.5s: Ns).
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)*(?=[a-zA-Z%]{0,3}(?!\w))")
 _STAMP = re.compile(r"^\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+Z?\]?\s*")
@@ -82,7 +91,7 @@ def error_signature(text: str) -> str | None:
     if typed:
         line = _STAMP.sub("", typed[-1])
         match = _TYPED_ERROR.search(line)
-        line = line[match.start() :] if match else line
+        line = line[match.start("name") :] if match else line
     else:
         shaped = [match for line in lines if (match := _FAILED_LINE.match(line))]
         worded = [line for line in lines if _ERROR_WORD.search(line)]
@@ -97,7 +106,7 @@ def error_signature(text: str) -> str | None:
         else:
             return None
     line = _HEX.sub("<hex>", line)
-    line = _URL.sub(lambda m: m.group(1), line)
+    line = _URL.sub(lambda m: m.group("lead") + m.group("host"), line)
     line = _PATH.sub(lambda m: m.group(1), line)
     line = _NUMBER.sub("N", line)
     return " ".join(line.split())[:200] or None

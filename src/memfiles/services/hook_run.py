@@ -108,6 +108,8 @@ def _handle(
     box["settings"] = settings
     if not settings.hooks_enabled:
         return {}
+    for note in call.cut:  # a text past HOOK_TEXT_LIMIT was read cut: said where the hooks say things
+        hook_state.log(settings.state_dir, call.event, call.session, f"input {note}")
     project = Project(settings)
     # In the watcher, calls of one session take turns, and a failure's write may finish after the answer.
     turn = session_turn(settings.state_dir, call.session) if call.ask is not None else None
@@ -176,11 +178,16 @@ def _after_answer(
 
 
 def _searched(settings: Settings, call: hooks.Call, wanted: list[tuple[str, str]]) -> dict[str, list[dict[str, Any]]]:
-    """hooks.search, with no index or no watcher logged and answered by nothing."""
+    """hooks.search, with no index or no watcher logged and answered by nothing. With no watcher, one is
+    started in the background (hooks_watch), so that the session's next call is warm: a watcher the hooks
+    left exits after watch_idle_exit without a call, and a session that went quiet longer than that would
+    otherwise get no context until its next SessionStart."""
     try:
         return hooks.search(settings, wanted, call.ask)
     except IndexUnavailable as problem:
         hooks.guard(settings, call, problem)
+        if settings.hooks_watch and call.ask is None:
+            start_watcher(settings, call)
         return {}
 
 
@@ -201,6 +208,16 @@ def session_start(call: hooks.Call, settings: Settings, project: Project, state:
 
     source = call.text("source") or call.text("trigger") or "startup"
     hook_state.sweep(settings.state_dir)
+    # the runs of sessions that never reached SessionEnd: ended after the answer (in the watcher), or with the
+    # writing deadline (a write begun is never cut off)
+
+    def expire() -> None:
+        hook_working.expire_runs(project, settings, writing=call.writing)
+
+    if call.defer is not None:
+        call.defer(expire)
+    else:
+        expire()
     if settings.hooks_watch and call.ask is None:  # with `ask`, the watcher itself is answering
         start_watcher(settings, call)
     if source in ("clear", "compact"):
@@ -354,7 +371,7 @@ def start_watcher(settings: Settings, call: hooks.Call) -> None:
             return
     except IndexUnavailable:
         return  # one is there, busy: leave it
-    if spawn_background(settings) is None:
+    if spawn_background(settings, "hook") is None:
         hook_state.log(settings.state_dir, call.event, call.session, "could not start the watcher")
         return
     hook_state.log(settings.state_dir, call.event, call.session, "started the watcher in the background")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from memfiles.config import Settings
@@ -29,6 +29,10 @@ from memfiles.services.hook_text import one_line
 from memfiles.store.project import Project
 
 BLOCKERS_KEPT = 5  # the most recent failure signatures a run keeps as blockers
+# Seconds without a hook call of its session after which a run the hooks started is ended (by the next
+# SessionStart of any session): a session the agent never closed (no SessionEnd) is over by then, and
+# an agent at work calls a hook at every prompt and command (docs/hooks.md).
+RUN_EXPIRY = 24 * 3600
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -76,9 +80,61 @@ def ensure_run(
         return run
     name = state.run if state.run and not state.run_started else session_run(state.session)
     goal = one_line(state.goal or f"Agent session {state.session[:12]}")
-    working.Working(project).start(name, goal, **{key: value for key, value in fields.items() if value})
-    state.run, state.run_started = name, name == session_run(state.session)
+    ours = name == session_run(state.session)  # not a run $MEMFILES_RUN named: that one is the user's
+    working.Working(project).start(name, goal, by_hooks=ours, **{key: value for key, value in fields.items() if value})
+    state.run, state.run_started = name, ours
     return name
+
+
+def expire_runs(
+    project: Project, settings: Settings, now: float | None = None, writing: Callable[[], None] | None = None
+) -> list[str]:
+    """End every active run the hooks started whose session has been quiet for RUN_EXPIRY seconds: no hook
+    call of it (its state file, saved at each call) and no write to the run. Such a session never reached
+    SessionEnd (the agent crashed, the terminal closed). Returns the runs ended; a run that cannot be ended
+    (a file that does not parse) is left, with a line in the log."""
+    import time
+
+    now = time.time() if now is None else now
+    heard = _sessions_heard(settings)
+    ended = []
+    for item in working.run_list(project):
+        if item["status"] != "active" or not item["hooks"]:
+            continue
+        path = project.root / item["path"]
+        try:
+            last = max(path.stat().st_mtime, heard.get(item["run"], 0.0))
+        except OSError:
+            continue
+        if now - last < RUN_EXPIRY:
+            continue
+        if writing is not None:
+            writing()  # the hook's deadline becomes the writing one
+        try:
+            working.Working(project).end(item["run"])
+        except MemfilesError as error:
+            hook_state.log(settings.state_dir, "SessionStart", None, f"run {item['run']} not expired: {error}")
+            continue
+        hook_state.log(settings.state_dir, "SessionStart", None, f"run {item['run']} expired: no hook call for a day")
+        ended.append(item["run"])
+    return ended
+
+
+def _sessions_heard(settings: Settings) -> dict[str, float]:
+    """The last hook call heard of each run's session: the run its state names -> the state file's mtime."""
+    import json
+
+    heard: dict[str, float] = {}
+    folder = settings.state_dir / hook_state.STATE_FOLDER
+    for path in folder.glob("*.json") if folder.is_dir() else []:
+        try:
+            run = json.loads(path.read_text(encoding="utf-8")).get("run")
+            stamp = path.stat().st_mtime
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(run, str):
+            heard[run] = max(heard.get(run, 0.0), stamp)
+    return heard
 
 
 def record_failure(

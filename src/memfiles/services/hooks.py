@@ -32,6 +32,7 @@ from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable, MemfilesError
 from memfiles.hook_events import EVENTS, project_folder, session_of
 from memfiles.jsonin import json_type
+from memfiles.limits import HOOK_TEXT_LIMIT, cut_text
 from memfiles.services import hook_state
 from memfiles.services.hook_text import Item, Section, render, strip_injected
 from memfiles.services.layers import LAYERS
@@ -82,6 +83,7 @@ class Call:
     cwd: str | None = None
     ask: Ask | None = field(default=None, repr=False)
     defer: Callable[[Callable[[], None]], None] | None = field(default=None, repr=False)  # run after the answer
+    cut: list[str] = field(default_factory=list)  # the texts of the input cut at HOOK_TEXT_LIMIT, said in the log
 
     def text(self, key: str) -> str:
         value = self.data.get(key)
@@ -107,7 +109,37 @@ def parse_call(event: str | None, raw: str) -> Call:
     # arriving at a hook installed as PostToolUse).
     if named in EVENTS and EVENTS[named] == EVENTS[canonical]:
         canonical = named
-    return Call(canonical, EVENTS[canonical], data, session_of(data))
+    call = Call(canonical, EVENTS[canonical], data, session_of(data))
+    call.cut = cut_input(data)
+    return call
+
+
+# Where a tool's output is: its end is kept when it is cut (the error is at the end), every other text's start.
+_OUTPUT_KEYS = frozenset({"tool_response", "stderr", "stdout", "output", "error", "llmContent"})
+
+
+def cut_input(data: Any, keep_end: bool = False, where: str = "") -> list[str]:
+    """Cut, in place, every text of the hook's input longer than HOOK_TEXT_LIMIT characters (docs/json.md
+    #limits): every later step (injected markers taken out, error patterns, the query) reads at most that.
+    Returns what was cut, one note each, for the log."""
+    notes: list[str] = []
+    if isinstance(data, dict):
+        items: Any = data.items()
+    elif isinstance(data, list):
+        items = enumerate(data)
+    else:
+        return notes
+    for key, value in list(items):
+        name = f"{where}.{key}" if where else str(key)
+        end = keep_end or key in _OUTPUT_KEYS
+        if isinstance(value, str) and len(value) > HOOK_TEXT_LIMIT:
+            data[key] = cut_text(value, keep_end=end)
+            notes.append(
+                f"{name} cut to its {'last' if end else 'first'} {HOOK_TEXT_LIMIT:,} characters (of {len(value):,})"
+            )
+        elif isinstance(value, dict | list):
+            notes += cut_input(value, end, name)
+    return notes
 
 
 def project_start(call: Call | None) -> Path:

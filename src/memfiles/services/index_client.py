@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from memfiles.config import Settings
-from memfiles.errors import IndexUnavailable
+from memfiles.errors import IndexUnavailable, NoWatcher
 from memfiles.services import ipc
 from memfiles.services.behind import behind
 from memfiles.services.hits import hit_objects
@@ -83,6 +83,9 @@ NO_WATCHER = {
     "last_sync": None,
     "syncs": 0,
     "pending_files": 0,
+    "started_by": None,
+    "idle_exit": None,
+    "exits_at": None,
 }
 # A local client waiting this long for the store lock asks whether a watcher has started meanwhile (it
 # holds the store for its whole life): if one answers, the call goes to it instead of waiting it out.
@@ -407,10 +410,11 @@ class WatcherIndex:
         return answer
 
 
-def leave_watcher(settings: Settings, client: IndexClient, purpose: str) -> str | None:
+def leave_watcher(settings: Settings, client: IndexClient, purpose: str, by: str = "search") -> str | None:
     """When `client` opened the store here (no watcher answered) and `search_watch` allows it, start a
     watcher in the background; what to tell the user, or None when none was started. Used after a search
-    (the next one is warm) and in place of a write's local update (the watcher indexes it)."""
+    (the next one is warm; `by` "search") and in place of a write's local update (the watcher indexes it;
+    `by` "write"). Such a watcher exits after `watch_idle_exit` seconds without a query or a change."""
     if client.where != "local" or not settings.search_watch:
         return None
     from memfiles.index.embedder import model_problem
@@ -419,13 +423,24 @@ def leave_watcher(settings: Settings, client: IndexClient, purpose: str) -> str 
     if model_problem(settings.model) is not None:
         return None  # a watcher would exit at once: the caller goes on here and says why the model fails
 
-    pid = spawn_background(settings)
+    pid = spawn_background(settings, by)
     if pid is None:
         return None
+    idle = settings.watch_idle_exit
+    lasts = f"; it exits after {duration(idle)} without a query or a change" if idle else ""
     return (
-        f"started a watcher in the background (pid {pid}) {purpose}; `memfiles watch --stop` stops it,"
-        " search_watch = false (or MEMFILES_SEARCH_WATCH=0) turns this off"
+        f"started a watcher in the background (pid {pid}) {purpose}{lasts}; `memfiles watch --stop` stops"
+        " it, search_watch = false (or MEMFILES_SEARCH_WATCH=0) turns this off"
     )
+
+
+def duration(seconds: float) -> str:
+    """`15 min`, `2 h`, `90 s`: how long an idle exit is, as a person says it."""
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return f"{seconds / 3600:g} h"
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:g} s"
 
 
 def connect(settings: Settings) -> IndexClient:
@@ -440,11 +455,17 @@ def search(settings: Settings, queries: list[tuple[str, int]], filters: Filters,
     return connect(settings).search(queries, filters, mode)
 
 
-def similar(settings: Settings, texts: list[str], filters: Filters, k: int = 5) -> list[Neighbours]:
-    """For each text, the k nearest entries; IndexUnavailable when there is no index or it cannot be reached."""
+def similar(
+    settings: Settings, texts: list[str], filters: Filters, k: int = 5, load_model: bool = True
+) -> list[Neighbours]:
+    """For each text, the k nearest entries; IndexUnavailable when there is no index or it cannot be reached.
+    With `load_model` False, NoWatcher when no watcher answers: the store is not opened here."""
     if not index_exists(settings):
         raise IndexUnavailable("there is no index yet")
-    return connect(settings).similar(texts, filters, k)
+    client = connect(settings)
+    if not load_model and client.where != "watcher":
+        raise NoWatcher("no watcher is running")
+    return client.similar(texts, filters, k)
 
 
 def backfill(project: Project, rebuild: bool = False, check: bool = False) -> dict[str, Any]:
@@ -502,7 +523,7 @@ def notify(project: Project, result: BatchResult) -> str | None:
     def work() -> None:
         try:
             client = connect(settings)
-            started = leave_watcher(settings, client, "to index this write (none was running)")
+            started = leave_watcher(settings, client, "to index this write (none was running)", by="write")
             if started is not None:
                 outcome.append(started)
                 return

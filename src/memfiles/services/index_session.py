@@ -8,7 +8,7 @@ Everything here imports the heavy libraries lazily, inside the functions, so tha
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -206,44 +206,76 @@ def entry_docs(project: Project, paths: set[str] | None = None) -> FileDocs:
     return FileDocs(docs, broken, {f.rel for f in files}, twice, sum(len(where) for where in places.values()))
 
 
-def embedder_for(session: IndexSession, plan: Plan) -> Embedder:
-    """The session's light encoder for a few entries; the bulk one, loaded once, for more. For a view of a
-    server, chosen by how many texts are left to encode once the view and the server gave their vectors."""
-    if getattr(session.store, "shared", None) is not None:
-        return _ByCount(session)
-    return sized_embedder(session, len(plan.embed))
+@contextmanager
+def encoder_for(session: IndexSession, plan: Plan) -> Iterator[Embedder]:
+    """The encoder for `plan`, for the block (sized_encoder). For a view of a server the count is known
+    only once the view and the server gave their vectors: an encoder that chooses by the count it is
+    given, whose child process (if it started one) is stopped at the end of the block."""
+    if getattr(session.store, "shared", None) is None:
+        with sized_encoder(session, len(plan.embed)) as encoder:
+            yield encoder
+        return
+    chooser = _ByCount(session)
+    try:
+        yield chooser
+    finally:
+        chooser.close()
 
 
-def sized_embedder(session: IndexSession, count: int) -> Embedder:
-    """The session's encoder for `count` texts: its light one for a few, the bulk one (loaded once) for more."""
+@contextmanager
+def sized_encoder(session: IndexSession, count: int) -> Iterator[Embedder]:
+    """The encoder for `count` texts, for the block: the session's light one for a few; for more, the
+    bulk encoder the caller started early (`session.bulk`, backfill's child), else a child process started
+    for them and stopped at the end of the block (index/encode_worker.py). So bulk encoding never leaves
+    torch in a long-lived process: a watcher that caught up with 20,000 entries kept it for good (403 MB
+    against 122 MB; issue 34). sentence-transformers, loaded once, for a model the BERT recipes do not
+    take; torch in this process only when no child can be started."""
     from memfiles.index.embedder import NumpyBertEmbedder
+    from memfiles.index.encode_worker import EncoderProcess
 
-    if count <= LIGHT_LIMIT or not isinstance(session.embedder, NumpyBertEmbedder):
-        return session.embedder
-    if session.bulk is None:
+    light = session.embedder
+    if count <= LIGHT_LIMIT or not isinstance(light, NumpyBertEmbedder):
+        yield light
+        return
+    bulk = session.bulk
+    if bulk is not None and (not isinstance(bulk, EncoderProcess) or bulk.alive):
+        yield bulk
+        return
+    try:
+        child = EncoderProcess(light.name, light.path, light.dimension, session.settings.bulk_precision)
+    except OSError:  # no process to be had (limits): encode here, as before
         session.bulk = _embedder(session.settings, light=False)
-    return session.bulk
+        yield session.bulk
+        return
+    try:
+        yield child
+    finally:
+        child.close()
 
 
 class _ByCount:
-    """The session's encoder for as many texts as it is given (see embedder_for)."""
+    """The session's encoder for as many texts as it is given (see encoder_for): the light one for a few,
+    for more a bulk one (sized_encoder's) kept until close()."""
 
     def __init__(self, session: IndexSession) -> None:
         self.session = session
         self.name = session.embedder.name
+        self._stack = ExitStack()
+        self._bulk: Embedder | None = None
 
     @property
     def dimension(self) -> int:
         return self.session.embedder.dimension
 
     def encode(self, texts: list[str], batch_size: int = 32, progress: Any = None) -> Any:
-        from memfiles.index.encode_worker import EncoderProcess
+        if len(texts) <= LIGHT_LIMIT:
+            return self.session.embedder.encode(texts, batch_size=batch_size, progress=progress)
+        if self._bulk is None:
+            self._bulk = self._stack.enter_context(sized_encoder(self.session, len(texts)))
+        return self._bulk.encode(texts, progress=progress)  # in batches of its own choosing (its precision's)
 
-        chosen = sized_embedder(self.session, len(texts))
-        if isinstance(chosen, EncoderProcess):  # in batches of the child's choice for its precision
-            chosen.submit(texts)
-            return chosen.collect(progress=progress)
-        return chosen.encode(texts, batch_size=batch_size, progress=progress)
+    def close(self) -> None:
+        self._stack.close()
 
 
 def early_encoder(project: Project, rebuild: bool) -> EncoderProcess | None:

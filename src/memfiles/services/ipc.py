@@ -6,6 +6,7 @@ never loads numpy, torch or chromadb.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -19,9 +20,12 @@ from typing import Any
 
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable
+from memfiles.limits import REQUEST_LIMIT
 from memfiles.services.sockpath import SOCKET_PATH_LIMIT as SOCKET_PATH_LIMIT
 from memfiles.services.sockpath import receive_line, socket_file
 from memfiles.services.sockpath import runtime_dir as runtime_dir
+
+DISCARD_LIMIT = 16 * REQUEST_LIMIT  # bytes of a refused request read and dropped before the connection closes
 
 
 def socket_path(settings: Settings) -> Path:
@@ -101,6 +105,19 @@ def _read_line(connection: socket.socket) -> dict[str, Any]:
     return json.loads(data)
 
 
+def _discard_line(connection: socket.socket, reader: Any, read: bytes) -> None:
+    """Read the rest of a refused request line in pieces, keeping none of it, for at most DISCARD_LIMIT
+    bytes and 5 s between pieces: a client still writing it gets the refusal, not a broken pipe (the
+    hooks' thin client then answers the call in its own process)."""
+    connection.settimeout(5)
+    taken = len(read)
+    while not read.endswith(b"\n") and taken < DISCARD_LIMIT:
+        read = reader.readline(1 << 20)
+        if not read:
+            return
+        taken += len(read)
+
+
 def serve(path: Path, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> socketserver.ThreadingUnixStreamServer:
     """Listen on `path` (owner-only) in a background thread; each request line gets `answer`'s reply."""
     log = logging.getLogger("memfiles.watch")
@@ -114,12 +131,22 @@ def serve(path: Path, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> soc
                 reply: dict[str, Any] = {"ok": False, "error": "refused: this watcher answers its owner's user only"}
                 try:  # read its request first (never acted on): a reply and close before it is sent breaks its pipe
                     self.request.settimeout(5)
-                    self.rfile.readline(1 << 24)  # a hook call carries a tool's output: read it all
+                    self.rfile.readline(REQUEST_LIMIT)  # a hook call carries a tool's output: read it all
                     self.wfile.write(json.dumps(reply).encode("utf-8") + b"\n")
                 except OSError:
                     pass
                 return
-            line = self.rfile.readline()
+            line = self.rfile.readline(REQUEST_LIMIT + 1)
+            if len(line) > REQUEST_LIMIT:  # refused: no client takes more memory than that
+                log.warning("refused a request of more than %d bytes", REQUEST_LIMIT)
+                reply = {
+                    "ok": False,
+                    "error": f"the request is larger than {REQUEST_LIMIT:,} bytes (docs/json.md#limits)",
+                }
+                with contextlib.suppress(OSError):
+                    _discard_line(self.request, self.rfile, line)  # so that the client reads the refusal
+                    self.wfile.write(json.dumps(reply).encode("utf-8") + b"\n")
+                return
             try:
                 reply = answer(json.loads(line))
             except Exception as error:  # one bad request must not stop the server

@@ -31,17 +31,25 @@ _FIX = re.compile(r"\bFix: (.*?)\.(?= [A-Z]|$)")
 # The distiller's own closing sentence, exactly as trailer() writes it (and as the first distiller did);
 # a body that ends with one is rewritten from the lists, any other body is left as written.
 _FAILED = r"(?:; \d+ runs? (?:with this symptom|that used it) did not reach signoff \([^()]*\))?"
+# Each alternative starts where a run of blanks starts (the lookbehind): free to start inside one, the
+# pattern rescanned the rest of the run from each position (quadratic; issue 34).
 _TRAILER = re.compile(
-    r"\s*(?:Seen in \d+ (?:runs?(?: where this fix worked| that reached signoff)?|signed-off runs?)"
+    r"(?<!\s)\s*(?:Seen in \d+ (?:runs?(?: where this fix worked| that reached signoff)?|signed-off runs?)"
     rf"|No run has confirmed this fix yet|No run with it has reached signoff yet){_FAILED}\.$"
-    r"|\s*(?:Seen|Noted) in \d+ runs? \(\d{4}-\d{2}-\d{2}(?: to \d{4}-\d{2}-\d{2})?\)(?:, \d+ of them signed off)?\.$"
-    r"|\s*It appears in the fixes or notes of \d+ signed-off runs? \([^()]*\)\.$"
+    r"|(?<!\s)\s*(?:Seen|Noted) in \d+ runs? \(\d{4}-\d{2}-\d{2}(?: to \d{4}-\d{2}-\d{2})?\)"
+    r"(?:, \d+ of them signed off)?\.$"
+    r"|(?<!\s)\s*It appears in the fixes or notes of \d+ signed-off runs? \([^()]*\)\.$"
 )
 # One contradiction: "2026-11-10 sta-0144, sta-0150: Pipeline the multiplier output"; items joined by "; ".
 _ITEM = re.compile(r"(\d{4}-\d{2}-\d{2}) ((?:(?!: |; ).)+?): (.*?)(?=; \d{4}-\d{2}-\d{2} |$)")
 # What a run id must not hold, since the lists that cite runs are cut there: `evidence` and `failed` at
 # commas, and a `contradicted` value into items at "; " and each item's runs from its fix at ": " (_ITEM).
 RUN_SEPARATORS = {",": "a comma", ": ": "a colon and a space", "; ": "a semicolon and a space"}
+
+
+def mention_pattern(key: str) -> re.Pattern[str]:
+    """`key` (a run id) as a whole token of free text: not part of a longer word or dashed name."""
+    return re.compile(rf"(?<![\w-]){re.escape(key)}(?![\w-])")
 
 
 def _plural(count: int, word: str) -> str:
@@ -125,7 +133,7 @@ class Known:
         """True when run `key` is already counted here (also when named in a free-form contradiction)."""
         if key in self.runs():
             return True
-        pattern = re.compile(rf"(?<![\w-]){re.escape(key)}(?![\w-])")
+        pattern = mention_pattern(key)
         return any(not c.runs and pattern.search(c.fix) for c in self.contradictions)
 
     def note(self, bucket: str, key: str, when: str) -> None:

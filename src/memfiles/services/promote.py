@@ -81,8 +81,9 @@ def default_body(sources: list[Located], reason: str, limit: int = 2000) -> str:
 # Where an episode's title stops naming its task and starts telling what went wrong ("Release of 2.3
 # failed on the fuzz step": the task is "Release of 2.3").
 _FAILURE_PART = re.compile(
-    r"\s*(?:[:;—–(]|\s-\s)|\s+(?:failed|fails|failing|failure|broke|broken|crashed|crashes|hung|hangs|timed out"
-    r"|stopped|refused|lost|errored|did not|didn't|could not|couldn't|cannot|can't|because|after|when)\b",
+    # read from the start of a run of spaces only (?<!\s), and never back into it: linear in the title
+    r"(?<!\s)(?:\s*+[:;—–(]|\s++-\s|\s++(?:failed|fails|failing|failure|broke|broken|crashed|crashes|hung|hangs"
+    r"|timed out|stopped|refused|lost|errored|did not|didn't|could not|couldn't|cannot|can't|because|after|when)\b)",
     re.IGNORECASE,
 )
 _GOAL_LINE = re.compile(r"^- \*\*goal\*\*: (.+)$", re.MULTILINE)

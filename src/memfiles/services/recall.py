@@ -19,6 +19,7 @@ from memfiles.contract import entry_object, hit_object
 from memfiles.errors import IndexUnavailable, MemfilesError
 from memfiles.format.ids import RETIRED
 from memfiles.format.model import area_key
+from memfiles.limits import cut_query
 from memfiles.services.failures import error_signature
 from memfiles.services.hits import hit_objects
 from memfiles.store.project import Project
@@ -112,32 +113,36 @@ def files_warning(error: Exception | None) -> str:
     return f"hits ranked by shared words: {error}"
 
 
-def search_many(searcher: Any, items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+def search_many(
+    searcher: Any, items: list[dict[str, Any]], deadline: float | None = None
+) -> list[list[dict[str, Any]]]:
     """Several filtered searches over one open searcher, each distinct query embedded once.
 
-    The watcher answers its `search_many` op with this, and the local path calls it too.
-    """
+    The watcher answers its `search_many` op with this (with the request's `deadline`, index/search.py
+    `within`), and the local path calls it too. The shared encoder is handed to each search, never set
+    on the searcher: the watcher runs requests at once over one searcher."""
     from memfiles.index.filters import Filters
 
-    saved = searcher.embedder
-    if saved is not None:
-        searcher.embedder = _MemoEmbedder(saved)
+    memo = _MemoEmbedder(searcher.embedder) if searcher.embedder is not None else None
+    if memo is not None:
         # every distinct query in one batch: an agent's hook asks several layers and several readings of
         # the situation at once, and one forward pass over a few short texts costs about what one does
         texts = [item["query"] for item in items if item.get("mode", "hybrid") != "lexical" and item["query"].strip()]
         if len(set(texts)) > 1:
-            searcher.embedder.encode(list(dict.fromkeys(texts)))
-    try:
-        return [
-            hit_objects(
-                searcher.search(
-                    item["query"], int(item["k"]), Filters(**item.get("filters", {})), item.get("mode", "hybrid")
-                )
+            memo.encode(list(dict.fromkeys(texts)))
+    return [
+        hit_objects(
+            searcher.search(
+                item["query"],
+                int(item["k"]),
+                Filters(**item.get("filters", {})),
+                item.get("mode", "hybrid"),
+                deadline=deadline,
+                embedder=memo,
             )
-            for item in items
-        ]
-    finally:
-        searcher.embedder = saved
+        )
+        for item in items
+    ]
 
 
 class _MemoEmbedder:
@@ -233,7 +238,10 @@ def recall(
         check_run(run)  # a run name that cannot be one ("../../etc") is bad input, not an empty layer
     warnings: list[str] = []
     working, run_name, run_note = _working(project, run, "working" in layers, warnings)
-    query = " ".join((query or "").split())
+    spoken = " ".join((query or "").split())
+    query, cut = cut_query(spoken)  # searched: its start; the error signature reads all of it (linear)
+    if cut:
+        warnings.append(cut)
     if not query and working is not None:  # resume with nothing said: look for what the run is doing
         query = " ".join(str(working.get(name) or "") for name in ("goal", "next_step")).strip()
     searched = [layer for layer in layers if layer != "working"]
@@ -243,7 +251,7 @@ def recall(
         if run_note and "working" in layers:  # the active run was to supply it (none, or several)
             raise MemfilesError(f"the query is empty and no run gives one: {run_note}")
         raise MemfilesError("say what you are about to do (the query is empty)")
-    signature = error_signature(query) if trigger == "failure" else None
+    signature = error_signature(spoken or query) if trigger == "failure" else None
     queries = {layer: (signature if layer == "episode" and signature else query) for layer in searched}
     # a failure is read by its error; anything else for its situation too (a command for act and risky)
     more = situation_queries(project, query, trigger in ("act", "risky")) if searched and not signature else {}

@@ -15,7 +15,7 @@ from typing import Any
 from memfiles.contract import Finding, entry_ref, finding
 from memfiles.format.grammar import ANY_CASE_ID_PATTERN as ID_PATTERN
 from memfiles.format.ids import RETIRED, id_key, normalize_id
-from memfiles.format.toc import Slugger
+from memfiles.format.toc import Slugger, heading_text
 from memfiles.services.audit import located_ref, replaces, successor_chain
 from memfiles.services.read import Reading, read_project
 from memfiles.store.project import Located, Project
@@ -63,9 +63,9 @@ def _anchors(path: Path) -> set[str]:
     slugger = Slugger()
     anchors = set()
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        match = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
-        if match:
-            anchors.add(slugger.slug(match.group(1)))
+        text = heading_text(line)
+        if text is not None:
+            anchors.add(slugger.slug(text))
     return anchors
 
 

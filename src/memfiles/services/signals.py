@@ -78,7 +78,7 @@ WHERE_KEYS = TOOL_KEYS + AREA_KEYS
 
 _EDGES = ".,;:()[]{}<>\"'`*!?"
 # EINTEGRITY, ENOSPC, SIGKILL, EAI_AGAIN; not an acronym of four letters or fewer (NCCL, CUDA, HTTP)
-_SHOUTED = re.compile(r"^(?:[A-Z][A-Z0-9]{4,}|[A-Z][A-Z0-9]*_[A-Z0-9_]+)$")
+_SHOUTED = re.compile(r"^(?:[A-Z][A-Z\d]{4,}|[A-Z][A-Z\d]*_[A-Z\d_]+)$")  # a word, not an entry id
 _NUMBERED = re.compile(r"^[A-Za-z][A-Za-z-]*\d[\w-]*$")  # E501, sky130, ORA-00942, TS2345
 
 

@@ -33,7 +33,13 @@ def check_adds(
         return [], None
     since = issued_marks(project)  # read before the index is asked: later entries are checked again
     items = [(str(op.get("title", "")), str(op.get("body", ""))) for _, op in adds]
-    found, mode = many_near_duplicates(project, [(title, body, frozenset()) for title, body in items])
+    # A warning only (no --unique) with no watcher running: the words decide, and the write leaves a
+    # watcher (search_watch) that checks the next write by meaning. Loading the model here cost more than
+    # the rest of the write (issue 34). --unique, which refuses, always asks the model; so does a write with
+    # search_watch off, which loads it anyway to update the store itself.
+    pairs = [(title, body, frozenset()) for title, body in items]
+    load_model = unique or not project.settings.search_watch
+    found, mode = many_near_duplicates(project, pairs, load_model=load_model)
 
     def refuse(matches: list[list[Candidate]], how: str) -> None:
         hits = [(number, op, c) for (number, op), c in zip(adds, matches, strict=True) if c]
@@ -101,7 +107,11 @@ def repeated_adds(adds: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, str
 
 def close_to(op: dict[str, Any], candidates: list[Candidate], how: str) -> str:
     names = ", ".join(f"{c.id} {c.title!r} ({c.score:.2f})" for c in candidates[:3])
-    note = {"lexical": " (by word overlap; no index)", "meanwhile": " (added meanwhile; by word overlap)"}
+    note = {
+        "lexical": " (by word overlap; no index)",
+        "no-watcher": " (by word overlap: no watcher was running; with one, or with --unique, by meaning)",
+        "meanwhile": " (added meanwhile; by word overlap)",
+    }
     return f"{op.get('title')!r} is close to {names}{note.get(how, '')}"
 
 

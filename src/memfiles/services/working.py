@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memfiles.errors import MemfilesError, OpError
+from memfiles.errors import OpError
 from memfiles.format.ids import evidence_id, same_id
 from memfiles.format.wrap import clip
 from memfiles.services.working_text import (
@@ -42,7 +42,18 @@ FOLDER = WORKING_FOLDER  # below the root memory/
 STATE_SECTION, TODO_SECTION = WORKING_SECTIONS
 # The seed's working-memory contract, in its order.
 TODOS = ("todo_active", "todo_done", "todo_blocked")
-__all__ = ["LISTS", "SCALARS", "WorkingError", "checked_changes", "episode_op", "parse_fields", "render_fields"]
+__all__ = [
+    "LISTS",
+    "SCALARS",
+    "WorkingError",
+    "checked_changes",
+    "episode_op",
+    "parse_fields",
+    "render_fields",
+    "resolve_run",
+    "run_list",
+    "runs",
+]
 FIELDS = (*SCALARS, *LISTS, *TODOS)
 TODO_STATUS = {"todo_active": "active", "todo_done": "done", "todo_blocked": "blocked"}
 RUN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -51,6 +62,10 @@ GITIGNORE = (
     "# memfiles writes it only when it creates memory/working/.\n*\n!.gitignore\n"
 )
 RUN_ENV = "MEMFILES_RUN"
+# The tag on the state entry of a run the agents' hooks started (services/hook_working.py): such a run is
+# ended at SessionEnd, expires when its session goes quiet, and is never a command's default run. A run
+# named `session-...` (the hooks' names) counts as theirs too: runs they started before the tag have no tag.
+HOOKS_TAG = "hooks"
 
 
 @dataclass
@@ -76,6 +91,7 @@ class WorkingState:
     values: dict[str, Any] = field(default_factory=dict)
     todos: list[Todo] = field(default_factory=list)
     promoted: list[str] = field(default_factory=list)  # the episode the run became, once ended
+    hooks: bool = False  # the agents' hooks started it (working_runs.py): never a command's default run
 
     def get(self, name: str) -> Any:
         if name in TODOS:
@@ -136,72 +152,14 @@ def state_of(project: Project, run: str, loaded: LoadedFile) -> WorkingState:
             state.values["evidence_refs"] = list(entry.evidence)
             state.values.setdefault("goal", entry.title)
             state.promoted = list(entry.promoted)
+            # tagged since issue 34; before, known by the name the hooks give (hook_working.session_run)
+            state.hooks = HOOKS_TAG in entry.tags or run.startswith("session-")
         elif located.section == TODO_SECTION:
             note = None if entry.body == default_note(run) else entry.body
             state.todos.append(Todo(entry.id, entry.title, entry.status, note))
     if state.id is None:
         raise WorkingError(f"{loaded.rel} has no entry under '## {STATE_SECTION}': not a run's working memory")
     return state
-
-
-def runs(project: Project) -> list[tuple[str, str]]:
-    """Every run with a working file, as (run, status), by name."""
-    folder = project.settings.memory_dir / FOLDER
-    found = []
-    for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
-        if not RUN_RE.match(path.stem):
-            continue
-        try:
-            state = load(project, path.stem)
-        except (MemfilesError, UnicodeDecodeError) as error:
-            found.append((path.stem, f"unreadable: {error}"))
-            continue
-        if state is not None:
-            found.append((path.stem, state.status))
-    return found
-
-
-def run_list(project: Project) -> list[dict[str, Any]]:
-    """Every run with a working file, by name: {"run", "path", "status", "goal", "updated", "problem"}
-    (`updated`: the file's last change, ISO 8601 UTC; a file that cannot be read has status "unreadable"
-    and says why in `problem`)."""
-    from memfiles.contract import iso_instant
-
-    folder = project.settings.memory_dir / FOLDER
-    found = []
-    for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
-        if not RUN_RE.match(path.stem):
-            continue
-        item: dict[str, Any] = {"run": path.stem, "path": project.rel(path), "status": "unreadable", "goal": None}
-        item["updated"] = iso_instant(path.stat().st_mtime)
-        item["problem"] = None
-        try:
-            state = load(project, path.stem)
-        except (MemfilesError, UnicodeDecodeError) as error:
-            item["problem"] = str(error)
-        else:
-            if state is not None:
-                item["status"], item["goal"] = state.status, state.get("goal")
-        found.append(item)
-    return found
-
-
-def resolve_run(project: Project, run: str | None) -> str:
-    """--run, else $MEMFILES_RUN, else the one active run; a clear error when that is not one."""
-    run = run or os.environ.get(RUN_ENV) or None
-    if run:
-        return check_run(run)
-    found = runs(project)
-    active = [name for name, status in found if status == "active"]
-    if len(active) == 1:
-        return active[0]
-    broken = "".join(f"; {status}" for _name, status in found if status.startswith("unreadable"))
-    if not active:
-        raise WorkingError(
-            f"no active run: start one with `memfiles working start --goal ...`, or pass --run (or set {RUN_ENV})"
-            + broken
-        )
-    raise WorkingError(f"several runs are active ({', '.join(active)}): pass --run or set {RUN_ENV}")
 
 
 def live(project: Project, run: str) -> WorkingState:
@@ -273,7 +231,11 @@ class Working:
             op.update(op="update", id=state.id)
         return op
 
-    def start(self, run: str | None, goal: str, area: str | None = None, **fields: Any) -> WorkingState:
+    def start(
+        self, run: str | None, goal: str, area: str | None = None, by_hooks: bool = False, **fields: Any
+    ) -> WorkingState:
+        """Start `run` (default: $MEMFILES_RUN, else a new name); `by_hooks` marks a run the agents' hooks
+        started (HOOKS_TAG)."""
         run = check_run(run) if run is not None else (os.environ.get(RUN_ENV) or _new_run_name())
         check_run(run)
         existing = load(self.project, run)
@@ -294,7 +256,8 @@ class Working:
                     " it; start another with a --run of its own"
                 )
 
-        self._write([self._state_op(state, values)], guard=fresh_run)
+        extra = {"tags": [HOOKS_TAG]} if by_hooks else {}
+        self._write([self._state_op(state, values, **extra)], guard=fresh_run)
         return require(self.project, run)
 
     def set(self, run: str | None, changes: dict[str, Any], add_evidence: list[str] | None = None) -> WorkingState:
@@ -407,3 +370,7 @@ def _ensure_folder(project: Project) -> None:
     except FileExistsError:
         return  # another `working start` made it a moment ago (two at once), and writes its .gitignore
     (folder / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
+
+
+# Which runs there are and which one a command means: kept apart (working_runs.py), read through here too.
+from memfiles.services.working_runs import resolve_run, run_list, runs  # noqa: E402

@@ -445,10 +445,15 @@ def iter_refs(line: str) -> Iterator[re.Match[str]]:
     return REF_RE.finditer(line) if "@@" in line else iter(())
 
 
+def bare_id_pattern(entry_id: str) -> re.Pattern[str]:
+    """`entry_id` written bare in text (not after `@@`, not part of a longer word or id)."""
+    return re.compile(rf"(?<![@\w-]){re.escape(entry_id)}(?![\w-])")
+
+
 def _bare_sites(path: Path, text: str, entry_id: str) -> list[RefSite]:
     if entry_id not in text:
         return []
-    pattern = re.compile(rf"(?<![@\w-]){re.escape(entry_id)}(?![\w-])")
+    pattern = bare_id_pattern(entry_id)
     sites = []
     in_index = False
     for number, line in enumerate(text.split("\n")):
@@ -464,12 +469,12 @@ def _bare_sites(path: Path, text: str, entry_id: str) -> list[RefSite]:
 
 
 def _anchor_line(path: Path, anchor: str) -> int | None:
-    from memfiles.format.toc import Slugger
+    from memfiles.format.toc import Slugger, heading_text
 
     slugger = Slugger()
     for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").split("\n")):
-        match = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
-        if match and slugger.slug(match.group(1)) == anchor:
+        text = heading_text(line)
+        if text is not None and slugger.slug(text) == anchor:
             return number
     return None
 

@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from memfiles.contract import iso_instant
+from memfiles.limits import QUERY_LIMIT, REQUEST_BUDGET, cut_query
 from memfiles.services.hits import hit_objects
 
 if TYPE_CHECKING:
@@ -54,30 +55,35 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     keeper = watcher.keeper
     if op in ("search", "memsearch", "search_many", "similar"):
         keeper.torch_for_queries()
+    # Searches share the index (services/watch/sharing.py), each within its budget from the moment it
+    # holds it (memfiles.limits): one slow request holds up no other.
     if op == "search":
         from memfiles.index.filters import Filters
 
         filters = Filters(**request.get("filters", {}))
         mode = request.get("mode", "hybrid")
-        with keeper.mutex:
-            results = [hit_objects(keeper.searcher.search(q, int(k), filters, mode)) for q, k in request["queries"]]
+        with keeper.mutex.shared():
+            deadline = time.monotonic() + REQUEST_BUDGET
+            results = [
+                hit_objects(keeper.searcher.search(str(q), int(k), filters, mode, deadline=deadline))
+                for q, k in request["queries"]
+            ]
         return {"ok": True, "results": results, "unreadable": dict(keeper.catalog.broken)}
     if op == "memsearch":
         return _memsearch(watcher, request)
     if op == "search_many":  # several filtered searches in one round trip (recall's layers)
         from memfiles.services.recall import search_many
 
-        with keeper.mutex:
-            results = search_many(keeper.searcher, request["items"])
+        with keeper.mutex.shared():
+            results = search_many(keeper.searcher, request["items"], time.monotonic() + REQUEST_BUDGET)
         return {"ok": True, "results": results, "unreadable": dict(keeper.catalog.broken)}
     if op == "similar":
         from memfiles.index.filters import Filters
         from memfiles.services.index_session import nearest
 
-        with keeper.mutex:
-            results = nearest(
-                keeper.searcher, request["texts"], Filters(**request.get("filters", {})), int(request.get("k", 5))
-            )
+        texts = [str(text)[:QUERY_LIMIT] for text in request["texts"]]  # the model reads far less than that
+        with keeper.mutex.shared():
+            results = nearest(keeper.searcher, texts, Filters(**request.get("filters", {})), int(request.get("k", 5)))
         return {"ok": True, "results": results}
     if op == "vectors":  # for `dupes`: every stored vector at once (services/vectors.py)
         from memfiles.services.vectors import encode_vectors
@@ -119,8 +125,8 @@ def _hook(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
             raise IndexUnavailable(watcher.failed or "the watcher is still catching up with the files")
         keeper = watcher.keeper
         keeper.torch_for_queries()
-        with keeper.mutex:
-            return search_many(keeper.searcher, items)
+        with keeper.mutex.shared():
+            return search_many(keeper.searcher, items, time.monotonic() + REQUEST_BUDGET)
 
     out = run_hook(event, lambda: raw, root, env={str(k): str(v) for k, v in env.items()}, cwd=cwd, ask=ask)
     return {"ok": True, "text": json.dumps(out, ensure_ascii=False)}
@@ -140,13 +146,15 @@ def _memsearch(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     except MemfilesError as error:
         return {"ok": False, "error": str(error)}
     keeper = watcher.keeper
-    with keeper.mutex:
-        found = keeper.searcher.search(str(request["query"]), int(request["k"]), filters, request.get("mode", "hybrid"))
+    query, cut = cut_query(str(request["query"]))  # the thin client sends the query as typed
+    with keeper.mutex.shared():
+        deadline = time.monotonic() + REQUEST_BUDGET
+        found = keeper.searcher.search(query, int(request["k"]), filters, request.get("mode", "hybrid"), deadline)
         hits = hit_objects(found)  # candidates without evidence are not hits (services/hits.py)
-        warnings = unreadable_warnings(dict(keeper.catalog.broken))
+        warnings = [*([cut] if cut else []), *unreadable_warnings(dict(keeper.catalog.broken))]
     settings = watcher.project.settings
-    warnings += pruned_notes(settings.memory_dir, settings.schema.prefixes, str(request["query"]), hits)
-    out, err = rendered(str(request["query"]), hits, bool(request.get("json")), warnings)
+    warnings += pruned_notes(settings.memory_dir, settings.schema.prefixes, query, hits)
+    out, err = rendered(query, hits, bool(request.get("json")), warnings)
     return {"ok": True, "out": out, "err": err}
 
 
@@ -180,6 +188,9 @@ def status(watcher: Watcher) -> dict[str, Any]:
             "watched_folders": sorted(watcher.project.rel(p) for p in watcher.watched),
             "last_reconcile_drift": state.last_drift,
             "query_encoder": keeper.query_encoder(),
+            "started_by": watcher.started_by,
+            "idle_exit": watcher.idle_exit or None,
+            "exits_at": iso_instant(watcher.exits_at()),
         },
         "index": keeper.index_status(),
         "drift": drift,

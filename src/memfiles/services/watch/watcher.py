@@ -44,7 +44,12 @@ class Watcher:
     """The one owner of a project's embedded index while it runs."""
 
     def __init__(
-        self, project: Project, debounce: float = 0.15, reconcile_every: float = 30.0, idle_exit: float = 0.0
+        self,
+        project: Project,
+        debounce: float = 0.15,
+        reconcile_every: float = 30.0,
+        idle_exit: float = 0.0,
+        started_by: str = "hand",
     ) -> None:
         from memfiles.services.watch.idle import idle_seconds
 
@@ -53,6 +58,7 @@ class Watcher:
         self.reconcile_every = reconcile_every
         self.idle = idle_seconds()
         self.idle_exit = idle_exit  # seconds without a query or a change before it exits on its own; 0: never
+        self.started_by = started_by  # hand, search, write, hook or mcp: `memfiles status` says it
         self.last_active = time.monotonic()
         self.debouncer = Debouncer(debounce)
         self.stopping = threading.Event()
@@ -245,6 +251,12 @@ class Watcher:
     def active(self) -> None:
         """A query or a change: the idle exit counts from now."""
         self.last_active = time.monotonic()
+
+    def exits_at(self) -> float | None:
+        """When (time.time()) the idle exit stops it if nothing happens meanwhile; None when it never does."""
+        if self.idle_exit <= 0:
+            return None
+        return time.time() + max(0.0, self.idle_exit - (time.monotonic() - self.last_active))
 
     def touched(self, path: Path) -> None:
         if self.project.is_memory_path(path):
