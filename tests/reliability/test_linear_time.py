@@ -1,7 +1,7 @@
 """Hostile input at every entry point that reads a query, an agent's text or a source file costs time
 linear in its length (issue 34): memsearch, the searcher below it, recall, the MCP tools, the hooks,
-refs, distil and the language server. (add, import, check and fmt read text through the write path and
-the Markdown lint, which issue 33 rebuilds; their worst cases are held there.)
+refs, distil and the language server. (add, import, check and fmt, which read text through the write
+path's repairs and the Markdown lint, are held the same way in test_write_linear.py.)
 
 Each entry point gets single tokens of 10,000 and 100,000 characters (a word, and runs of `(`, `[`,
 backticks, `*`, `_`, `<`, `\\`, `#`), in one process, one size right after the other, best of three;
