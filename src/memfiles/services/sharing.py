@@ -11,6 +11,7 @@ searches are unaffected, and its next daily mark shares them again.
 from __future__ import annotations
 
 import time
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from memfiles.config import Settings
@@ -87,10 +88,10 @@ def rebuild_vectors(project: Project, bulk: Any) -> Prepared:
     settings = project.settings
     light = load_embedder(settings.model, light=True)
 
-    def encoder(count: int) -> Any:
+    def encoder(count: int) -> AbstractContextManager[Any]:
         if bulk is not None:
-            return bulk
-        return light if count <= LIGHT_LIMIT else load_embedder(settings.model, light=False)
+            return nullcontext(bulk)
+        return nullcontext(light if count <= LIGHT_LIMIT else load_embedder(settings.model, light=False))
 
     shared = None
     if settings.index_url:
