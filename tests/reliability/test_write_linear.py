@@ -52,7 +52,8 @@ def invoke(root: Path, *args: str, input: str | None = None) -> str:
 
 
 def add(root: Path, body: str) -> None:
-    invoke(root, "add", "--kind", "friction", "--title", "A hostile body", "--area", "tests", "--body-file", "-", input=body)
+    options = ["--kind", "friction", "--title", "A hostile body", "--area", "tests", "--body-file", "-"]
+    invoke(root, "add", *options, input=body)
 
 
 def holds_linear(run: Callable[[Path], object], prepare: Callable[[Path, str], None], kind: str, base: Path) -> None:
@@ -90,6 +91,7 @@ def _body_kept(root: Path) -> None:
 @pytest.mark.parametrize("kind", ENTRY_POINT_KINDS)
 def test_add(tmp_path: Path, kind: str) -> None:
     """`memfiles add` with the body on standard input."""
+
     def prepare(root: Path, body: str) -> None:
         (root / "body.md").write_text(body, encoding="utf-8")
 
