@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from memfiles.format.model import Entry
 
-CONTRACT_VERSION = 1
 SEVERITIES = ("error", "warning", "info")
 
 # Every finding code a command can produce, with its severity: the one registry. docs/json.md's
@@ -88,9 +87,8 @@ FINDING_CODES: dict[str, str] = {
 }
 
 
-# The Markdown lint rule set's findings carry PyMarkdown's rule id in lower case (md009, md034 ...): one
-# family of codes, all warnings (docs/lint.md lists the rules memfiles keeps).
-LINT_CODE_FAMILY = "md001 ... md060"
+# The Markdown lint rule set's findings carry the rule's id in lower case (md009, md034 ...): one family of
+# codes, all warnings (docs/lint.md lists the rules memfiles keeps).
 LINT_SEVERITY = "warning"
 
 

@@ -54,11 +54,11 @@ def _report(
     for warning in service.warnings:
         warn(warning)
     if as_json:
-        from memfiles.services.promote import entry_json
+        from memfiles.services.promote import entry_json_by_id
 
         added = list(dict.fromkeys([*(added or []), *(i for r in service.written for i in r.added)]))
         updated = list(dict.fromkeys(i for r in service.written for i in r.updated if i not in added))
-        entries = [entry_json(app.project, i) for i in dict.fromkeys([*added, *updated, state.id or ""]) if i]
+        entries = [entry_json_by_id(app.project, i) for i in dict.fromkeys([*added, *updated, state.id or ""]) if i]
         listed = [e for e in entries if e]
         write = write_object(added=added, updated=updated, replayed=replayed, entries=listed, warnings=service.warnings)
         print_json({**write, "working": state.as_json()})

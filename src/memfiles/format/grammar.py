@@ -29,6 +29,9 @@ heading (`#### D-2 as first proposed` over `- pros: fast` is body text).
 entry (it stays text where it stands) but `check` reports it (`unknown-prefix`) and the write path
 refuses it in a body, so an entry is never lost silently when a kind leaves the configuration.
 
+**References.** `@@D-476` (an id in any case), `@@doc:path#anchor` and `@@skill:name#anchor`, anywhere
+in the project's files: REF_RE.
+
 **Sections.** `## Name` (a tab may stand for the space); `##` alone is an empty one. `## Manual` (in
 any case) starts the user's own section, which runs to the end of the file. A body that the write path is given
 is judged with its headings at the margin (`heading_at_margin`): ` ## Name`, indented by up to 3
@@ -74,6 +77,13 @@ ID_PATTERN = rf"{PREFIX_PATTERN}-\d{{1,9}}"
 ANY_CASE_ID_PATTERN = r"[A-Za-z][A-Za-z0-9]{0,7}-\d{1,9}"  # an id as typed (`t-1` is T-001): references
 ID_RE = re.compile(rf"\b({PREFIX_PATTERN})-(\d{{1,9}})\b")
 FULL_ID_RE = re.compile(rf"^({PREFIX_PATTERN})-(\d{{1,9}})$")
+# A reference, in any file: `@@ID` (an id in any case, as every command takes ids: `@@t-1` is T-001),
+# `@@doc:path#anchor` or `@@skill:name#anchor` (services/refs.py resolves them).
+REF_RE = re.compile(
+    rf"@@(?:(?P<id>{ANY_CASE_ID_PATTERN})\b"
+    r"|doc:(?P<doc>[A-Za-z0-9_./-]+?)(?:#(?P<doc_anchor>[\w-]+))?(?=[\s)\]'\",;]|$)"
+    r"|skill:(?P<skill>[\w.-]+?)(?:#(?P<skill_anchor>[\w-]+))?(?=[\s)\]'\",;]|$))"
+)
 
 MANUAL_NAME = "Manual"
 MANUAL_HEADING = f"## {MANUAL_NAME}"

@@ -441,20 +441,11 @@ def _write(project: Project, report: DomainReport, ops: list[dict[str, Any]], ne
 
 
 def _entries(project: Project, result: Any) -> list[dict[str, Any]]:
-    from memfiles.contract import entry_object
+    from memfiles.services.read import entry_json
 
     objects = []
     for entry_id in result.changed_ids:
         located = project.find(entry_id)
         if located is not None:
-            kind = project.settings.schema.kind_of(entry_id)
-            objects.append(
-                entry_object(
-                    located.entry,
-                    kind=kind.name if kind else None,
-                    path=located.file.rel,
-                    line=located.entry.line,
-                    section=located.section,
-                )
-            )
+            objects.append(entry_json(located, project.settings.schema))
     return objects

@@ -9,7 +9,6 @@ never written back into memory as if someone had said it. Stdlib only: the hook 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from memfiles.format.wrap import one_line as printable_line
@@ -27,10 +26,6 @@ def strip_injected(text: str) -> str:
     if OPEN not in text:
         return text
     return _INJECTED.sub("", text)
-
-
-def strip_all(values: Iterable[str]) -> list[str]:
-    return [strip_injected(value) for value in values]
 
 
 def one_line(text: str, limit: int = 300) -> str:

@@ -45,7 +45,6 @@ CONTEXT_EVENTS = frozenset(
 K = 3  # entries per layer at most
 _ASK = K + 4  # asked of the index, so that entries already injected or retired leave enough
 _QUERY_LIMIT = 2000  # characters of prompt or tool output a query keeps
-_SHELL_TOOLS = ("Bash", "run_shell_command", "shell", "local_shell")
 _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code", "status_code")
 _EXIT_TEXT = re.compile(r"\bExit Code: (-?\d+)")
 # Gemini CLI's shell result, `Command: ...\nStdout: ...\nStderr: ...\nExit Code: N`: its stderr part.
@@ -246,11 +245,6 @@ def command_text(call: Call) -> str:
     if isinstance(command, list):
         command = " ".join(str(part) for part in command)
     return strip_injected(command)[:_QUERY_LIMIT] if isinstance(command, str) else ""
-
-
-def is_shell(call: Call) -> bool:
-    name = call.data.get("tool_name")
-    return isinstance(name, str) and name in _SHELL_TOOLS
 
 
 def failure(call: Call) -> str | None:

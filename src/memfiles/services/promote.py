@@ -26,7 +26,7 @@ REPEATS = 3  # episodes of one failure before audit suggests promoting them
 _SIGNATURE_LINE = re.compile(r"^- \*\*signature\*\*: `(.+)`$", re.MULTILINE)
 
 
-def entry_json(project: Project, entry_id: str) -> dict[str, Any] | None:
+def entry_json_by_id(project: Project, entry_id: str) -> dict[str, Any] | None:
     """The contract's entry object for `entry_id`, or None when there is no such entry."""
     from memfiles.services.read import entry_json as located_json
 
@@ -123,7 +123,7 @@ class Promotion:
         """The write object (docs/json.md): a replay gives the first run's ids and `"replayed": true`."""
         from memfiles.contract import write_object
 
-        entries = [entry_json(project, entry_id) for entry_id in [self.new_id, *self.sources]]
+        entries = [entry_json_by_id(project, entry_id) for entry_id in [self.new_id, *self.sources]]
         return write_object(
             added=[self.new_id],
             updated=self.sources,

@@ -159,6 +159,7 @@ def _same(entry_id: str, wanted: tuple[str, int]) -> bool:
 
 
 def entry_json(located: Located, schema: Schema, *, body: bool = True) -> dict[str, Any]:
+    """The contract's entry object for a located entry: the one place every command makes it."""
     kind = schema.kind_of(located.entry.id)
     return entry_object(
         located.entry,

@@ -15,13 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 from memfiles.config import Settings
-from memfiles.contract import entry_object, hit_object
+from memfiles.contract import hit_object
 from memfiles.errors import IndexUnavailable, MemfilesError
 from memfiles.format.ids import RETIRED
 from memfiles.format.model import area_key
 from memfiles.limits import cut_query
 from memfiles.services.failures import error_signature
 from memfiles.services.hits import hit_objects
+from memfiles.services.read import entry_json
 from memfiles.store.project import Project
 
 ORDER = ("procedure", "episode", "lesson", "insight", "working")
@@ -349,14 +350,7 @@ class EntryReader:
             return None
         for located in self.project.entries([loaded]):
             if located.entry.id == hit["id"]:
-                kind = self.project.settings.schema.kind_of(located.entry.id)
-                return entry_object(
-                    located.entry,
-                    kind=kind.name if kind else None,
-                    path=loaded.rel,
-                    line=located.entry.line,
-                    section=located.section,
-                )
+                return entry_json(located, self.project.settings.schema)
         return None
 
     def find(self, entry_id: str) -> dict[str, Any] | None:

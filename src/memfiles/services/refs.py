@@ -13,19 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from memfiles.contract import Finding, entry_ref, finding
-from memfiles.format.grammar import ANY_CASE_ID_PATTERN as ID_PATTERN
+from memfiles.format.grammar import REF_RE
 from memfiles.format.ids import RETIRED, id_key, normalize_id
 from memfiles.format.toc import Slugger, heading_text
 from memfiles.services.audit import located_ref, replaces, successor_chain
 from memfiles.services.read import Reading, read_project
 from memfiles.store.project import Located, Project
 
-# An id in any case is a reference (`@@t-1` is T-001), as every command takes ids: see ids.id_key.
-REF_RE = re.compile(
-    rf"@@(?:(?P<id>{ID_PATTERN})\b"
-    r"|doc:(?P<doc>[A-Za-z0-9_./-]+?)(?:#(?P<doc_anchor>[\w-]+))?(?=[\s)\]'\",;]|$)"
-    r"|skill:(?P<skill>[\w.-]+?)(?:#(?P<skill_anchor>[\w-]+))?(?=[\s)\]'\",;]|$))"
-)
 _MAX_BYTES = 2_000_000
 
 

@@ -18,12 +18,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from memfiles.contract import entry_object
 from memfiles.errors import ParseError
+from memfiles.format.grammar import REF_RE
 from memfiles.format.ids import HIDDEN_KINDS, RETIRED, id_key, normalize_id
 from memfiles.format.toc import INDEX_END, INDEX_START_PREFIX
 from memfiles.services.audit import successor_chain
-from memfiles.services.refs import REF_RE, _anchors, _resolve_target, source_files
+from memfiles.services.read import entry_json
+from memfiles.services.refs import _anchors, _resolve_target, source_files
 from memfiles.store.ledger import Ledger
 from memfiles.store.project import WORKING_FOLDER, LoadedFile, Located, Project
 
@@ -242,14 +243,7 @@ class WorkspaceIndex:
 
     def entry_json(self, located: Located, body: bool = True) -> dict[str, Any]:
         """The contract's entry object for an entry of the workspace."""
-        return entry_object(
-            located.entry,
-            kind=self.kind_of(located.entry.id),
-            path=located.file.rel,
-            line=located.entry.line,
-            section=located.section,
-            body=body,
-        )
+        return entry_json(located, self.project.settings.schema, body=body)
 
     def resolve(self, match: re.Match[str]) -> Resolution:
         """What a REF_RE match resolves to (the same states as `memfiles refs`)."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from memfiles.contract import entry_object, write_object
+from memfiles.contract import write_object
 from memfiles.errors import BatchError, OpError
+from memfiles.services.read import entry_json
 from memfiles.store.batch import Batch, BatchResult, Guard
 from memfiles.store.ops import Op
 from memfiles.store.project import Project
@@ -64,16 +65,7 @@ def write_json(project: Project, result: BatchResult, warnings: Iterable[str] = 
         found: dict[str, list[dict[str, Any]]] = {}
         for located in project.entries():
             if located.entry.id in wanted:
-                kind = schema.kind_of(located.entry.id)
-                found.setdefault(located.entry.id, []).append(
-                    entry_object(
-                        located.entry,
-                        kind=kind.name if kind else None,
-                        path=located.file.rel,
-                        line=located.entry.line,
-                        section=located.section,
-                    )
-                )
+                found.setdefault(located.entry.id, []).append(entry_json(located, schema))
         entries = [item for entry_id in wanted for item in found.get(entry_id, [])]
     return write_object(
         added=result.added,
