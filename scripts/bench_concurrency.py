@@ -63,7 +63,7 @@ def verdict(alone: dict[str, float], loaded: dict[str, float]) -> str:
 
 def watcher_phase(root: Path, queries: list[str], runs: int) -> dict[str, Any]:
     from memfiles.config import load_settings
-    from memfiles.services.ipc import request
+    from memfiles.services.indexing.ipc import request
 
     settings = load_settings(root)
     subprocess.run([str(BIN / "memfiles"), "--root", str(root), "watch"], check=True, capture_output=True)
@@ -116,7 +116,7 @@ def loaded_round(settings: Any, query: str, measure: Any) -> dict[str, Any]:
 
 
 def _hostile(settings: Any, query: str, stop: Any, results: Any) -> None:
-    from memfiles.services.ipc import request
+    from memfiles.services.indexing.ipc import request
 
     payload = {"op": "memsearch", "query": query, "k": 10, "json": True, "mode": "hybrid"}
     huge_times, failures = [], []

@@ -192,7 +192,7 @@ def bench(size: int, runs: int, backfill_runs: int) -> list[str]:
 
         from memfiles.config import load_settings
         from memfiles.index.search import Filters
-        from memfiles.services.index_session import open_reader
+        from memfiles.services.indexing.index_session import open_reader
 
         with open_reader(load_settings(folder)) as reader:
             searcher = reader.searcher()

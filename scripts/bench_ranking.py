@@ -33,7 +33,7 @@ def main() -> None:
         sys.exit(2)
     from memfiles.config import load_settings
     from memfiles.index import score, search
-    from memfiles.services.index_session import open_index
+    from memfiles.services.indexing.index_session import open_index
 
     queries = [q["text"] for q in read_jsonl(DATA / "cacm" / "queries.jsonl")]
     shipped = (search.DEPTH, score.FUSION, score.NEIGHBOURS, score.NEIGHBOUR_WEIGHT)

@@ -181,9 +181,9 @@ from memfiles.config import load_settings
 from memfiles.store.project import Project
 from memfiles.index.embedder import collection_name, load_embedder
 from memfiles.index.shared import SharedVectors
-from memfiles.services.backfill import Prepared, backfill_session
-from memfiles.services.behind import reading_starts
-from memfiles.services.index_session import entry_docs, open_index
+from memfiles.services.indexing.backfill import Prepared, backfill_session
+from memfiles.services.indexing.behind import reading_starts
+from memfiles.services.indexing.index_session import entry_docs, open_index
 root, url = Path(sys.argv[1]), sys.argv[2]
 settings = load_settings(root)
 project = Project(settings)
@@ -261,7 +261,7 @@ def follow_checkout(root: Path, there: str, back: str, markers: dict[str, str], 
     Polled every 0.1 s (each poll is a search, which waits for a sync in progress); a second's pause
     follows each switch, untimed, so that none is timed with the previous one's syncs."""
     from memfiles.config import load_settings
-    from memfiles.services.ipc import request
+    from memfiles.services.indexing.ipc import request
 
     settings = load_settings(root)  # the socket's place: the same whatever the index
     measured_s = []

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_index import BIN, build, percentiles, texts
 
 from memfiles.config import load_settings
-from memfiles.services.ipc import request
+from memfiles.services.indexing.ipc import request
 
 # Cold searches stay cold: a memsearch that finds no watcher would otherwise leave one behind.
 os.environ.setdefault("MEMFILES_SEARCH_WATCH", "0")

@@ -6,7 +6,7 @@ SeaMonkey (1,076 bug reports; 46 pairs marked duplicate by the project's triager
 the TUNE part is the 400 reports filed before 2021-08-11 (24 labelled pairs), the REPORT part the 676
 filed from then on (19 pairs; 3 pairs across the split are dropped). Each part becomes a memfiles
 project (`memfiles import`, then `memfiles backfill`: the vectors are the index's own). The signals of
-`memfiles dupes` (services/dupes.py) are computed for every pair; the weights and the threshold are
+`memfiles dupes` (services/upkeep/dupes.py) are computed for every pair; the weights and the threshold are
 chosen on TUNE alone, for the most labelled pairs found with at most 500 pairs flagged per 2,500
 entries; REPORT is then scored through the CLI, `memfiles dupes --json` at its defaults. Baselines:
 plain cosine at the same budget, and cosine >= 0.8. The word-overlap fallback (no index) is scored too.
@@ -31,8 +31,8 @@ from eval_retrieval import DATA, _cli, make_project, read_jsonl
 
 from memfiles.config import load_settings
 from memfiles.index.text import tokenize
-from memfiles.services import dupes
-from memfiles.services.dedupe import LEXICAL_PAIR_THRESHOLD, LEXICAL_TITLE, lexical_pairs, sparse_similarities
+from memfiles.services.upkeep import dupes
+from memfiles.services.upkeep.dedupe import LEXICAL_PAIR_THRESHOLD, LEXICAL_TITLE, lexical_pairs, sparse_similarities
 from memfiles.store.project import Project
 
 SPLIT = "2021-08-11"
@@ -165,13 +165,13 @@ def report() -> list[tuple[str, str]]:
         out.append(
             (
                 "TUNE, without an index: score = 0.5 + word margin + a x title (TF-IDF vectors instead of "
-                f"embeddings; in services/dedupe.py: title {LEXICAL_TITLE}, threshold {LEXICAL_PAIR_THRESHOLD})",
+                f"embeddings; in services/upkeep/dedupe.py: title {LEXICAL_TITLE}, threshold {LEXICAL_PAIR_THRESHOLD})",
                 "\n".join(words),
             )
         )
         chosen = (
             f"chosen on TUNE: title weight {best[1]:.1f}, rare weight {best[2]:.1f}, threshold {best[3]:.3f} "
-            f"(in services/dupes.py: {dupes.TITLE_WEIGHT}, {dupes.RARE_WEIGHT}, {dupes.THRESHOLD})"
+            f"(in services/upkeep/dupes.py: {dupes.TITLE_WEIGHT}, {dupes.RARE_WEIGHT}, {dupes.THRESHOLD})"
         )
         part = Part(Path(report_dir), parts["report"], labelled["report"])
         start = time.perf_counter()

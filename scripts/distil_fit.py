@@ -1,4 +1,4 @@
-"""Choose the distiller's evidence weights (services/signals.py) on labelled experience logs.
+"""Choose the distiller's evidence weights (services/distiller/signals.py) on labelled experience logs.
 
 Every decision the distiller makes on a domain is collected with the truth's answer: the domain's
 records are filed oldest first by the real Filer, except that the entry each finding goes to is the one
@@ -30,12 +30,12 @@ from typing import Any
 import numpy as np
 
 from memfiles.config import load_settings
-from memfiles.services.distill import _read_knowledge
-from memfiles.services.experiences import Record, issue_fix_pairs, load_experiences
-from memfiles.services.filing import Filer, quirks_of
-from memfiles.services.knowledge import FAILURES, Known
-from memfiles.services.matching import Similarity
-from memfiles.services.signals import Signals, Weights, where_of
+from memfiles.services.distiller.distill import _read_knowledge
+from memfiles.services.distiller.experiences import Record, issue_fix_pairs, load_experiences
+from memfiles.services.distiller.filing import Filer, quirks_of
+from memfiles.services.distiller.knowledge import FAILURES, Known
+from memfiles.services.distiller.matching import Similarity
+from memfiles.services.distiller.signals import Signals, Weights, where_of
 from memfiles.store.project import Project
 
 GRID = {
@@ -44,7 +44,7 @@ GRID = {
     "same": [round(0.05 * n, 2) for n in range(7)],  # 0 to 0.30
     "other": [round(0.05 * n, 2) for n in range(7)],  # 0 to 0.30
 }
-# The threshold is not chosen here: STS-B's (services/signals.py), read off data none of these domains is.
+# The threshold is not chosen here: STS-B's (services/distiller/signals.py), read off data none of these domains is.
 THRESHOLD = {"model": 0.80, "lexical": 0.60}
 # One finding: the features of each entry it could go to, and whether that entry is the truth's.
 Finding = list[tuple[list[float], int]]

@@ -20,7 +20,7 @@ read back and compared with the ground truth:
 - warnings: the malformed lines and bad metrics the log holds, each named with its line.
 - idempotence: one more distillation with no new records changes no byte.
 
-**Leave one domain out** (the default): the evidence weights and threshold (services/signals.py) are
+**Leave one domain out** (the default): the evidence weights and threshold (services/distiller/signals.py) are
 chosen by scripts/distil_fit.py on every other domain, and the domain is distilled with them (by
 distil_domain, the function `memfiles distil` calls): no figure of a domain comes from weights chosen
 on it. `--shipped` runs every domain through the real CLI with the weights the distiller ships (chosen
@@ -44,10 +44,10 @@ from pathlib import Path
 
 from memfiles.config import load_settings
 from memfiles.format.parse import parse
-from memfiles.services.distill import distil_domain
-from memfiles.services.flags import find_flags
-from memfiles.services.knowledge import parse_contradictions
-from memfiles.services.signals import WEIGHTS, Weights
+from memfiles.services.distiller.distill import distil_domain
+from memfiles.services.distiller.flags import find_flags
+from memfiles.services.distiller.knowledge import parse_contradictions
+from memfiles.services.distiller.signals import WEIGHTS, Weights
 from memfiles.store.project import Project
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -231,7 +231,7 @@ def stsb() -> None:
     import numpy as np
 
     from memfiles.index.embedder import load_embedder
-    from memfiles.services.dedupe import jaccard, words
+    from memfiles.services.upkeep.dedupe import jaccard, words
 
     data = Path(os.environ.get("MEMFILES_EVAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
     rows = list(csv.reader((data / "stsb" / "stsb-en-dev.csv").open(encoding="utf-8")))
@@ -344,7 +344,7 @@ def main() -> None:
         chosen = distil_fit.choose([item for items in findings.values() for item in items], mode)
         print(json.dumps({"chosen": chosen.as_json(), "shipped": WEIGHTS[mode].as_json()}))
         if chosen != WEIGHTS[mode]:
-            print(f"services/signals.py ships other {mode} weights: {WEIGHTS[mode]}", file=sys.stderr)
+            print(f"services/distiller/signals.py ships other {mode} weights: {WEIGHTS[mode]}", file=sys.stderr)
             raise SystemExit(1)
         return
     results = {}

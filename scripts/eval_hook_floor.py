@@ -35,8 +35,8 @@ PER_KIND = 3
 def _search_all(folder: Path, items: list[dict]) -> list[list[dict]]:
     """Every item's hits, through one open index (the same search the watcher runs for a hook)."""
     from memfiles.config import load_settings
-    from memfiles.services.index_session import open_index
-    from memfiles.services.recall import search_many
+    from memfiles.services.indexing.index_session import open_index
+    from memfiles.services.indexing.searches import search_many
 
     settings = load_settings(folder)
     with open_index(settings) as session:

@@ -256,7 +256,7 @@ def baselines(folder: Path, to_corpus, corpus, queries, exclude) -> dict[str, di
     import Stemmer
 
     from memfiles.config import load_settings
-    from memfiles.services.index_session import open_index
+    from memfiles.services.indexing.index_session import open_index
 
     ids = [doc["_id"] for doc in corpus]
     stemmer = Stemmer.Stemmer("english")

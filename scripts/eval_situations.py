@@ -6,7 +6,7 @@ about to run, a tool's failure or success, a session resumed after a compaction;
 entries that should reach the agent (`wanted`), or none (an off-topic turn, a harmless command).
 
 Each project is imported into a temporary folder and indexed with the bundled model; each situation is
-sent through the hook's own code (`services/hook_run.run_hook`, the watcher's path: the index is asked
+sent through the hook's own code (`services/agents/hook_run.run_hook`, the watcher's path: the index is asked
 in this process), as a fresh session, and the ids in the injected context are read back. Per trigger:
 
   got      the share of situations with wanted entries that got at least one of them;
@@ -110,9 +110,9 @@ def run_project(
 ) -> list[dict[str, Any]]:
     """Every situation of `name` through the hooks: [{situation, injected ids}]."""
     from memfiles.config import load_settings
-    from memfiles.services.hook_run import run_hook
-    from memfiles.services.index_session import open_index
-    from memfiles.services.recall import search_many
+    from memfiles.services.agents.hook_run import run_hook
+    from memfiles.services.indexing.index_session import open_index
+    from memfiles.services.indexing.searches import search_many
 
     memory, situations = load(name)
     out = []
@@ -198,7 +198,7 @@ def sweep(names: list[str]) -> None:
     the most situations with wanted entries served, minus twice the share of those wanting nothing that
     got something; among the floors within 0.02 of the best (one situation), the nearest to PRIOR (the
     one floor measured before on prompts, scripts/eval_hook_floor.py), then the highest precision."""
-    from memfiles.services import hooks
+    from memfiles.services.agents import hooks
 
     weighed: dict[str, dict[str, list[tuple[str, float]]]] = {}
     current: list[str] = [""]

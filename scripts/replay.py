@@ -11,7 +11,7 @@ from retrieval_sweep import Collection, Setting, prepare
 from memfiles.config import load_settings
 from memfiles.index import lexical, score, search
 from memfiles.index.catalog import IndexDoc
-from memfiles.services.index_session import open_index
+from memfiles.services.indexing.index_session import open_index
 
 SHIPPED = Setting(
     framing=search.STRIP_FRAMING,

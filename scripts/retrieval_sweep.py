@@ -128,7 +128,7 @@ def prepare(
     from memfiles.index.catalog import Catalog
     from memfiles.index.lexical import LexicalIndex
     from memfiles.index.text import strip_framing, tokenize
-    from memfiles.services.index_session import open_index
+    from memfiles.services.indexing.index_session import open_index
 
     qids = list(qrels)
     with open_index(load_settings(folder)) as session:

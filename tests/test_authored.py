@@ -1,4 +1,4 @@
-"""The author's words kept (services/authored.py): what is code, what is spanned, what is re-cased."""
+"""The author's words kept (services/distiller/authored.py): what is code, what is spanned, what is re-cased."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from memfiles import parse
-from memfiles.services.authored import is_code, sentence, title, vocabulary
+from memfiles.services.distiller.authored import is_code, sentence, title, vocabulary
 from tests.conftest import Run
 
 

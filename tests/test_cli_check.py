@@ -7,7 +7,7 @@ from pathlib import Path
 
 from memfiles import parse
 from memfiles.config import load_settings
-from memfiles.services.check import text_findings
+from memfiles.services.upkeep.check import text_findings
 from memfiles.store.project import Project
 from tests.conftest import DATA, REPO, Run, snapshot
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from memfiles import parse
-from memfiles.services.knowledge import parse_contradictions
-from memfiles.services.signals import identifiers
+from memfiles.services.distiller.knowledge import parse_contradictions
+from memfiles.services.distiller.signals import identifiers
 from tests.conftest import Run
 
 DATA = Path(__file__).resolve().parents[1] / "eval" / "distil"

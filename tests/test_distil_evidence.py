@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from memfiles import parse
-from memfiles.services.knowledge import parse_contradictions
+from memfiles.services.distiller.knowledge import parse_contradictions
 from tests.conftest import Run
 
 FAILURES, FLAGS = "Known Failure Patterns", "Successful Tool Flags"

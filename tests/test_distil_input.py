@@ -125,6 +125,6 @@ def test_fixes_beyond_the_issues_are_said(run: Run, root: Path) -> None:
 def test_a_negation_turns_down_only_a_flag_of_its_own_clause(text: str, used: list[str]) -> None:
     """The first rule dropped any flag of a sentence holding `not`/`no` anywhere before it, or inside a
     flag (`--no-retime`): runs that used a flag lost their evidence (review)."""
-    from memfiles.services.flags import used_flags
+    from memfiles.services.distiller.flags import used_flags
 
     assert [flag.text for flag in used_flags(text)] == used

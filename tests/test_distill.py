@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memfiles import parse
-from memfiles.services.knowledge import parse_contradictions
+from memfiles.services.distiller.knowledge import parse_contradictions
 from tests.conftest import Run, snapshot
 
 FAILURES, FLAGS, QUIRKS = "Known Failure Patterns", "Successful Tool Flags", "PDK / Tool Quirks"
@@ -502,7 +502,7 @@ class TestFiling:
 
     def test_a_later_day_without_new_records_changes_no_byte(self, run: Run, root: Path, monkeypatch) -> None:
         """_Last distilled: dates the last distillation that changed something, not the last run."""
-        import memfiles.services.distill as distill_module
+        import memfiles.services.distiller.distill as distill_module
 
         write_log(root, "synthesis", base_records())
         distil(run)
@@ -519,7 +519,7 @@ class TestFiling:
     ) -> None:
         """The flag sentence is wrapped in the file and one line when drafted: compared as words, a later
         day with no new record still writes nothing (`make demo` dirtied the bundled sta sample)."""
-        import memfiles.services.distill as distill_module
+        import memfiles.services.distiller.distill as distill_module
 
         write_log(root, "sta", [record(f"f{n}", n + 1, *FANOUT, signoff=n == 0) for n in range(5)])
         run("distil", "--domain", "sta")
@@ -745,7 +745,7 @@ class TestMatchingRules:
     def test_named_things_set_symptoms_apart_only_in_the_same_place(self, a: str, b: str, apart: bool) -> None:
         """Another acronym, numbered name or identifier where the other text has its own, the words around
         alike; not a name only one side spells out or adds, nor one extending the other."""
-        from memfiles.services.matching import names_other_things
+        from memfiles.services.distiller.matching import names_other_things
 
         assert names_other_things(a, b) is apart
 
@@ -760,7 +760,7 @@ class TestMatchingRules:
     )
     def test_a_negation_sets_apart_only_the_same_words_said_not(self, a: str, b: str, apart: bool) -> None:
         """`not` on one side counts when the rest is the same statement; an error's own "No module" does not."""
-        from memfiles.services.matching import negated_apart
+        from memfiles.services.distiller.matching import negated_apart
 
         assert negated_apart(a, b) is apart
 
@@ -793,7 +793,7 @@ class TestMatchingRules:
         retime" beside "Retime" at 0.83 to 0.99: the same advice only with the same settings and direction.
         Numbers that set nothing (a step, a count, the state before) do not set two fixes apart."""
         from memfiles.config import load_settings
-        from memfiles.services.matching import Similarity
+        from memfiles.services.distiller.matching import Similarity
 
         similarity = Similarity(load_settings(root))
         assert similarity.mode == "model"

@@ -75,7 +75,7 @@ def add_op(section: str, title: str, body: str, evidence: object) -> dict:
 class TestLlmDrafter:
     def test_answers_are_found_bare_fenced_or_in_prose(self) -> None:
         """parse_answer takes bare JSON, one fenced block or JSON inside prose; two blocks are refused."""
-        from memfiles.services.drafter import parse_answer
+        from memfiles.services.distiller.drafter import parse_answer
 
         ops = '{"ops": [{"op": "add"}]}'
         assert parse_answer(ops) == [{"op": "add"}]

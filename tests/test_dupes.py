@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memfiles.services.dupes import Doc, score_pairs
+from memfiles.services.upkeep.dupes import Doc, score_pairs
 from tests.conftest import Run, snapshot
 
 CHROMA = ("Chroma hangs when two processes open one folder", "Two PersistentClients on the same directory wait.")
@@ -39,7 +39,7 @@ class TestScore:
     def test_the_same_body_under_two_titles_is_flagged_in_both_modes(self) -> None:
         """Two entries of the same words in the same order (titles differ): a near-duplicate at 1.0 with
         the vectors, and without them, where with two entries every shared word's IDF is 0."""
-        from memfiles.services.dedupe import lexical_pairs
+        from memfiles.services.upkeep.dedupe import lexical_pairs
 
         body = "Two clients on one folder hang for minutes."
         docs = [doc(1, "Chroma hangs", body), doc(2, "Store stalls", body)]
@@ -53,7 +53,7 @@ class TestScore:
 
     def test_markdown_emphasis_is_no_rare_token(self) -> None:
         """`**Runs` (bold in a templated body) is not a code-like token two entries share."""
-        from memfiles.services.dupes import _rare_tokens
+        from memfiles.services.upkeep.dupes import _rare_tokens
 
         docs = [doc(1, "A flag", "**Runs** with `--max-fanout`"), doc(2, "B flag", "**Runs** with `--antenna`")]
         assert _rare_tokens(docs) == [{"--max-fanout"}, {"--antenna"}]
@@ -226,7 +226,7 @@ def test_dupes_asks_a_running_watcher_for_the_vectors(run: Run, root: Path) -> N
 
 SCORING = """
 import numpy as np
-import memfiles.services.dupes as dupes
+import memfiles.services.upkeep.dupes as dupes
 dupes.PROGRESS_PAIRS, dupes.PROGRESS_STEP = 1_000, 100
 rng = np.random.default_rng(0)
 vectors = rng.normal(size=(1, 16)) + rng.normal(size=(120, 16)) * 0.01  # 120 near-copies: 7,140 pairs

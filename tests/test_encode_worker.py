@@ -187,7 +187,7 @@ def test_a_child_that_answers_nonsense_is_stopped_and_named(
 def test_an_encoder_failure_is_not_a_damaged_store() -> None:
     """--rebuild discards a store that fails as a store; an encoder process that died says nothing
     about the store and must not cost it."""
-    from memfiles.services.index_client import _damaged
+    from memfiles.services.indexing.index_client import _damaged
 
     assert not _damaged(EncoderFailed("the encoder process ended unexpectedly (exit -9)"))
     assert _damaged(IndexUnavailable("the index at .memsearch/chroma failed"))
@@ -207,7 +207,7 @@ def test_close_stops_a_child_still_loading() -> None:
 BACKFILL = """
 import json, sys
 from memfiles.config import load_settings
-from memfiles.services.index_client import LocalIndex
+from memfiles.services.indexing.index_client import LocalIndex
 result = LocalIndex(load_settings(sys.argv[1])).backfill(rebuild=len(sys.argv) > 2)
 print(json.dumps({"torch": "torch" in sys.modules, "indexed": result["report"]["indexed"]}))
 """

@@ -1,8 +1,8 @@
-"""Which tool flags a record names, and when a flag entry counts a run (services/flags.py)."""
+"""Which tool flags a record names, and when a flag entry counts a run (services/distiller/flags.py)."""
 
 from __future__ import annotations
 
-from memfiles.services.flags import find_flags
+from memfiles.services.distiller.flags import find_flags
 
 
 def keys(text: str) -> list[str]:
@@ -75,7 +75,7 @@ def test_short_options_with_values_are_flags_as_the_domain_writes_them() -> None
 
 def test_a_flag_replaced_by_another_was_not_used() -> None:
     """'instead of' turns down the flag after it, in its clause, as a negation does."""
-    from memfiles.services.flags import used_flags
+    from memfiles.services.distiller.flags import used_flags
 
     assert [f.text for f in used_flags("Build with -j2 instead of -j8")] == ["-j2"]
     assert [f.text for f in used_flags("Use --retries 3 rather than --retries 1")] == ["--retries 3"]

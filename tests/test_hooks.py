@@ -17,8 +17,8 @@ import pytest
 
 from memfiles.config import load_settings
 from memfiles.errors import ConfigError
-from memfiles.services import hook_state, hooks
-from memfiles.services.experiences import parse_record
+from memfiles.services.agents import hook_state, hooks
+from memfiles.services.distiller.experiences import parse_record
 from memfiles.services.hook_text import CLOSE, OPEN, Item, render, strip_injected
 from tests.conftest import DATA, REPO, Run, watching
 
@@ -166,13 +166,20 @@ class TestNeverInTheWay:
         done = hook_probe(root, "print('MODULES', ' '.join(sorted(sys.modules)), file=sys.stderr)\n")
         modules = set(done.stderr.split("MODULES ", 1)[1].split())
         assert json.loads(done.stdout) == {}
-        for heavy in ("click", "memfiles.cli.main", "memfiles.services.distill", "numpy", "chromadb", "torch"):
+        for heavy in (
+            "click",
+            "memfiles.cli.main",
+            "memfiles.services.distiller.distill",
+            "numpy",
+            "chromadb",
+            "torch",
+        ):
             assert heavy not in modules
 
     def test_a_call_given_up_on_keeps_nothing(self, run: Run, root: Path) -> None:
         """In the watcher the worker of a call outlives its deadline: once {} has gone back, nothing the
         call found is remembered as injected (the agent never saw it) and no state is saved."""
-        from memfiles.services.hook_run import run_hook
+        from memfiles.services.agents.hook_run import run_hook
 
         run("add", "-k", "episode", "-t", "Hook tests failed on a missing yaml module", "-a", "ci", "--body", EPISODE)
         configure(root, hooks_timeout=0.3, hooks_watch=False)
@@ -450,7 +457,7 @@ class TestWarm:
 
     def test_session_start_starts_a_watcher_when_an_index_has_none(self, root: Path, run: Run) -> None:
         """With an index and no watcher, SessionStart starts one in the background; later hooks are warm."""
-        from memfiles.services import ipc
+        from memfiles.services.indexing import ipc
 
         run("add", "-k", "procedure", "-t", "Run make install first", "-a", "ci", "--body", "The dev extra.")
         assert run("backfill").exit_code == 0
@@ -522,7 +529,7 @@ class TestAnsweredByTheWatcher:
     def test_the_watcher_answers_as_the_hooks_own_process_would(self, warm: Path) -> None:
         """The same input (two sessions, so that neither has seen an entry) gives the same output through
         the watcher as computed in this process, which asks the watcher only to search."""
-        from memfiles.services.hook_run import run_hook
+        from memfiles.services.agents.hook_run import run_hook
 
         thin = executable_hook(warm, "UserPromptSubmit", recorded("user_prompt_submit", session_id="thin"))
         here = run_hook("UserPromptSubmit", lambda: recorded("user_prompt_submit", session_id="here"), warm)
@@ -558,7 +565,7 @@ class TestAnsweredByTheWatcher:
         done = hook_probe(
             warm,
             "heavy = ('click', 'numpy', 'chromadb', 'torch', 'memfiles.format', 'memfiles.config',"
-            " 'memfiles.services.hook_run', 'memfiles.store')\n"
+            " 'memfiles.services.agents.hook_run', 'memfiles.store')\n"
             "stdlib = {'typing', 'json', 'socket', 'pathlib', 're'}\n"
             "print(sorted(m for m in sys.modules if m.startswith(heavy) or m in stdlib), file=sys.stderr)\n",
         )
@@ -619,7 +626,7 @@ class TestAnsweredByTheWatcher:
 def test_two_sessions_never_share_a_run() -> None:
     """`agentrun-2026-A` and `agentrun-2026-B` both became session-agentrun-202: one run, and the first
     session to end ended the other's. A UUID is kept whole; a long or odd id gets a digest of the whole."""
-    from memfiles.services.hook_working import session_run
+    from memfiles.services.agents.hook_working import session_run
 
     assert session_run("agentrun-2026-A") != session_run("agentrun-2026-B")
     assert session_run(SESSION) == f"session-{SESSION}"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memfiles.services.hook_agents import is_ours
+from memfiles.services.agents.hook_agents import is_ours
 from tests.conftest import DATA, Run
 
 HOOKS = DATA / "hooks"

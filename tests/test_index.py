@@ -266,7 +266,7 @@ class TestBackfillAndWritePath:
         """The shared search of recall and the MCP server (filtered_search) dropped the index's own
         warnings: an MCP `search` with no watcher answered a hand-deleted entry's old place in silence."""
         from memfiles.config import load_settings
-        from memfiles.services.recall import filtered_search
+        from memfiles.services.agents.recall import filtered_search
 
         run("backfill")
         path = filled / "memory" / "todos.md"
@@ -846,7 +846,7 @@ class TestGeneration:
         from memfiles.config import load_settings
         from memfiles.index import score
         from memfiles.index.search import Searcher
-        from memfiles.services.index_session import open_index
+        from memfiles.services.indexing.index_session import open_index
 
         assert run("backfill").exit_code == 0
         monkeypatch.setattr(score, "NEIGHBOUR_POOL", 2)  # this project holds 6 entries

@@ -10,7 +10,7 @@ import pytest
 
 from memfiles.config import load_settings
 from memfiles.errors import IndexUnavailable
-from memfiles.services.ipc import request, socket_path
+from memfiles.services.indexing.ipc import request, socket_path
 
 
 def listener(path: Path) -> socket.socket:

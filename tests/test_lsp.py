@@ -337,7 +337,7 @@ def test_hover_and_completion_path_imports_nothing_heavy() -> None:
     code = (
         "import memfiles.lsp.server\nfrom memfiles.config import load_settings\n"
         "from memfiles.store.project import Project\n"
-        "from memfiles.services.workspace import WorkspaceIndex\n"
+        "from memfiles.lsp.workspace import WorkspaceIndex\n"
         "index = WorkspaceIndex.open(Project(load_settings('.')))\nindex.refresh()\n"
         "index.resolve_id('D-001')\nindex.complete('the parser and the index', '')\nindex.search_titles('index')"
     )

@@ -129,7 +129,7 @@ def test_an_id_two_entries_carry_is_ambiguous_in_the_editor_too(tmp_path: Path) 
     index resolved the first one in silence: hover showed it and no diagnostic appeared."""
     from memfiles.config import load_settings
     from memfiles.lsp import convert
-    from memfiles.services.workspace import WorkspaceIndex
+    from memfiles.lsp.workspace import WorkspaceIndex
     from memfiles.store.project import Project
 
     (tmp_path / "memory").mkdir()

@@ -349,7 +349,7 @@ def test_each_tool_call_forgets_what_an_earlier_one_found_of_the_index() -> None
     """A near-duplicate check that gave up on a busy index marks it, so that its own write does not wait
     again; a tool call that follows (its add refused, say) must not take that mark for its own write."""
     from memfiles.mcp.server import _guard
-    from memfiles.services import index_client
+    from memfiles.services.indexing import index_client
 
     index_client._found_busy[:] = [(0.0, "is busy", 1.0)]
     assert _guard(lambda: index_client._found_busy[:]) == []

@@ -11,7 +11,7 @@ from click.shell_completion import ShellComplete
 
 from memfiles.cli.main import cli
 from memfiles.config import load_settings
-from memfiles.services.promote import entry_json
+from memfiles.services.agents.promote import entry_json_by_id
 from memfiles.store.project import Project
 from tests.conftest import Run, snapshot
 
@@ -26,7 +26,7 @@ def add_episode(run: Run, title: str, body: str, **extra: str) -> str:
 
 
 def entry(root: Path, entry_id: str) -> dict:
-    found = entry_json(Project(load_settings(root)), entry_id)
+    found = entry_json_by_id(Project(load_settings(root)), entry_id)
     assert found is not None
     return found
 

@@ -338,8 +338,8 @@ class TestWatcherLeftBehind:
     def test_a_watcher_left_behind_exits_once_idle(self, run: Run, root: Path) -> None:
         """The watcher a memsearch leaves behind exits by itself after `watch_idle_exit` seconds with no
         query and no change (here MEMFILES_WATCH_IDLE_EXIT=2), and its log says why."""
-        from memfiles.services.ipc import request
-        from memfiles.services.watch.daemon import log_path
+        from memfiles.services.indexing.daemon import log_path
+        from memfiles.services.indexing.ipc import request
 
         for kind, title, area, body in ENTRIES:
             assert run("add", "-k", kind, "-t", title, "-a", area, "--body", body).exit_code == 0
@@ -365,8 +365,8 @@ class TestWatcherLeftBehind:
         """watch_idle_exit changed while a watcher left behind runs: it starts again on the new settings, but
         kept the idle exit written on its command line (it exited after the old 600 s, or the old 6). It
         now reads the setting at each start."""
-        from memfiles.services.ipc import request
-        from memfiles.services.watch.daemon import log_path
+        from memfiles.services.indexing.daemon import log_path
+        from memfiles.services.indexing.ipc import request
 
         for kind, title, area, body in ENTRIES:
             assert run("add", "-k", kind, "-t", title, "-a", area, "--body", body).exit_code == 0
@@ -454,7 +454,7 @@ class TestWatcherLeftBehind:
         import shutil
 
         from memfiles.index.embedder import resolve_model
-        from memfiles.services.watch.daemon import live_watchers
+        from memfiles.services.indexing.daemon import live_watchers
 
         shutil.copytree(resolve_model(None)[1], root / "mymodel")  # type: ignore[arg-type]
         (root / "memory" / "memfiles.toml").write_text('model = "mymodel"\n')

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from memfiles.cli.entry import subcommand
 from memfiles.cli.main import cli
 from memfiles.config import load_settings
-from memfiles.services.recall import ORDER, TRIGGERS, error_signature
+from memfiles.services.agents.recall import ORDER, TRIGGERS, error_signature
 from memfiles.services.watch import Watcher
 from memfiles.store.project import Project
 from tests.conftest import REPO, Run
@@ -266,7 +266,13 @@ class TestFastPath:
         )
         modules = set(done.stderr.split("MODULES ", 1)[1].split())
         assert json.loads(done.stdout)["trigger"] == "turn"
-        for heavy in ("memfiles.cli.main", "memfiles.cli.writes", "memfiles.services.distill", "numpy", "chromadb"):
+        for heavy in (
+            "memfiles.cli.main",
+            "memfiles.cli.writes",
+            "memfiles.services.distiller.distill",
+            "numpy",
+            "chromadb",
+        ):
             assert heavy not in modules
 
     def test_the_short_path_says_where_root_goes(self, root: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memfiles.config import load_settings
-from memfiles.services.check import check_project
+from memfiles.services.upkeep.check import check_project
 from memfiles.store.project import Project
 
 ADDER = """

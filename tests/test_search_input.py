@@ -14,7 +14,7 @@ from memfiles.cli.main import cli
 from memfiles.cli.search import memsearch as memsearch_command
 from memfiles.config import load_settings
 from memfiles.index.filters import Filters
-from memfiles.services import index_client
+from memfiles.services.indexing import index_client
 from memfiles.services.watch import Watcher
 from memfiles.store.project import Project
 from tests.contract_shapes import check_command, check_shape

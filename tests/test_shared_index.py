@@ -404,7 +404,7 @@ class TestWatcherOnAServer:
         """`memfiles watch` refused to run with a server, so nothing followed a branch switch. It now keeps
         this clone's view in step: a checkout, a pull and a rebase each show in its answers (polled here;
         how fast is measured in scripts/bench_shared.py), and status through it names the server."""
-        from memfiles.services.index_client import connect
+        from memfiles.services.indexing.index_client import connect
 
         a, b = team
         backfill(a)

@@ -13,9 +13,9 @@ import pytest
 
 from memfiles.config import load_settings
 from memfiles.errors import ConfigError
-from memfiles.services import hooks
-from memfiles.services.failures import error_lines, error_signature, failed_by_output
-from memfiles.services.situation import Vocabulary, environment, read, steps, tasks_of
+from memfiles.services.agents import hooks
+from memfiles.services.agents.failures import error_lines, error_signature, failed_by_output
+from memfiles.services.agents.situation import Vocabulary, environment, read, steps, tasks_of
 from tests.conftest import Run, watching
 
 SESSION = "5c2e8f1a-0b7d-4c3e-8a91-2f6d0e4b7c55"

@@ -39,7 +39,7 @@ def saved_and_stored(root: Path) -> tuple[VectorCache | None, dict[str, np.ndarr
     """The vectors the reader would use (None: it would ask the store) and the store's own vectors."""
     from memfiles.index.chroma import open_store
     from memfiles.index.embedder import collection_name, load_embedder
-    from memfiles.services.index_session import open_reader
+    from memfiles.services.indexing.index_session import open_reader
 
     settings = load_settings(root)
     with open_reader(settings) as reader:

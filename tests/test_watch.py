@@ -21,8 +21,8 @@ import pytest
 
 from memfiles.config import load_settings
 from memfiles.index.filters import Filters
-from memfiles.services import index_client
-from memfiles.services.ipc import request
+from memfiles.services.indexing import index_client
+from memfiles.services.indexing.ipc import request
 from memfiles.services.watch import Watcher, WatcherRunning
 from memfiles.store.project import Project
 from tests.conftest import Run, watching
@@ -250,7 +250,7 @@ class TestIdleExit:
     def spawned(self, run: Run, root: Path) -> Iterator[int]:
         """A watcher just spawned in the background as memsearch or a hook spawns one (not listening yet);
         its pid. Killed afterwards if a test left it running."""
-        from memfiles.services.watch.daemon import spawn_background
+        from memfiles.services.indexing.daemon import spawn_background
 
         run("add", "-k", "F", "-t", "A friction", "-a", "index", "--body", "Body.")
         run("backfill")
@@ -268,7 +268,7 @@ class TestIdleExit:
     ) -> None:
         """`memfiles watch --stop` at once after memsearch (or a hook) spawned a watcher, before it listens:
         the spawner's pid file names it, so --stop stops it instead of saying no watcher runs."""
-        from memfiles.services.watch.daemon import _gone
+        from memfiles.services.indexing.daemon import _gone
 
         stopped = watch(root, "--stop")
         assert stopped.returncode == 0, stopped.stderr
@@ -289,7 +289,7 @@ class TestIdleExit:
         """A live watcher process of this project that does not answer (yet) is `starting` with its pid in
         `status`, text and JSON, not "not running"; once it is gone, status says not running again. The
         process stands still (it sleeps under a watcher's command line), so the test does not race it."""
-        from memfiles.services.watch.daemon import starting_path
+        from memfiles.services.indexing.daemon import starting_path
 
         run("add", "-k", "F", "-t", "A friction", "-a", "index", "--body", "Body.")
         run("backfill")
@@ -336,7 +336,7 @@ class TestOwnership:
     def test_stop_works_while_the_config_is_broken(self, run: Run, root: Path) -> None:
         """A config broken while a watcher runs does not keep `watch --stop` from stopping it: the error is
         said as a warning, the watcher is stopped, exit 0; other commands still refuse the config."""
-        from memfiles.services.watch.daemon import _gone
+        from memfiles.services.indexing.daemon import _gone
 
         run("add", "-k", "F", "-t", "A friction", "-a", "index", "--body", "Body.")
         run("backfill")

@@ -9,8 +9,8 @@ import pytest
 
 from memfiles.config import load_settings
 from memfiles.format.parse import parse
-from memfiles.services import working
-from memfiles.services.promote import entry_json
+from memfiles.services.agents import working
+from memfiles.services.agents.promote import entry_json_by_id
 from memfiles.store.project import Project
 from tests.conftest import Run, snapshot
 
@@ -239,7 +239,7 @@ class TestEnd:
         data = json.loads(result.stdout)
         assert data["added"] == ["E-001"] and data["working"]["status"] == "ended"
         assert data["working"]["promoted"] == ["E-001"]
-        episode = entry_json(Project(load_settings(root)), "E-001")
+        episode = entry_json_by_id(Project(load_settings(root)), "E-001")
         assert episode is not None
         assert episode["kind"] == "episode" and episode["body"].startswith("Fixed by adding pyyaml.")
         assert "run:fix-ci" in episode["evidence"] and "README.md" in episode["evidence"]
@@ -256,7 +256,7 @@ class TestEnd:
         started("working", "set", "--blocker", "the CI image is old")
         result = started("working", "end", "--episode", "--outcome", "Fixed.", "--json")
         assert result.exit_code == 0, result.output
-        episode = entry_json(Project(load_settings(root)), "E-001")
+        episode = entry_json_by_id(Project(load_settings(root)), "E-001")
         assert episode is not None
         assert "- **signature**: `ModuleNotFoundError: No module named 'yaml'`\n" in episode["body"] + "\n"
 

@@ -94,7 +94,7 @@ class Settings:
     # How long `distil --drafter llm` waits for the model's answer to one request; a model that does not
     # answer in that time is not asked again (a hung endpoint held distil 8 minutes over 4 attempts).
     llm_timeout: float = 120.0
-    # Agent hooks (services/hooks.py, docs/hooks.md).
+    # Agent hooks (services/agents/hooks.py, docs/hooks.md).
     hooks_enabled: bool = True
     hooks_budget: int = 1500  # characters of injected context, the marker included
     recall_floors: tuple[tuple[str, float], ...] = RECALL_FLOORS

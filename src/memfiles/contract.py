@@ -27,7 +27,7 @@ SEVERITIES = ("error", "warning", "info")
 # "Finding codes" table lists each one (tests/test_json_contract.py holds the two together, and fails on a
 # literal code passed to Finding() or finding() that is not here). Add your code here when you add a check.
 FINDING_CODES: dict[str, str] = {
-    # check and fmt (format/validate.py, services/check.py)
+    # check and fmt (format/validate.py, services/upkeep/check.py)
     "parse-error": "error",
     "not-utf8": "error",
     "link-out": "error",  # fmt: a memory file that is a link out of the memory folders is not written
@@ -55,19 +55,19 @@ FINDING_CODES: dict[str, str] = {
     "config-shadowed": "warning",
     "config-ignored": "warning",
     "lint-skipped": "info",
-    # ids (services/check.py id_findings, services/audit.py)
+    # ids (services/upkeep/check.py id_findings, services/upkeep/audit.py)
     "successor-cycle": "error",
     "missing-id": "error",
     "ids-conflict": "error",
     "ids-file": "error",
-    # memory layers (services/evidence.py, services/promote.py): audit
+    # memory layers (services/upkeep/evidence.py, services/agents/promote.py): audit
     "evidence-dangling": "warning",
     "evidence-missing-file": "warning",
     "evidence-unknown-commit": "warning",
     "evidence-unknown-run": "warning",
     "evidence-none": "info",
     "promote-candidate": "info",
-    # dupes (services/dupes.py)
+    # dupes (services/upkeep/dupes.py)
     "near-duplicate": "warning",
     # the read side (list, show, audit, refs): a memory file set aside
     "unparseable": "error",

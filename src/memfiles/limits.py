@@ -15,7 +15,7 @@ from __future__ import annotations
 QUERY_LIMIT = 4_000
 # Characters of each text of an agent hook's input (a prompt, a command, a tool's output): a tool's output
 # keeps its end (where the error is), every other text its start. A hook's query is cut further, to
-# 2,000 characters (services/hooks.py).
+# 2,000 characters (services/agents/hooks.py).
 HOOK_TEXT_LIMIT = 20_000
 # Bytes of one request line on the watcher's socket: a longer one is refused unread (a hook carrying a
 # tool's whole output is the largest request a client sends).

@@ -13,7 +13,7 @@ MEMORY_DIR = "memory"
 INDEX_DIR = ".memsearch"  # the derived index, beside memory/ (config.Settings.index_dir)
 STATE_DIR = ".memfiles"  # run-time state beside memory/: locks, journal, hook sessions (config.Settings.state_dir)
 PERSONA_FILE = "persona.md"  # behaviour configuration in the root memory/: never a memory file, never indexed
-WORKING_FOLDER = "working"  # memory/working/<run>.md: runs' working memory (services/working.py), nothing else
+WORKING_FOLDER = "working"  # memory/working/<run>.md: runs' working memory (services/agents/working.py), nothing else
 
 # The rule works on plain strings with os.path, so that the thin memsearch client (cli/quick_search.py)
 # finds the same root without importing pathlib; find_root wraps the answer in a Path.

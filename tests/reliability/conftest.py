@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from memfiles.config import load_settings
-from memfiles.services.check import check_project
+from memfiles.services.upkeep.check import check_project
 from memfiles.store.project import Project
 
 BIN = Path(sys.executable).parent

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memfiles.config import load_settings
-from memfiles.services.ipc import request
+from memfiles.services.indexing.ipc import request
 from memfiles.store.batch import Batch
 from memfiles.store.project import Project
 
@@ -62,7 +62,7 @@ def finish_pending(root: Path) -> str:
 STATE = """
 import json, sys
 from memfiles.config import load_settings
-from memfiles.services.index_session import open_index
+from memfiles.services.indexing.index_session import open_index
 settings = load_settings(sys.argv[1])
 with open_index(settings, timeout=600, create=False) as session:
     stored = session.store.all_metadata()

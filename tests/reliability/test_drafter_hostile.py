@@ -20,9 +20,9 @@ import pytest
 
 from memfiles.config import load_settings
 from memfiles.errors import MemfilesError
-from memfiles.services.distill import automated_only
-from memfiles.services.drafter import LlmDrafter
-from memfiles.services.experiences import load_experiences
+from memfiles.services.distiller.distill import automated_only
+from memfiles.services.distiller.drafter import LlmDrafter
+from memfiles.services.distiller.experiences import load_experiences
 from tests.conftest import Run
 from tests.test_distill import base_records, write_log
 
@@ -146,7 +146,7 @@ def test_cli_distil_with_a_dead_endpoint_exits_2(run: Run, root: Path) -> None:
         port = probe.getsockname()[1]
     (root / "memory" / "memfiles.toml").write_text(f'llm_url = "http://127.0.0.1:{port}/v1"\n')
     write_log(root, "synthesis", base_records())
-    import memfiles.services.drafter as drafter_module
+    import memfiles.services.distiller.drafter as drafter_module
 
     result = None
     original = drafter_module.LlmDrafter.__init__.__defaults__

@@ -84,7 +84,7 @@ def holds_linear(call: Callable[[str], object], kind: str) -> None:
 
 @pytest.fixture
 def searcher(project: Path) -> Iterator[Any]:
-    from memfiles.services.index_session import open_reader
+    from memfiles.services.indexing.index_session import open_reader
 
     with open_reader(load_settings(project)) as session:
         yield session.searcher()
@@ -116,7 +116,7 @@ def test_searcher_without_the_cap(searcher: Any, kind: str, monkeypatch: pytest.
 @pytest.mark.parametrize("kind", ENTRY_POINT_KINDS)
 def test_recall(project: Path, kind: str, trigger: str) -> None:
     """recall (the CLI's and the MCP tool's service); `failure` also reads the error signature of it all."""
-    from memfiles.services.recall import recall
+    from memfiles.services.agents.recall import recall
 
     holds_linear(lambda query: recall(Project(load_settings(project)), query, trigger), kind)
 
@@ -127,7 +127,7 @@ def test_mcp_tools(project: Path, kind: str, tool: str) -> None:
     """The MCP server's tool bodies with the token as their text argument (a bad id or run is refused)."""
     from memfiles.errors import MemfilesError
     from memfiles.mcp.server import Tools
-    from memfiles.services import working
+    from memfiles.services.agents import working
 
     tools = Tools(load_settings(project))
 
@@ -161,8 +161,8 @@ def _hook_input(event: str, text: str, session: str) -> dict[str, Any]:
 def test_hooks(project: Path, searcher: Any, kind: str, event: str) -> None:
     """A hook call answered as the watcher answers it (its own search in place of the socket), the write a
     failure leaves included: the input's texts are cut at HOOK_TEXT_LIMIT before any pattern reads them."""
-    from memfiles.services.hook_run import run_hook
-    from memfiles.services.recall import search_many
+    from memfiles.services.agents.hook_run import run_hook
+    from memfiles.services.indexing.searches import search_many
 
     session = f"linear-{kind.encode().hex()}-{event}"  # one session: a failure's run is written again
 
@@ -182,7 +182,7 @@ def test_hooks(project: Path, searcher: Any, kind: str, event: str) -> None:
 def test_refs(project: Path, kind: str) -> None:
     """`memfiles refs` over a source file holding the token, references to it and into a doc whose
     headings hold it too (the doc's anchors are read line by line)."""
-    from memfiles.services.refs import scan_references
+    from memfiles.services.upkeep.refs import scan_references
 
     source, doc = project / "src.py", project / "docs" / "hostile.md"
 
@@ -197,7 +197,7 @@ def test_refs(project: Path, kind: str) -> None:
 @pytest.mark.parametrize("kind", ENTRY_POINT_KINDS)
 def test_distil(project: Path, kind: str) -> None:
     """`distil --dry-run` of a log whose issues, fixes and notes are the token (matched by word overlap)."""
-    from memfiles.services.distill import distil_domain
+    from memfiles.services.distiller.distill import distil_domain
 
     folder = project / "memory" / "hostile"
     folder.mkdir(exist_ok=True)

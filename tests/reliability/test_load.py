@@ -39,7 +39,7 @@ READER = """
 import json, sys, time
 from memfiles.config import load_settings
 from memfiles.index.filters import Filters
-from memfiles.services.index_client import connect
+from memfiles.services.indexing.index_client import connect
 root, stop = sys.argv[1], sys.argv[2]
 settings = load_settings(root)
 queries = ["subsystem stalls when the queue is full", "F-002", "cap the queue and retry", "writer lesson under load"]
@@ -50,7 +50,7 @@ while not os.path.exists(stop):
     try:
         hits = connect(settings).search([(queries[n % len(queries)], 5)], Filters())[0]
         # the seed answers the first three; the writers' lessons answer the last once indexed (before that,
-        # no candidate has evidence and an empty answer is right: services/hits.py)
+        # no candidate has evidence and an empty answer is right: services/indexing/searches.py)
         assert hits or n % len(queries) == 3, "no hits"
         latencies.append(time.perf_counter() - start)
     except Exception as error:

@@ -46,8 +46,8 @@ def built_patterns() -> dict[str, re.Pattern[str]]:
     from memfiles.config import HOOKS_RISKY
     from memfiles.format.grammar import Grammar, headings_of
     from memfiles.format.ids import Schema
-    from memfiles.services.knowledge import mention_pattern
-    from memfiles.services.workspace import bare_id_pattern
+    from memfiles.lsp.workspace import bare_id_pattern
+    from memfiles.services.distiller.knowledge import mention_pattern
     from memfiles.store.renumber import id_token
 
     grammar = Grammar(Schema().prefixes)
@@ -93,8 +93,8 @@ def test_every_pattern_is_collected() -> None:
     """The scan sees the patterns issue 34 found quadratic, and the line patterns of the format."""
     for expected in (
         "memfiles.index.search._CODE_LIKE",
-        "memfiles.services.failures._PATH",
-        "memfiles.services.failures._TYPED_ERROR",
+        "memfiles.services.agents.failures._PATH",
+        "memfiles.services.agents.failures._TYPED_ERROR",
         "memfiles.format.grammar._ANY_ENTRY_RE",
         "memfiles.format.toc._ATX_HEADING",
         "Grammar._stray",

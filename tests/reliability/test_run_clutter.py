@@ -21,8 +21,8 @@ from click.testing import CliRunner, Result
 
 from memfiles.cli.main import cli
 from memfiles.config import load_settings
-from memfiles.services.hook_run import run_hook
-from memfiles.services.hook_working import RUN_EXPIRY
+from memfiles.services.agents.hook_run import run_hook
+from memfiles.services.agents.hook_working import RUN_EXPIRY
 from memfiles.store.project import Project
 
 
@@ -128,6 +128,6 @@ def test_a_run_named_like_the_hooks_before_the_tag_counts_as_theirs(root: Path) 
     assert memfiles(root, "working", "start", "--run", "session-0123abcd", "--goal", "Old hook run").exit_code == 0
     assert memfiles(root, "working", "start", "--run", "mine", "--goal", "Mine").exit_code == 0
     state = Project(load_settings(root))
-    from memfiles.services.working import resolve_run
+    from memfiles.services.agents.working import resolve_run
 
     assert resolve_run(state, None) == "mine"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from memfiles.config import load_settings
-from memfiles.services.ipc import SOCKET_PATH_LIMIT, pid_path, socket_path
+from memfiles.services.indexing.ipc import SOCKET_PATH_LIMIT, pid_path, socket_path
 from tests.reliability.conftest import cli, memsearch, no_traceback, ops_file
 from tests.reliability.faults import wait_for_watcher
 

@@ -29,7 +29,7 @@ from memfiles.config import load_settings
 from memfiles.errors import IndexUnavailable
 from memfiles.index.search import Searcher
 from memfiles.limits import QUERY_LIMIT
-from memfiles.services.ipc import request
+from memfiles.services.indexing.ipc import request
 from tests.conftest import watching
 from tests.reliability.conftest import BIN
 from tests.reliability.conftest import cli as run_cli
@@ -218,7 +218,7 @@ def test_a_megabyte_word_through_mcp_leaves_the_other_requests_answered(project:
 def test_a_request_line_past_the_limit_is_refused(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The watcher's socket keeps at most REQUEST_LIMIT bytes of a request: a longer one is refused, the rest
     read and dropped so that the client reads why, and the watcher goes on answering."""
-    import memfiles.services.ipc as ipc
+    import memfiles.services.indexing.ipc as ipc
 
     monkeypatch.setattr(ipc, "REQUEST_LIMIT", 4096)
     settings = load_settings(project)

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 
 from memfiles.cli.main import cli
 from memfiles.config import Settings, load_settings
-from memfiles.services.ipc import request
-from memfiles.services.watch.daemon import live_watchers
+from memfiles.services.indexing.daemon import live_watchers
+from memfiles.services.indexing.ipc import request
 from tests.reliability.conftest import BIN
 from tests.reliability.conftest import cli as run_cli
 

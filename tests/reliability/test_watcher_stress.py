@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memfiles.config import load_settings
-from memfiles.services.ipc import pid_path
+from memfiles.services.indexing.ipc import pid_path
 from tests.reliability.conftest import cli, drift, intact, no_traceback, ops_file
 from tests.reliability.faults import copy_project, index_state, record, wait_for_watcher
 

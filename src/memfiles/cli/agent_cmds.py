@@ -51,7 +51,7 @@ def promote(
           --title "Install the dev extra before running the hook tests" --body "Run make install first ..."
     """
     from memfiles.cli.writes import notify_index
-    from memfiles.services.promote import promote as promote_service
+    from memfiles.services.agents.promote import promote as promote_service
 
     with errors_to_exit():
         done = promote_service(
@@ -79,7 +79,7 @@ def persona(app: App, as_json: bool) -> None:
     Example:
       memfiles persona --json
     """
-    from memfiles.services.persona import persona as read_persona
+    from memfiles.services.agents.persona import persona as read_persona
 
     with errors_to_exit():
         data = read_persona(app.project)

@@ -9,9 +9,9 @@ import click
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, warn
 from memfiles.cli.reads import read_with_warnings
 from memfiles.format.validate import finding_order
-from memfiles.services.audit import audit_project, layer_findings
-from memfiles.services.check import check_project, fails, format_project, lint_findings
-from memfiles.services.refs import scan_references
+from memfiles.services.upkeep.audit import audit_project, layer_findings
+from memfiles.services.upkeep.check import check_project, fails, format_project, lint_findings
+from memfiles.services.upkeep.refs import scan_references
 
 no_lint_option = click.option("--no-lint", is_flag=True, help="Skip the Markdown lint rule set (docs/lint.md).")
 

@@ -38,7 +38,7 @@ def complete_id(ctx: click.Context, param: click.Parameter, incomplete: str) -> 
 def complete_todo(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """Todo ids of the run named by --run (or the one active run) that are not done."""
     try:
-        from memfiles.services import working
+        from memfiles.services.agents import working
 
         project = _project(ctx)
         state = working.require(project, working.resolve_run(project, ctx.params.get("run")))

@@ -110,8 +110,8 @@ def distil(
       memfiles distil --all --min-records 10 --json
     """
     from memfiles.errors import DrafterError
-    from memfiles.services.distill import distil_domain, not_drafted
-    from memfiles.services.experiences import check_domain, load_experiences, valid_domains
+    from memfiles.services.distiller.distill import distil_domain, not_drafted
+    from memfiles.services.distiller.experiences import check_domain, load_experiences, valid_domains
 
     if domains and all_:
         raise click.UsageError("give --domain NAME or --all, not both")
@@ -128,7 +128,7 @@ def distil(
             return
         draft = None
         if drafter == "llm":
-            from memfiles.services.drafter import LlmDrafter
+            from memfiles.services.distiller.drafter import LlmDrafter
 
             draft = LlmDrafter(app.settings)
         reports = []
@@ -208,8 +208,8 @@ def dupes(app: App, threshold: float | None, as_json: bool) -> None:
       memfiles dupes --threshold 0.7 --json
     """
     from memfiles.cli.reads import warn_skipped
-    from memfiles.services.dupes import duplicate_pairs
     from memfiles.services.read import read_project
+    from memfiles.services.upkeep.dupes import duplicate_pairs
 
     with errors_to_exit():
         reading = read_project(app.project)  # a file that does not parse is named and left out

@@ -45,8 +45,8 @@ def main() -> None:
 
 def _leave(code: object) -> None:
     """Exit at once, skipping the interpreter's finalisation, when a write's index update was given up on
-    and still runs (services/index_client.abandoned): the command's output is flushed and its code kept."""
-    client = sys.modules.get("memfiles.services.index_client")
+    and still runs (services/indexing/index_client.abandoned): the command's output is flushed and its code kept."""
+    client = sys.modules.get("memfiles.services.indexing.index_client")
     if client is None or not client.abandoned():
         return
     if code is None:

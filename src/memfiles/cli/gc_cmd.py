@@ -31,7 +31,7 @@ def gc(app: App, days: float, dry_run: bool, as_json: bool) -> None:
       memfiles gc --unused-for 30 --dry-run
       memfiles gc --unused-for 30
     """
-    from memfiles.services.sharing import collect_garbage
+    from memfiles.services.indexing.sharing import collect_garbage
 
     with errors_to_exit():
         result = collect_garbage(app.settings, days, dry_run)

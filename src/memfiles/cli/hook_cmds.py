@@ -11,8 +11,8 @@ import sys
 import click
 
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, warn
-from memfiles.services.hook_agents import AGENTS, apply, default_command
-from memfiles.services.hooks import EVENTS
+from memfiles.services.agents.hook_agents import AGENTS, apply, default_command
+from memfiles.services.agents.hooks import EVENTS
 
 
 @click.command(context_settings={"ignore_unknown_options": True})

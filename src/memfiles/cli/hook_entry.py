@@ -3,7 +3,7 @@
 When a watcher runs for the call's project, this is a thin client: it imports os, sys, the C modules
 _socket and _json and three string-only modules of memfiles, sends the whole call (the event, the input
 as read, the caller's folder and MEMFILES_*/agent variables) to the watcher, which answers it with the
-same code (services/hook_run.py) warm, and prints the answer. Everything else runs here in full: no
+same code (services/agents/hook_run.py) warm, and prints the answer. Everything else runs here in full: no
 watcher, a Chroma server configured, the writing events (PreCompact, SessionEnd), input the thin path
 cannot read, a watcher that refuses the call. The deadline is hooks_timeout (read from the config files
 only when they set it); a watcher that accepts the call and never answers gets {} and a log line.
@@ -28,7 +28,7 @@ from memfiles.hook_events import (
     session_of,
 )
 from memfiles.root import INDEX_DIR, STATE_DIR, root_folder
-from memfiles.services.sockpath import socket_address
+from memfiles.services.indexing.sockpath import socket_address
 
 MARGIN = 0.5  # seconds past hooks_timeout: the watcher's own deadline answers {} (and logs) first
 
@@ -157,8 +157,8 @@ def _settle(path: str, root: str, session: str) -> None:
 
 def _log_unanswered(event: str | None, root: str, raw: str, timeout: float, problem: str) -> None:
     """One log line for a call the watcher took and did not answer, as the hook's own deadline words it."""
-    from memfiles.services import hooks
-    from memfiles.services.hook_run import quiet_settings
+    from memfiles.services.agents import hooks
+    from memfiles.services.agents.hook_run import quiet_settings
 
     try:
         call = hooks.parse_call(event, raw)
@@ -176,7 +176,7 @@ def answer(event: str | None, root: str | None, raw: str, later: Later | None = 
         return text
     import json
 
-    from memfiles.services.hook_run import run_hook
+    from memfiles.services.agents.hook_run import run_hook
 
     return json.dumps(run_hook(event, lambda: raw, root), ensure_ascii=False)
 

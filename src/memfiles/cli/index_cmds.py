@@ -35,8 +35,8 @@ def backfill(app: App, rebuild: bool, check_only: bool, as_json: bool) -> None:
       memfiles backfill            # after a clone, or whenever in doubt
       memfiles backfill --check    # drift? exit 1 and say which ids
     """
-    from memfiles.services.backfill import has_drift
-    from memfiles.services.index_client import connect
+    from memfiles.services.indexing.backfill import has_drift
+    from memfiles.services.indexing.index_client import connect
 
     with errors_to_exit():
         if rebuild and check_only:  # --check writes nothing, --rebuild rewrites everything
@@ -154,9 +154,9 @@ def watch(
     import signal
 
     from memfiles.config import WATCH_IDLE_EXIT_MAX
-    from memfiles.services.ipc import pid_path, request
+    from memfiles.services.indexing.daemon import log_path, setup_logging, start_background
+    from memfiles.services.indexing.ipc import pid_path, request
     from memfiles.services.watch import Watcher
-    from memfiles.services.watch.daemon import log_path, setup_logging, start_background
     from memfiles.services.watch.idle import idle_seconds
 
     if stop_:
@@ -229,7 +229,7 @@ def status(app: App, as_json: bool) -> None:
       memfiles status --json
     """
     from memfiles.cli.reads import read_with_warnings
-    from memfiles.services.index_client import status as index_status
+    from memfiles.services.indexing.index_client import status as index_status
 
     with errors_to_exit():
         reading = read_with_warnings(app)  # names each file that does not parse, at its line
@@ -294,7 +294,7 @@ def lifetime(watcher: dict) -> str:
     """Who started the watcher, when, and when it will exit (docs/json.md, status)."""
     since = f" at {watcher['since']}" if watcher.get("since") else ""
     said = f"started {STARTED_BY.get(watcher['started_by'], watcher['started_by'])}{since}; "
-    from memfiles.services.index_client import duration
+    from memfiles.services.indexing.index_client import duration
 
     if watcher["started_by"] == "mcp":
         return said + "stays as long as the MCP server"
@@ -313,8 +313,8 @@ def stop_watchers(app: App) -> None:
     from memfiles.config import Settings
     from memfiles.errors import ConfigError
     from memfiles.root import find_root
-    from memfiles.services.ipc import request
-    from memfiles.services.watch.daemon import live_watchers, stop_running
+    from memfiles.services.indexing.daemon import live_watchers, stop_running
+    from memfiles.services.indexing.ipc import request
 
     try:
         settings = app.settings

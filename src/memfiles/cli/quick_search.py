@@ -3,8 +3,8 @@ and prints the text the watcher rendered; in every other case the full command (
 
 Thin means a query costs little more than starting Python: this module imports only os, sys and the C
 modules _socket and _json (json, socket and pathlib would each cost about as much as starting Python
-again), and from memfiles only root.py and services/sockpath.py, which work on plain strings. The
-watcher renders stdout and stderr with services/search_text.py, as the full command does, so the same
+again), and from memfiles only root.py and services/indexing/sockpath.py, which work on plain strings. The
+watcher renders stdout and stderr with services/indexing/search_text.py, as the full command does, so the same
 hits give the same bytes (tests/test_quick_search.py).
 
 With no watcher, the same plain form is answered in this process by `here`, through the full command's
@@ -25,11 +25,11 @@ import sys
 
 from memfiles.cli.thin_wire import exchange
 from memfiles.root import INDEX_DIR, root_folder
-from memfiles.services.sockpath import socket_address
+from memfiles.services.indexing.sockpath import socket_address
 
 VALUED = {"-k", "--kind", "--area", "--status", "--path", "--since", "--mode", "--root"}
 MODES = ("hybrid", "lexical", "dense")
-TIMEOUT = 60.0  # as the full command waits for the watcher (services/index_client.py)
+TIMEOUT = 60.0  # as the full command waits for the watcher (services/indexing/index_client.py)
 
 
 def split_values(values: tuple[str, ...] | list[str]) -> tuple[str, ...] | None:
@@ -142,9 +142,9 @@ def here(argv: list[str]) -> bool:
         return False
     from memfiles.config import load_settings
     from memfiles.errors import MemfilesError
-    from memfiles.services.index_client import connect, leave_watcher
-    from memfiles.services.search_request import request_filters
-    from memfiles.services.search_text import rendered
+    from memfiles.services.indexing.index_client import connect, leave_watcher
+    from memfiles.services.indexing.search_request import request_filters
+    from memfiles.services.indexing.search_text import rendered
 
     try:
         settings = load_settings(args["root"])  # type: ignore[arg-type]
@@ -164,12 +164,12 @@ def here(argv: list[str]) -> bool:
         hits = client.search([(query, k)], filters, mode)[0]
     except MemfilesError as error:  # said here, as the full command says it: asking it would wait again
         from memfiles.contract import error_for
-        from memfiles.services.search_text import json_text
+        from memfiles.services.indexing.search_text import json_text
 
         _print(json_text(error_for(error)) if args["json"] else "", f"memfiles: {error}\n")
         raise SystemExit(error.exit_code) from None
     started = leave_watcher(settings, client, "so that the next search is fast")
-    from memfiles.services.search_text import pruned_notes
+    from memfiles.services.indexing.search_text import pruned_notes
 
     warnings = [
         *([cut] if cut else []),

@@ -11,8 +11,8 @@ from typing import Any
 import click
 
 from memfiles.cli.app import App, JsonErrorsCommand, errors_to_exit, json_option, pass_app, print_json
-from memfiles.services.recall import DEFAULT_K, TRIGGERS
-from memfiles.services.recall import recall as recall_service
+from memfiles.services.agents.recall import DEFAULT_K, TRIGGERS
+from memfiles.services.agents.recall import recall as recall_service
 
 
 def _first_sentence(body: str, width: int = 140) -> str:

@@ -14,7 +14,7 @@ from memfiles.cli.app import JsonErrorsCommand, errors_to_exit, print_json, root
 from memfiles.cli.infile import STDIN, read_input
 from memfiles.cli.quick_search import split_values
 from memfiles.errors import ParseError
-from memfiles.services.search_text import NO_HITS, hit_lines
+from memfiles.services.indexing.search_text import NO_HITS, hit_lines
 
 
 def _batch(path: Path) -> list[tuple[Any, str, int]]:
@@ -105,9 +105,9 @@ def memsearch(
     from memfiles.config import load_settings
     from memfiles.format.validate import is_date
     from memfiles.limits import cut_query
-    from memfiles.services.index_client import connect, leave_watcher
-    from memfiles.services.search_request import request_filters
-    from memfiles.services.search_text import pruned_notes
+    from memfiles.services.indexing.index_client import connect, leave_watcher
+    from memfiles.services.indexing.search_request import request_filters
+    from memfiles.services.indexing.search_text import pruned_notes
 
     # --batch answers in JSON lines whatever the flags, so its refusals are JSON too
     with errors_to_exit(as_json or batch_file is not None, one_line=batch_file is not None):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from memfiles.root import MEMORY_DIR
-from memfiles.services.sockpath import receive_line
+from memfiles.services.indexing.sockpath import receive_line
 
 
 class Unanswered(Exception):

@@ -11,7 +11,7 @@ import click
 from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_json, warn
 from memfiles.cli.complete import complete_todo
 from memfiles.contract import write_object
-from memfiles.services.working import FIELDS, LISTS, SCALARS, TODOS, Working, WorkingState, find_todo
+from memfiles.services.agents.working import FIELDS, LISTS, SCALARS, TODOS, Working, WorkingState, find_todo
 
 run_option = click.option(
     "--run",
@@ -54,7 +54,7 @@ def _report(
     for warning in service.warnings:
         warn(warning)
     if as_json:
-        from memfiles.services.promote import entry_json_by_id
+        from memfiles.services.agents.promote import entry_json_by_id
 
         added = list(dict.fromkeys([*(added or []), *(i for r in service.written for i in r.added)]))
         updated = list(dict.fromkeys(i for r in service.written for i in r.updated if i not in added))
@@ -145,7 +145,7 @@ def show(app: App, run: str | None, as_json: bool) -> None:
     Example:
       memfiles working show --run fix-ci --json
     """
-    from memfiles.services import working as service
+    from memfiles.services.agents import working as service
 
     with errors_to_exit():
         state = service.require(app.project, service.resolve_run(app.project, run))
@@ -164,7 +164,7 @@ def list_runs(app: App, as_json: bool) -> None:
       memfiles working list
       memfiles working list --json
     """
-    from memfiles.services.working import run_list
+    from memfiles.services.agents.working import run_list
 
     with errors_to_exit():
         runs = run_list(app.project)

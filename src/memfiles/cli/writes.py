@@ -15,8 +15,9 @@ from memfiles.cli.app import App, errors_to_exit, json_option, pass_app, print_j
 from memfiles.cli.complete import complete_id
 from memfiles.cli.infile import read_input
 from memfiles.errors import BatchError, OpError, ParseError
-from memfiles.services.unique import check_adds
-from memfiles.services.write import write_json, write_ops, write_warnings
+from memfiles.services.upkeep.refs import write_warnings
+from memfiles.services.upkeep.unique import check_adds
+from memfiles.services.write import write_json, write_ops
 from memfiles.store.batch import BatchResult, Guard
 from memfiles.store.ops import check_ops
 from memfiles.store.project import Project
@@ -24,7 +25,7 @@ from memfiles.store.project import Project
 
 def notify_index(project: Project, result: BatchResult) -> str | None:
     """The write path's message to the index (a no-op until an index exists)."""
-    from memfiles.services.index_client import notify
+    from memfiles.services.indexing.index_client import notify
 
     return notify(project, result)
 

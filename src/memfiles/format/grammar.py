@@ -29,7 +29,7 @@ heading (`#### D-2 as first proposed` over `- pros: fast` is body text).
 entry (it stays text where it stands) but `check` reports it (`unknown-prefix`) and the write path
 refuses it in a body, so an entry is never lost silently when a kind leaves the configuration.
 
-**References.** `@@D-476` (an id in any case), `@@doc:path#anchor` and `@@skill:name#anchor`, anywhere
+**References.** `@@` then an id (in any case), `@@doc:path#anchor` and `@@skill:name#anchor`, anywhere
 in the project's files: REF_RE.
 
 **Sections.** `## Name` (a tab may stand for the space); `##` alone is an empty one. `## Manual` (in
@@ -78,7 +78,7 @@ ANY_CASE_ID_PATTERN = r"[A-Za-z][A-Za-z0-9]{0,7}-\d{1,9}"  # an id as typed (`t-
 ID_RE = re.compile(rf"\b({PREFIX_PATTERN})-(\d{{1,9}})\b")
 FULL_ID_RE = re.compile(rf"^({PREFIX_PATTERN})-(\d{{1,9}})$")
 # A reference, in any file: `@@ID` (an id in any case, as every command takes ids: `@@t-1` is T-001),
-# `@@doc:path#anchor` or `@@skill:name#anchor` (services/refs.py resolves them).
+# `@@doc:path#anchor` or `@@skill:name#anchor` (services/upkeep/refs.py resolves them).
 REF_RE = re.compile(
     rf"@@(?:(?P<id>{ANY_CASE_ID_PATTERN})\b"
     r"|doc:(?P<doc>[A-Za-z0-9_./-]+?)(?:#(?P<doc_anchor>[\w-]+))?(?=[\s)\]'\",;]|$)"

@@ -65,3 +65,16 @@ def tokenize(text: str) -> list[str]:
             if part and part not in STOPWORDS:
                 tokens.append(stem(part))
     return tokens
+
+
+def code_like(token: str) -> bool:
+    """A class name, error string, frame, path or flag: the tokens two reports of one bug share verbatim."""
+    if len(token) < 4 or token.isdigit():
+        return False
+    if token[0] == "-":
+        return len(token) > 3 and token.lstrip("-")[:1].isalpha()  # --max-fanout, -noflatten
+    if "_" in token or "::" in token or "->" in token or token.startswith("0x"):
+        return True  # NS_ERROR_FAILURE, set_clock_groups, ns::Foo, 0x80004005
+    if "." in token:
+        return token[0].isalpha() and any(c.isalpha() for c in token.rsplit(".", 1)[-1])  # nsFoo.cpp, a.b.c
+    return any(c.isupper() for c in token[1:]) and any(c.islower() for c in token)  # nsIFoo, ensureVisible

@@ -9,7 +9,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
 from memfiles.contract import FINDING_CODES, Finding
-from memfiles.services.workspace import Resolution, WorkspaceIndex
+from memfiles.lsp.workspace import Resolution, WorkspaceIndex
 
 SOURCE = "memfiles"
 

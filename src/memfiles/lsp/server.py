@@ -16,7 +16,7 @@ from memfiles.format.ids import id_key
 from memfiles.format.parse import parse
 from memfiles.lsp import convert
 from memfiles.lsp.state import MemfilesServer
-from memfiles.services.workspace import iter_refs, scan_text
+from memfiles.lsp.workspace import iter_refs, scan_text
 
 log = logging.getLogger("memfiles.lsp")
 _TYPED = re.compile(r"@@([A-Za-z0-9-]*)$")  # what was typed after @@, up to the cursor

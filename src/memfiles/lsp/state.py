@@ -27,8 +27,8 @@ from memfiles.contract import Finding
 from memfiles.errors import ConfigError, MemfilesError
 from memfiles.format.ids import ID_RE
 from memfiles.lsp import convert
-from memfiles.services.check import text_findings
-from memfiles.services.workspace import WorkspaceIndex, iter_refs
+from memfiles.lsp.workspace import WorkspaceIndex, iter_refs
+from memfiles.services.upkeep.check import text_findings
 from memfiles.store.project import Project
 
 log = logging.getLogger("memfiles.lsp")
@@ -293,7 +293,7 @@ class SemanticBoost:
         self.asked: set[str] = set()
 
     def get(self, index: WorkspaceIndex, context: str) -> dict[str, float] | None:
-        from memfiles.services import ipc
+        from memfiles.services.indexing import ipc
 
         settings = index.project.settings
         if not context.strip() or not ipc.socket_path(settings).exists():
@@ -307,7 +307,7 @@ class SemanticBoost:
         return None
 
     def _ask(self, settings: Any, text: str) -> None:
-        from memfiles.services import ipc
+        from memfiles.services.indexing import ipc
 
         try:
             answer = ipc.request(settings, {"op": "search", "queries": [[text, 20]], "mode": "hybrid"}, 10.0)

@@ -25,7 +25,7 @@ from memfiles.config import Settings
 from memfiles.contract import error_for, error_object
 from memfiles.errors import MemfilesError, os_error
 from memfiles.format.ids import normalize_id
-from memfiles.services.recall import DEFAULT_K, TRIGGERS
+from memfiles.services.agents.recall import DEFAULT_K, TRIGGERS
 from memfiles.store.project import Project
 
 log = logging.getLogger("memfiles.mcp")
@@ -47,7 +47,7 @@ happened with add (kind episode) and promote repeated episodes to procedures."""
 def _guard(call: Callable[[], T]) -> T:
     """Run a tool body; a MemfilesError (bad input, refused write) or an OSError becomes a tool error, not a
     crash (`_Server.call_tool` answers it with the contract's error object)."""
-    from memfiles.services.index_client import forget_waits
+    from memfiles.services.indexing.index_client import forget_waits
 
     forget_waits()  # what an earlier call found of the index is not this call's to shorten a wait with
     try:
@@ -78,7 +78,7 @@ class Tools:
         return Project(self.settings)  # cheap: files are read per call, so hand edits are always seen
 
     def _notify(self, project: Project, result: Any) -> str | None:
-        from memfiles.services.index_client import notify
+        from memfiles.services.indexing.index_client import notify
 
         return notify(project, result)
 
@@ -93,7 +93,8 @@ class Tools:
     ) -> dict[str, Any]:
         """The write, and the write object as the CLI's --json gives it (services/write.write_json): the
         batch's own warnings, a renumber's references left to check, and `renumbered`."""
-        from memfiles.services.write import write_json, write_ops, write_warnings
+        from memfiles.services.upkeep.refs import write_warnings
+        from memfiles.services.write import write_json, write_ops
 
         project = self.project
         result, warning = write_ops(
@@ -110,7 +111,7 @@ class Tools:
 
     def search(self, query: str, k: int, kind: str | None, area: str | None, status: str | None) -> dict[str, Any]:
         from memfiles.limits import cut_query
-        from memfiles.services.recall import EntryReader, filtered_search, to_hits
+        from memfiles.services.agents.recall import EntryReader, filtered_search, to_hits
 
         query, cut = cut_query(" ".join(query.split()))  # past the limit: its start, and a warning
         if not query:
@@ -129,7 +130,7 @@ class Tools:
         warnings: list[str] = [cut] if cut else []
         raw, _source = filtered_search(self.settings, [(query, filters, k)], warnings=warnings)
         hits = to_hits(EntryReader(self.project), raw[0], query, k)
-        from memfiles.services.search_text import pruned_notes  # a pruned id asked for, as memsearch says it
+        from memfiles.services.indexing.search_text import pruned_notes  # a pruned id asked for, as memsearch says it
 
         warnings += pruned_notes(self.settings.memory_dir, self.settings.schema.prefixes, query, hits)
         return {"query": query, "hits": hits, "warnings": warnings}
@@ -142,7 +143,7 @@ class Tools:
         return show_json(self.project, _entry_id(entry_id, self.settings.schema.id_width))
 
     def add(self, fields: dict[str, Any], unique: bool, allow_dangling: bool = False) -> dict[str, Any]:
-        from memfiles.services.unique import check_adds
+        from memfiles.services.upkeep.unique import check_adds
         from memfiles.store.ops import parse_op
 
         op = {"op": "add", **{key: value for key, value in fields.items() if value not in (None, [], "")}}
@@ -257,7 +258,7 @@ def build(settings: Settings | None, tools: Any = None) -> MCPServer:
         scores its layer's floor or more (floor: one for every layer, 0 for all), and each group says when
         it is empty and why. A promoted episode gives way to its procedure. For a failure, pass the error
         text: episodes are matched on its error signature."""
-        from memfiles.services.recall import recall as recall_service
+        from memfiles.services.agents.recall import recall as recall_service
 
         return _guard(lambda: recall_service(tools.project, query, trigger, run, k, floor))
 
@@ -323,7 +324,7 @@ def build(settings: Settings | None, tools: Any = None) -> MCPServer:
         """A run's working memory exactly as last saved: {"working": {goal, stage, hypothesis, last_action,
         last_observation, next_step, blockers, evidence_refs, active_action_ids, todo_active, todo_done,
         todo_blocked}}. Default run: the one active run."""
-        from memfiles.services import working
+        from memfiles.services.agents import working
 
         def body() -> dict[str, Any]:
             project = tools.project
@@ -383,7 +384,7 @@ def build(settings: Settings | None, tools: Any = None) -> MCPServer:
         """Promote episodes (E-003, E-007) to a procedure or an insight: a new entry citing them as
         evidence; each episode records what it was promoted to. Returns the write object. An episode
         already promoted to an entry of that kind is refused, naming it, unless again is true."""
-        from memfiles.services.promote import promote as promote_service
+        from memfiles.services.agents.promote import promote as promote_service
 
         def body_() -> dict[str, Any]:
             project = tools.project
@@ -397,7 +398,7 @@ def build(settings: Settings | None, tools: Any = None) -> MCPServer:
     @server.resource("memfiles://persona", name="persona", mime_type="text/markdown")
     def persona_resource() -> str:
         """The persona: behaviour configuration for agents (memory/persona.md); never a search hit."""
-        from memfiles.services.persona import persona
+        from memfiles.services.agents.persona import persona
 
         return persona(tools.project)["text"]
 
@@ -422,7 +423,7 @@ def build(settings: Settings | None, tools: Any = None) -> MCPServer:
 
 def start_watcher(settings: Settings) -> Any:
     """A watcher in this process when none runs for the project (None when one does, or it cannot)."""
-    from memfiles.services.ipc import request
+    from memfiles.services.indexing.ipc import request
 
     try:
         if request(settings, {"op": "ping"}, timeout=2) is not None:

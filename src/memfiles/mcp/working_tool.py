@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from memfiles.errors import MemfilesError
-from memfiles.services import working
+from memfiles.services.agents import working
 
 
 def working_set(
@@ -63,7 +63,7 @@ def _check_first(
 ) -> None:
     """Every part of the call that can be refused, refused before anything is written: a bad call writes
     nothing (not the run it would have started, nor the todos before the one it could not find)."""
-    from memfiles.services.working_text import checked_changes, list_field, one_line_field
+    from memfiles.services.agents.working_text import checked_changes, list_field, one_line_field
 
     if episode and not end:
         raise MemfilesError("episode records the run when it ends: pass end too")

@@ -77,35 +77,3 @@ def write_json(project: Project, result: BatchResult, warnings: Iterable[str] = 
         entries=entries,
         warnings=[*result.warnings, *warnings],
     )
-
-
-def write_warnings(project: Project, result: BatchResult, extra: Iterable[str] = ()) -> list[str]:
-    """The warnings a write says after the batch's own (`result.warnings`, which write_json puts first):
-    the references left to check after a renumber, then `extra` (the index's, near-duplicates). The CLI
-    and the MCP server both say these, in this order."""
-    return [*renumber_warnings(project, result), *extra]
-
-
-def renumber_warnings(project: Project, result: BatchResult) -> list[str]:
-    """For each renumbered id, the references to the old id left as they were, in the memory files and in
-    code: each now means the entry that kept the id, and a person must say whether it meant the other."""
-    from memfiles.services.refs import scan_references
-    from memfiles.store.renumber import id_token
-
-    if not result.renumbered:
-        return []
-    notes: list[str] = []
-    located = list(project.entries())
-    for old, new in result.renumbered.items():
-        token = id_token(old)
-        for item in located:
-            entry = item.entry
-            if entry.id == old:
-                continue
-            if old in entry.refs or entry.successor == old or token.search(entry.body):
-                notes.append(f"{item.where}: {entry.id} refers to {old}; if it meant the renumbered entry, write {new}")
-        for ref in scan_references(project):
-            token = ref.detail.get("token")
-            if token == f"@@{old}" and ref.path and not project.is_memory_path(project.root / ref.path):
-                notes.append(f"{ref.path}:{ref.line}: {token} in code; if it meant the renumbered entry, write @@{new}")
-    return notes

@@ -358,7 +358,7 @@ class Batch:
         kind = self._kind(op)
         rel, draft = self._draft_for(op, op.get("file"), kind)
         if kind.name == WORKING_KIND:
-            # a run file holds one state entry, written first, then its todos (services/working.py)
+            # a run file holds one state entry, written first, then its todos (services/agents/working.py)
             has_state = any(name == WORKING_SECTIONS[0] and entries for name, _intro, entries in draft.sections)
             if has_state == (op.get("section") == WORKING_SECTIONS[0]):
                 raise OpError(op.position, self._working_kind_refusal(), "kind")

@@ -1,8 +1,8 @@
-"""The watcher's side of the socket: one request object in, one answer object out (services/ipc.py).
+"""The watcher's side of the socket: one request object in, one answer object out (services/indexing/ipc.py).
 
 Ops: ping, search, search_many, similar, vectors, sync (the write path's update), backfill, status, and
 memsearch (the thin client's one call: memsearch's options as typed, resolved here).
-The answers are the same objects the local index client returns (services/index_client.py), plus "ok".
+The answers are the same objects the local index client returns (services/indexing/index_client.py), plus "ok".
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from memfiles.contract import iso_instant
 from memfiles.limits import QUERY_LIMIT, REQUEST_BUDGET, cut_query
-from memfiles.services.hits import hit_objects
+from memfiles.services.indexing.searches import hit_objects
 
 if TYPE_CHECKING:
     from memfiles.services.watch.watcher import Watcher
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
     gone = watcher.stale() or ("it was asked to stop" if watcher.stopping.is_set() else None)
-    if gone:  # it exits now: the client goes on without a watcher (services/ipc.py request)
+    if gone:  # it exits now: the client goes on without a watcher (services/indexing/ipc.py request)
         return {"ok": False, "gone": True, "error": f"the watcher is exiting: {gone}"}
     # a ping only asks whether it runs (a client choosing its path), and status how it is (a prompt or a
     # status bar polling it kept an idle watcher, and its model, in memory for good): neither is work
@@ -33,7 +33,7 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     if op == "hook":  # before the wait for readiness: a hook has its own deadline
         return _hook(watcher, request)
     if op == "hook_settle":  # a writing hook its client runs itself waits for the session's pending write
-        from memfiles.services.hook_run import session_turn
+        from memfiles.services.agents.hook_run import session_turn
 
         session = request.get("session")
         if not isinstance(session, str):
@@ -72,21 +72,21 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     if op == "memsearch":
         return _memsearch(watcher, request)
     if op == "search_many":  # several filtered searches in one round trip (recall's layers)
-        from memfiles.services.recall import search_many
+        from memfiles.services.indexing.searches import search_many
 
         with keeper.mutex.shared():
             results = search_many(keeper.searcher, request["items"], time.monotonic() + REQUEST_BUDGET)
         return {"ok": True, "results": results, "unreadable": dict(keeper.catalog.broken)}
     if op == "similar":
         from memfiles.index.filters import Filters
-        from memfiles.services.index_session import nearest
+        from memfiles.services.indexing.index_session import nearest
 
         texts = [str(text)[:QUERY_LIMIT] for text in request["texts"]]  # the model reads far less than that
         with keeper.mutex.shared():
             results = nearest(keeper.searcher, texts, Filters(**request.get("filters", {})), int(request.get("k", 5)))
         return {"ok": True, "results": results}
-    if op == "vectors":  # for `dupes`: every stored vector at once (services/vectors.py)
-        from memfiles.services.vectors import encode_vectors
+    if op == "vectors":  # for `dupes`: every stored vector at once (services/indexing/vectors.py)
+        from memfiles.services.indexing.vectors import encode_vectors
 
         with keeper.mutex:
             got = keeper.session.store.get(None, include=["embeddings", "metadatas"])
@@ -104,13 +104,13 @@ def answer(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
 
 def _hook(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     """An agent's hook call, answered here warm by the code the hook's own process would run
-    (services/hook_run.py), with the caller's folder and variables; searches go to this watcher's index
+    (services/agents/hook_run.py), with the caller's folder and variables; searches go to this watcher's index
     in place of the socket. Another project's call is refused: its client answers it itself."""
     import json
 
     from memfiles.errors import IndexUnavailable
-    from memfiles.services.hook_run import run_hook
-    from memfiles.services.recall import search_many
+    from memfiles.services.agents.hook_run import run_hook
+    from memfiles.services.indexing.searches import search_many
 
     root, raw, env = request.get("root"), request.get("input"), request.get("env")
     if not isinstance(root, str) or not isinstance(raw, str) or not isinstance(env, dict):
@@ -137,9 +137,9 @@ def _memsearch(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     kinds by name or prefix, as the full command takes them, rendered as the full command renders them.
     A refusal sends the client to the full command, which prints the error as it always does."""
     from memfiles.errors import MemfilesError
-    from memfiles.services.index_client import unreadable_warnings
-    from memfiles.services.search_request import request_filters
-    from memfiles.services.search_text import pruned_notes, rendered
+    from memfiles.services.indexing.index_client import unreadable_warnings
+    from memfiles.services.indexing.search_request import request_filters
+    from memfiles.services.indexing.search_text import pruned_notes, rendered
 
     try:  # the full command's rules: kinds by name or prefix, statuses any case, an unknown one refused
         filters = request_filters(watcher.project.settings.schema, request)
@@ -150,7 +150,7 @@ def _memsearch(watcher: Watcher, request: dict[str, Any]) -> dict[str, Any]:
     with keeper.mutex.shared():
         deadline = time.monotonic() + REQUEST_BUDGET
         found = keeper.searcher.search(query, int(request["k"]), filters, request.get("mode", "hybrid"), deadline)
-        hits = hit_objects(found)  # candidates without evidence are not hits (services/hits.py)
+        hits = hit_objects(found)  # candidates without evidence are not hits (services/indexing/searches.py)
         warnings = [*([cut] if cut else []), *unreadable_warnings(dict(keeper.catalog.broken))]
     settings = watcher.project.settings
     warnings += pruned_notes(settings.memory_dir, settings.schema.prefixes, query, hits)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from memfiles.contract import iso_instant
 from memfiles.errors import ParseError
 from memfiles.format.grammar import headings_of
-from memfiles.services.index_session import IndexSession, encoder_for
+from memfiles.services.indexing.index_session import IndexSession, encoder_for
 from memfiles.services.watch.sharing import SharedLock
 from memfiles.store.fileio import read_text
 from memfiles.store.project import Project
@@ -206,8 +206,8 @@ class IndexKeeper:
             give_back_memory()  # it read every entry's metadata from the store
 
     def _backfill(self, rebuild: bool, check: bool) -> dict[str, Any]:
-        from memfiles.services.backfill import backfill_session, prepare_rebuild
-        from memfiles.services.index_session import sized_encoder
+        from memfiles.services.indexing.backfill import backfill_session, prepare_rebuild
+        from memfiles.services.indexing.index_session import sized_encoder
 
         prepared = None
         if rebuild and not check:  # encoded before the mutex: searches answer from the old index meanwhile
@@ -241,9 +241,9 @@ class IndexKeeper:
     def reconcile(self) -> None:
         """The whole tree against the catalog, by hash only; logs any drift it had to fix."""
         from memfiles.index.sync import apply_plan, make_plan
-        from memfiles.services.backfill import touch_shared
-        from memfiles.services.behind import mark_checked, reading_starts
-        from memfiles.services.index_session import entry_docs
+        from memfiles.services.indexing.backfill import touch_shared
+        from memfiles.services.indexing.behind import mark_checked, reading_starts
+        from memfiles.services.indexing.index_session import entry_docs
 
         started = reading_starts()
         found = entry_docs(self.project)  # outside the lock: parsing needs no index
@@ -278,8 +278,8 @@ class IndexKeeper:
         (snapshot or self.snapshot()).save(self.session.store.sidecar, index)
 
     def index_status(self) -> dict[str, Any]:
-        from memfiles.services.index_client import index_facts
-        from memfiles.services.sharing import server_facts
+        from memfiles.services.indexing.index_client import index_facts
+        from memfiles.services.indexing.sharing import server_facts
 
         with self.mutex.shared():
             facts = index_facts(self.session, self.catalog)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from memfiles.errors import LockTimeout, MemfilesError, ParseError
-from memfiles.services.ipc import pid_path, serve, socket_path
+from memfiles.services.indexing.ipc import pid_path, serve, socket_path
 from memfiles.services.watch.events import Debouncer, Handler
 from memfiles.store.fileio import ensure_private_dir, identity, read_text
 from memfiles.store.lock import FileLock
@@ -32,7 +32,7 @@ OUTGOING_WAIT = 30.0  # seconds a new watcher waits for one on its way out (its 
 
 def _answers(settings: Any) -> bool:
     """Whether a watcher answers on the project's socket (one on its way out has taken it away)."""
-    from memfiles.services.ipc import request
+    from memfiles.services.indexing.ipc import request
 
     try:
         return request(settings, {"op": "ping"}, timeout=5) is not None
@@ -90,8 +90,8 @@ class Watcher:
 
     def start(self) -> None:
         """Take ownership, open the index, catch up, then watch and serve. Raises WatcherRunning."""
-        from memfiles.services.index_session import open_index
-        from memfiles.services.watch.daemon import starting_path
+        from memfiles.services.indexing.daemon import starting_path
+        from memfiles.services.indexing.index_session import open_index
         from memfiles.services.watch.idle import rebuild_when_idle
         from memfiles.services.watch.keeper import IndexKeeper
 
