@@ -10,7 +10,7 @@ import pytest
 
 from memfiles.config import load_settings
 from memfiles.errors import ConfigError
-from tests.conftest import Run, snapshot
+from tests.conftest import REPO, Run, snapshot
 
 # (what the file says, the key the error must name, words the message must hold)
 BAD_SETTINGS = [
@@ -445,3 +445,43 @@ def test_a_missing_model_folder_stops_only_the_index(run: Run, root: Path, monke
     result = run("backfill")
     assert result.exit_code == 2
     assert "no-such-model does not exist" in result.stderr and "MEMFILES_MODEL" in result.stderr
+
+
+class TestDeclared:
+    """Each setting is declared once (memfiles.config.SETTINGS): the loader, the variables, the flags and
+    docs/format.md's table are made from it."""
+
+    def test_every_settings_field_is_declared(self) -> None:
+        from dataclasses import fields
+
+        from memfiles.config import _SCHEMA_KEYS, SETTINGS, Settings
+
+        own = {f.name for f in fields(Settings)} - {"root", "schema"}
+        assert set(SETTINGS) == own | _SCHEMA_KEYS
+
+    def test_the_docs_table_is_made_from_the_declarations(self) -> None:
+        from memfiles.config import settings_markdown
+
+        page = (REPO / "docs" / "format.md").read_text(encoding="utf-8")
+        assert settings_markdown() in page, "docs/format.md is behind: run python scripts/settings_doc.py"
+
+    @pytest.mark.parametrize("key", ["watch_save_after", "watch_log_bytes", "index_timeout", "search_watch"])
+    def test_a_declared_variable_sets_its_setting_and_a_bad_one_is_named(self, root: Path, key: str) -> None:
+        from memfiles.config import SETTINGS
+
+        variable = SETTINGS[key].env
+        assert variable is not None
+        good, value = {"search_watch": ("1", True), "watch_log_bytes": ("4096", 4096)}.get(key, ("60", 60.0))
+        assert getattr(load_settings(root, environ={variable: good}), key) == value
+        with pytest.raises(ConfigError, match=variable):
+            load_settings(root, environ={variable: "nonsense"})
+
+    def test_every_flag_of_a_setting_is_declared_through_it(self) -> None:
+        """No command declares --chroma-url (or another setting's flag) by hand."""
+        from memfiles.config import SETTINGS
+
+        flags = [s.flag for s in SETTINGS.values() if s.flag]
+        for path in sorted((REPO / "src" / "memfiles" / "cli").glob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            for flag in flags:
+                assert f'click.option("{flag}"' not in text, (path.name, flag)

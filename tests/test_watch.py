@@ -201,10 +201,10 @@ class TestEdits:
 class TestUsage:
     @pytest.mark.parametrize("value", ["abc", "-1", "nan"])
     def test_bad_idle_window_is_exit_2(self, run: Run, root: Path, monkeypatch, value: str) -> None:
-        """A MEMFILES_WATCH_IDLE that is not a number of seconds is refused, naming the variable; nothing starts."""
-        monkeypatch.setenv("MEMFILES_WATCH_IDLE", value)
+        """A MEMFILES_WATCH_SAVE_AFTER that is not a number of seconds is refused, naming the variable; nothing starts."""
+        monkeypatch.setenv("MEMFILES_WATCH_SAVE_AFTER", value)
         result = run("watch")
-        assert result.exit_code == 2 and "MEMFILES_WATCH_IDLE" in result.stderr
+        assert result.exit_code == 2 and "MEMFILES_WATCH_SAVE_AFTER" in result.stderr
         assert not (root / ".memsearch" / "watch.pid").exists()
 
 
@@ -520,7 +520,7 @@ class TestCrash:
 
     def test_kill_9_before_the_catalog_save(self, root: Path, run: Run) -> None:
         """A watcher killed after a sync but before its idle catalog save (the window widened by
-        MEMFILES_WATCH_IDLE): the next memsearch finds the synced entry with no KeyError, and a
+        MEMFILES_WATCH_SAVE_AFTER): the next memsearch finds the synced entry with no KeyError, and a
         plain backfill saves a catalog in step with the store."""
         from memfiles.index.chroma import open_store
         from memfiles.index.embedder import collection_name, load_embedder
@@ -528,7 +528,7 @@ class TestCrash:
         run("add", "-k", "F", "-t", "Something to find", "-a", "x", "--body", "Body.")
         run("backfill")
         settings = load_settings(root)
-        env = {**os.environ, "MEMFILES_ROOT": str(root), "MEMFILES_WATCH_IDLE": "3600"}
+        env = {**os.environ, "MEMFILES_ROOT": str(root), "MEMFILES_WATCH_SAVE_AFTER": "3600"}
         watcher = subprocess.Popen(
             [str(BIN / "memfiles"), "watch", "--foreground"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )

@@ -84,6 +84,10 @@ class Settings:
     # 190 MB more memory held for the watcher's life. Off by default: a watcher every search and hook
     # may leave behind stays small (docs/search.md, issue 34); MEMFILES_WATCH_TORCH=1 turns it on.
     watch_torch: bool = False
+    # Seconds without a sync before a watcher rebuilds BM25 and saves its catalog (services/watch/idle.py).
+    watch_save_after: float = 1.0
+    # Bytes of .memsearch/watch.log before it rotates (3 old files kept).
+    watch_log_bytes: int = 1_000_000
     # The precision of the encoder child a first backfill or a rebuild starts (index/encode_worker.py;
     # queries and a watcher's encodes stay float32): "auto" computes in bfloat16 where the CPU has AMX
     # (the encode about 2x faster here, vectors within a cosine of 0.9999 of float32's; docs/search.md),
@@ -125,21 +129,6 @@ class Settings:
 
 
 _SCHEMA_KEYS = {"id_width", "title_limit", "body_limit"}
-_ENV = {
-    "MEMFILES_LLM_URL": "llm_url",
-    "MEMFILES_LLM_TIMEOUT": "llm_timeout",
-    "MEMFILES_CHROMA_URL": "index_url",
-    "MEMFILES_INDEX_COLLECTION": "index_collection",
-    "MEMFILES_MODEL": "model",
-    "MEMFILES_INDEX_TIMEOUT": "index_timeout",
-    "MEMFILES_SEARCH_TIMEOUT": "search_timeout",
-    "MEMFILES_LOCK_TIMEOUT": "lock_timeout",
-    "MEMFILES_HOOKS": "hooks_enabled",
-    "MEMFILES_SEARCH_WATCH": "search_watch",
-    "MEMFILES_WATCH_IDLE_EXIT": "watch_idle_exit",
-    "MEMFILES_WATCH_TORCH": "watch_torch",
-    "MEMFILES_BULK_PRECISION": "bulk_precision",
-}
 
 
 # Validation: one rule per setting, here and nowhere else. A rule returns the value to use or raises
@@ -325,57 +314,152 @@ def _choice(*choices: str) -> Rule:
     return rule
 
 
-_RULES: dict[str, Rule] = {
-    "wrap": _whole(20, 1000, off=True),
-    "stale_days": _whole(1, 36500),
-    "open_statuses": _strings('statuses, like ["open", "proposed"]'),
-    "index_timeout": _seconds(600, zero=False),
-    "llm_timeout": _seconds(3600, zero=False),
-    "lock_timeout": _seconds(3600, zero=True),
-    "search_timeout": _seconds(3600, zero=True),
-    "index_url": _url(bare_host=True),
-    "index_collection": _collection,
-    "llm_url": _url(bare_host=False),
-    "model": _model,
-    "llm_model": _text,
-    "docs_dir": _folder,
-    "skills_dir": _folder,
-    "exclude": _strings('glob patterns, like ["vendor/*"]'),
-    "refs_exclude": _strings('glob patterns, like ["tests/*"]'),
-    "id_width": _whole(1, 9),
-    "title_limit": _whole(10, 1000),
-    "body_limit": _whole(100, 1_000_000),
-    "search_watch": _flag,
-    "watch_idle_exit": _seconds(WATCH_IDLE_EXIT_MAX, zero=True),
-    "watch_torch": _flag,
-    "bulk_precision": _choice("auto", "float32", "bfloat16"),
-    "hooks_enabled": _flag,
-    "hooks_budget": _whole(200, 100_000),
-    "recall_floors": _floors,
-    "hooks_floor": _fraction,
-    "hooks_risky": _patterns,
-    "hooks_timeout": _seconds(60, zero=False),
-    "hooks_watch": _flag,
-    "hooks_episode": _flag,
-    "hooks_drafter": _choice("deterministic", "llm"),
+@dataclass(frozen=True)
+class Setting:
+    """One setting, declared once: its rule, what it does, and the variable and flag that set it. The
+    field and its default are Settings' (or Schema's, for id_width, title_limit and body_limit); the
+    loader, the environment, the flags and docs/format.md's settings table are all made from this."""
+
+    rule: Rule
+    help: str
+    env: str | None = None
+    flag: str | None = None
+    number: bool = False  # a number: a variable's text is read as one (a flag's as true/false by its rule)
+
+
+SETTINGS: dict[str, Setting] = {
+    "wrap": Setting(_whole(20, 1000, off=True), "Body wrapping width: 0 (off) or 20 to 1000.", number=True),
+    "stale_days": Setting(_whole(1, 36500), "audit: an open entry older than this is stale (1 to 36500).", number=True),
+    "open_statuses": Setting(
+        _strings('statuses, like ["open", "proposed"]'), "Statuses audit counts as open; [] turns stale off."
+    ),
+    "id_width": Setting(_whole(1, 9), "Digits of a new id (1 to 9).", number=True),
+    "title_limit": Setting(_whole(10, 1000), "Characters of a title (10 to 1000).", number=True),
+    "body_limit": Setting(_whole(100, 1_000_000), "Characters of a body (100 to 1,000,000).", number=True),
+    "exclude": Setting(_strings('glob patterns, like ["vendor/*"]'), "Folders not searched for memory/."),
+    "refs_exclude": Setting(_strings('glob patterns, like ["tests/*"]'), "Files `refs` does not scan."),
+    "docs_dir": Setting(_folder, "Where `@@doc:` references point, relative to the root."),
+    "skills_dir": Setting(_folder, "Where `@@skill:` references point, relative to the root."),
+    "index_url": Setting(
+        _url(bare_host=True),
+        "A Chroma server (`http(s)://host:port` or `host:port`) whose vectors the clones share.",
+        env="MEMFILES_CHROMA_URL",
+        flag="--chroma-url",
+    ),
+    "index_collection": Setting(
+        _collection,
+        "A pool of vectors of its own on that server (default: the model's one pool there).",
+        env="MEMFILES_INDEX_COLLECTION",
+    ),
+    "model": Setting(
+        _model,
+        "A sentence-transformers folder (relative to the root) or name; default: the bundled all-MiniLM-L6-v2.",
+        env="MEMFILES_MODEL",
+    ),
+    "index_timeout": Setting(
+        _seconds(600, zero=False),
+        "Seconds the write path gives the index (above 0, up to 600).",
+        env="MEMFILES_INDEX_TIMEOUT",
+        number=True,
+    ),
+    "lock_timeout": Setting(
+        _seconds(3600, zero=True),
+        "Seconds a writer waits for the lock (0 to 3600).",
+        env="MEMFILES_LOCK_TIMEOUT",
+        number=True,
+    ),
+    "search_timeout": Setting(
+        _seconds(3600, zero=True),
+        "Seconds a search waits while writers hold the index (0 to 3600).",
+        env="MEMFILES_SEARCH_TIMEOUT",
+        number=True,
+    ),
+    "search_watch": Setting(
+        _flag, "A memsearch or write that finds no watcher starts one.", env="MEMFILES_SEARCH_WATCH"
+    ),
+    "watch_idle_exit": Setting(
+        _seconds(WATCH_IDLE_EXIT_MAX, zero=True),
+        "Seconds without a query or a change before a watcher left behind exits"
+        f" (0: never, up to {WATCH_IDLE_EXIT_MAX:g}).",
+        env="MEMFILES_WATCH_IDLE_EXIT",
+        number=True,
+    ),
+    "watch_torch": Setting(
+        _flag,
+        "A watcher encodes queries in torch once asked one: about 2x faster, about 190 MB more.",
+        env="MEMFILES_WATCH_TORCH",
+    ),
+    "watch_save_after": Setting(
+        _seconds(3600, zero=True),
+        "Seconds without a sync before a watcher rebuilds BM25 and saves its catalog.",
+        env="MEMFILES_WATCH_SAVE_AFTER",
+        number=True,
+    ),
+    "watch_log_bytes": Setting(
+        _whole(1024, 1_000_000_000),
+        "Bytes of .memsearch/watch.log before it rotates (1024 or more; 3 old files kept).",
+        env="MEMFILES_WATCH_LOG_BYTES",
+        number=True,
+    ),
+    "bulk_precision": Setting(
+        _choice("auto", "float32", "bfloat16"),
+        'A first backfill or rebuild: bfloat16 where the CPU has AMX ("auto"), never ("float32"), or always.',
+        env="MEMFILES_BULK_PRECISION",
+    ),
+    "llm_url": Setting(
+        _url(bare_host=False), "The model `distil --drafter llm` asks (OpenAI-style API).", env="MEMFILES_LLM_URL"
+    ),
+    "llm_model": Setting(_text, "The model name sent to llm_url."),
+    "llm_timeout": Setting(
+        _seconds(3600, zero=False),
+        "Seconds the drafter waits for one answer; not asked again after.",
+        env="MEMFILES_LLM_TIMEOUT",
+        number=True,
+    ),
+    "hooks_enabled": Setting(_flag, "Agent hooks answer (false: every hook answers `{}`).", env="MEMFILES_HOOKS"),
+    "hooks_budget": Setting(
+        _whole(200, 100_000), "Characters of context a hook injects, the marker included.", number=True
+    ),
+    "recall_floors": Setting(_floors, "The score a hit of each layer needs, like {procedure = 0.5} (docs/hooks.md)."),
+    "hooks_floor": Setting(
+        _fraction, "One floor for every layer of the hooks, in place of recall_floors.", number=True
+    ),
+    "hooks_risky": Setting(_patterns, "Regular expressions of commands that bring procedures and past failures first."),
+    "hooks_timeout": Setting(_seconds(60, zero=False), "Seconds a context-giving hook call may take.", number=True),
+    "hooks_watch": Setting(_flag, "SessionStart starts the watcher when an index exists and none runs."),
+    "hooks_episode": Setting(_flag, "SessionEnd records a run the hooks started as an episode."),
+    "hooks_drafter": Setting(_choice("deterministic", "llm"), "Who drafts that episode's title and outcome."),
 }
-_NUMBERS = {
-    "wrap",
-    "stale_days",
-    "index_timeout",
-    "llm_timeout",
-    "lock_timeout",
-    "search_timeout",
-    "watch_idle_exit",
-    "id_width",
-    "title_limit",
-    "body_limit",
-    "hooks_budget",
-    "hooks_floor",
-    "hooks_timeout",
-}
-_FLAGS = {"index_url": "--chroma-url"}
-KNOWN_SETTINGS = (*_RULES, "kinds")
+_RULES: dict[str, Rule] = {key: setting.rule for key, setting in SETTINGS.items()}
+_ENV = {setting.env: key for key, setting in SETTINGS.items() if setting.env}
+_NUMBERS = {key for key, setting in SETTINGS.items() if setting.number}
+_FLAGS = {key: setting.flag for key, setting in SETTINGS.items() if setting.flag}
+KNOWN_SETTINGS = (*SETTINGS, "kinds")
+
+
+def setting_default(key: str) -> Any:
+    """The default of setting `key`, from the Settings field (or Schema's, for the schema keys)."""
+    if key in _SCHEMA_KEYS:
+        return getattr(Schema(), key)
+    return getattr(Settings(root=Path(".")), key)
+
+
+def settings_markdown() -> str:
+    """docs/format.md's settings table, made from SETTINGS (tests/test_config.py holds the page to it)."""
+    rows = ["| setting | default | environment | what it does |", "|---|---|---|---|"]
+    for key, setting in SETTINGS.items():
+        default = setting_default(key)
+        if key == "recall_floors":
+            shown = ", ".join(f"{layer} {floor:g}" for layer, floor in default)
+        elif key == "hooks_risky":
+            shown = f"{len(default)} patterns"
+        elif key == "model":
+            shown = "the bundled model"
+        else:
+            shown = "unset" if default is None else _shown(list(default) if isinstance(default, tuple) else default)
+        env = f"`{setting.env}`" + (f", `{setting.flag}`" if setting.flag else "") if setting.env else ""
+        rows.append(f"| `{key}` | `{shown}` | {env} | {setting.help.replace('|', '/')} |")
+    return "\n".join(rows) + "\n"
 
 
 def _checked(

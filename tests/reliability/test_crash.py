@@ -194,7 +194,7 @@ def test_backfill_killed_heavy(tmp_path: Path) -> None:
 
 
 def _watch(root: Path, idle: str) -> subprocess.Popen:
-    proc = spawn(root, "watch", "--foreground", "--debounce", "0.05", env={"MEMFILES_WATCH_IDLE": idle})
+    proc = spawn(root, "watch", "--foreground", "--debounce", "0.05", env={"MEMFILES_WATCH_SAVE_AFTER": idle})
     wait_for_watcher(root)
     return proc
 

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from memfiles.cli.argv import json_requested
-from memfiles.config import Settings, load_settings
+from memfiles.config import SETTINGS, Settings, load_settings
 from memfiles.contract import error_for, error_object
 from memfiles.errors import MemfilesError, os_error  # os_error: re-exported, as callers use it
 from memfiles.store.project import Project
@@ -194,3 +194,14 @@ class Number(click.ParamType):
             bound = f"above {self.low:g}" if self.strict else f"from {self.low:g}"
             self.fail(f"must be a number {bound} up to {self.high:g}, got {value}", param, ctx)
         return number
+
+
+def setting_option(key: str, help: str | None = None) -> Any:
+    """The command-line option of setting `key`, as memfiles.config.SETTINGS declares it (its flag, its
+    environment variable, its help): every command that takes it declares it through this."""
+    setting = SETTINGS[key]
+    assert setting.flag is not None, key
+    return click.option(setting.flag, envvar=setting.env, help=help or setting.help)
+
+
+chroma_url_option = setting_option("index_url", "Use the Chroma server at this URL for the index (index_url).")

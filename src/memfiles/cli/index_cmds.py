@@ -157,7 +157,6 @@ def watch(
     from memfiles.services.indexing.daemon import log_path, setup_logging, start_background
     from memfiles.services.indexing.ipc import pid_path, request
     from memfiles.services.watch import Watcher
-    from memfiles.services.watch.idle import idle_seconds
 
     if stop_:
         stop_watchers(app)
@@ -171,8 +170,6 @@ def watch(
         raise
     if idle_from_settings:
         idle_exit = settings.watch_idle_exit
-    with errors_to_exit():
-        idle_seconds()  # a bad MEMFILES_WATCH_IDLE is refused here, not in a background process
     if not 0 <= idle_exit <= WATCH_IDLE_EXIT_MAX:  # nan and inf too: a typo must not mean "never" silently
         raise click.BadParameter(
             f"must be a number of seconds from 0 (never) up to {WATCH_IDLE_EXIT_MAX}, got {idle_exit:g}",
@@ -191,7 +188,7 @@ def watch(
         click.echo(f"watcher running (pid {pid}); log: {log_path(settings)}")
         return
     with errors_to_exit():
-        setup_logging(log_file)
+        setup_logging(log_file, settings.watch_log_bytes)
         watcher = Watcher(
             app.project, debounce=debounce, reconcile_every=reconcile_every, idle_exit=idle_exit, started_by=started_by
         )

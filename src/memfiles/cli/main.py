@@ -8,7 +8,7 @@ import click
 
 from memfiles import __version__
 from memfiles.cli.agent_cmds import mcp, persona, promote
-from memfiles.cli.app import App, JsonErrorsGroup, root_option
+from memfiles.cli.app import App, JsonErrorsGroup, chroma_url_option, root_option
 from memfiles.cli.checks import audit, check, fmt, refs
 from memfiles.cli.distill_cmds import distil, dupes
 from memfiles.cli.gc_cmd import gc
@@ -25,7 +25,7 @@ from memfiles.cli.writes import add, import_ops, prune, renumber, retire, set_en
 @root_option
 @click.version_option(__version__, prog_name="memfiles")
 @click.pass_context
-@click.option("--chroma-url", envvar="MEMFILES_CHROMA_URL", help="Use the Chroma server at this URL for the index.")
+@chroma_url_option
 def cli(ctx: click.Context, root: Path | None, chroma_url: str | None) -> None:
     """Keep a project's working notes as Markdown files in memory/, and check them.
 

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from memfiles import jsonin
-from memfiles.cli.app import JsonErrorsCommand, errors_to_exit, print_json, root_option, warn
+from memfiles.cli.app import JsonErrorsCommand, chroma_url_option, errors_to_exit, print_json, root_option, warn
 from memfiles.cli.infile import STDIN, read_input
 from memfiles.cli.quick_search import split_values
 from memfiles.errors import ParseError
@@ -69,7 +69,7 @@ class _SearchCommand(JsonErrorsCommand):
     show_default=True,
     help="Ranking: fused (default), BM25 only, or embeddings only.",
 )
-@click.option("--chroma-url", envvar="MEMFILES_CHROMA_URL", help="Use the Chroma server at this URL.")
+@chroma_url_option
 @click.option(
     "--json", "as_json", is_flag=True, help='Print {"query", "hits", "warnings"} for machines (docs/json.md).'
 )

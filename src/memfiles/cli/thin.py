@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from memfiles.cli.app import App, JsonErrorsGroup, root_option
+from memfiles.cli.app import App, JsonErrorsGroup, chroma_url_option, root_option
 from memfiles.cli.recall_cmd import recall
 
 
 # JsonErrorsGroup, as the full group: `recall --root DIR` says where --root goes (it said "No such option")
 @click.group(cls=JsonErrorsGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @root_option
-@click.option("--chroma-url", envvar="MEMFILES_CHROMA_URL", help="Use the Chroma server at this URL for the index.")
+@chroma_url_option
 @click.pass_context
 def thin(ctx: click.Context, root: Path | None, chroma_url: str | None) -> None:
     """memfiles, recall only (the full group has every command)."""

@@ -19,13 +19,11 @@ import time
 from pathlib import Path
 
 from memfiles.config import Settings
-from memfiles.errors import ConfigError, IndexUnavailable, MemfilesError
+from memfiles.errors import IndexUnavailable, MemfilesError
 from memfiles.services.indexing.ipc import request
 from memfiles.store.fileio import ensure_private_dir
 
-LOG_BYTES = 1_000_000
 LOG_BACKUPS = 3
-LOG_BYTES_ENV = "MEMFILES_WATCH_LOG_BYTES"  # tests make the log rotate after a few kilobytes
 START_WAIT = 600.0  # a catch-up of a large project can take minutes; a failed start is reported at once
 STOP_WAIT = 60.0
 
@@ -47,23 +45,14 @@ def starting_path(settings: Settings) -> Path:
     return settings.index_dir / "watch.starting"
 
 
-def log_bytes() -> int:
-    raw = os.environ.get(LOG_BYTES_ENV)
-    if not raw:
-        return LOG_BYTES
-    if not raw.isdigit() or int(raw) < 1024:
-        raise ConfigError(f"{LOG_BYTES_ENV} must be a whole number of bytes, 1024 or more, got {raw!r}")
-    return int(raw)
-
-
-def setup_logging(path: Path | None) -> None:
+def setup_logging(path: Path | None, max_bytes: int = 1_000_000) -> None:
     """Log to `path` through a rotating handler (the background child), else to stderr (--foreground)."""
     handler: logging.Handler
     if path is None:
         handler = logging.StreamHandler(sys.stderr)
     else:
         handler = logging.handlers.RotatingFileHandler(
-            path, maxBytes=log_bytes(), backupCount=LOG_BACKUPS, encoding="utf-8"
+            path, maxBytes=max_bytes, backupCount=LOG_BACKUPS, encoding="utf-8"
         )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
@@ -108,7 +97,6 @@ def start_background(settings: Settings, debounce: float, reconcile_every: float
     took the project first (one spawned a moment ago by memsearch or a hook), the pid of that one once it
     answers."""
     folder = ensure_private_dir(settings.index_dir)
-    log_bytes()  # a bad MEMFILES_WATCH_LOG_BYTES is refused here, not in the child
     command = watch_command(
         settings,
         "--debounce",

@@ -9,29 +9,12 @@ a catalog that the next reader sees is stale and rebuilds (index/sync.py, open_c
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 
-from memfiles.errors import ConfigError
 from memfiles.services.watch.keeper import IndexKeeper
 
 log = logging.getLogger("memfiles.watch")
-IDLE_BEFORE_REBUILD = 1.0  # seconds without a sync before BM25 is rebuilt and the catalog saved
-IDLE_ENV = "MEMFILES_WATCH_IDLE"  # overrides it: tests widen the window to kill a watcher inside it
-
-
-def idle_seconds() -> float:
-    raw = os.environ.get(IDLE_ENV)
-    if raw is None or raw == "":
-        return IDLE_BEFORE_REBUILD
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value >= 0 or value == float("inf"):
-        raise ConfigError(f"{IDLE_ENV} must be a number of seconds (0 or more), got {raw!r}")
-    return value
 
 
 def rebuild_when_idle(keeper: IndexKeeper, stopping: threading.Event, idle: float) -> None:

@@ -51,12 +51,10 @@ class Watcher:
         idle_exit: float = 0.0,
         started_by: str = "hand",
     ) -> None:
-        from memfiles.services.watch.idle import idle_seconds
-
         self.project = project
         self.settings = project.settings
         self.reconcile_every = reconcile_every
-        self.idle = idle_seconds()
+        self.idle = project.settings.watch_save_after  # seconds without a sync before the idle save
         self.idle_exit = idle_exit  # seconds without a query or a change before it exits on its own; 0: never
         self.started_by = started_by  # hand, search, write, hook or mcp: `memfiles status` says it
         self.last_active = time.monotonic()
