@@ -182,7 +182,7 @@ from memfiles.store.project import Project
 from memfiles.index.embedder import collection_name, load_embedder
 from memfiles.index.shared import SharedVectors
 from memfiles.services.indexing.backfill import Prepared, backfill_session
-from memfiles.services.indexing.behind import reading_starts
+from memfiles.services.indexing.staleness import reading_starts
 from memfiles.services.indexing.index_session import entry_docs, open_index
 root, url = Path(sys.argv[1]), sys.argv[2]
 settings = load_settings(root)

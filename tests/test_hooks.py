@@ -609,14 +609,14 @@ class TestAnsweredByTheWatcher:
     )
     def test_a_malformed_hook_op_is_refused_by_name(self, warm: Path, request_: dict, message: str) -> None:
         """The socket's hook ops check their fields: a refusal saying what is missing, nothing run."""
-        from memfiles.cli.thin_wire import exchange
+        from memfiles.cli.watcher_wire import exchange
 
         answer = exchange(str(warm / ".memsearch" / "watch.sock"), request_, 60)
         assert isinstance(answer, dict) and answer["ok"] is False and message in answer["error"]
 
     def test_another_projects_call_is_refused(self, warm: Path) -> None:
         """A hook op naming another root is refused (its client then answers the call itself)."""
-        from memfiles.cli.thin_wire import exchange
+        from memfiles.cli.watcher_wire import exchange
 
         request = {"op": "hook", "event": "UserPromptSubmit", "input": "{}", "root": "/", "env": {}}
         answer = exchange(str(warm / ".memsearch" / "watch.sock"), request, 60)

@@ -13,7 +13,7 @@ import pytest
 
 from memfiles import parse
 from memfiles.config import load_settings
-from memfiles.store.marks import advance, parse_marks, render_marks
+from memfiles.store.id_marks import advance, parse_marks, render_marks
 from tests.conftest import Run, snapshot
 
 
@@ -223,7 +223,7 @@ class TestMerge:
         assert add(run, "T", "Marks gone") == "T-004"  # ids.txt alone, as before: the stash holds T-004
 
     def test_the_clones_marks_only_ever_raise_and_unreadable_is_absent(self, tmp_path: Path) -> None:
-        from memfiles.store.marks import CloneMarks
+        from memfiles.store.id_marks import CloneMarks
 
         marks = CloneMarks(tmp_path / ".memfiles")
         assert marks.read() == {}

@@ -100,7 +100,7 @@ class TestCrash:
             counts[located.entry.prefix] = counts.get(located.entry.prefix, 0) + 1
         assert len(set(counts.values())) == 1, counts  # every batch of 3 landed whole or not at all
         # the id marks are written in the same journaled batch: they agree with the files after any kill
-        from memfiles.store.marks import MarksFile
+        from memfiles.store.id_marks import MarksFile
 
         marks = MarksFile(settings.memory_dir).read()
         assert marks is not None and marks.high == counts

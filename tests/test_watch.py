@@ -201,7 +201,7 @@ class TestEdits:
 class TestUsage:
     @pytest.mark.parametrize("value", ["abc", "-1", "nan"])
     def test_bad_idle_window_is_exit_2(self, run: Run, root: Path, monkeypatch, value: str) -> None:
-        """A MEMFILES_WATCH_SAVE_AFTER that is not a number of seconds is refused, naming the variable; nothing starts."""
+        """A MEMFILES_WATCH_SAVE_AFTER that is not a number of seconds is refused, naming it; nothing starts."""
         monkeypatch.setenv("MEMFILES_WATCH_SAVE_AFTER", value)
         result = run("watch")
         assert result.exit_code == 2 and "MEMFILES_WATCH_SAVE_AFTER" in result.stderr

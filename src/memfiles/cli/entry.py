@@ -71,7 +71,7 @@ def _dispatch() -> None:
 
         hook(sys.argv[1:])
     elif command == "recall" and "_MEMFILES_COMPLETE" not in os.environ:
-        from memfiles.cli.thin import thin
+        from memfiles.cli.recall_group import thin
 
         thin(prog_name="memfiles")
     else:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 
-from memfiles.cli.thin_wire import Unanswered, config_texts, decoded, exchange, server_configured
+from memfiles.cli.watcher_wire import Unanswered, config_texts, decoded, exchange, server_configured
 from memfiles.hook_events import (
     HOOKS_TIMEOUT,
     WRITING,

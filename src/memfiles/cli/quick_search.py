@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import sys
 
-from memfiles.cli.thin_wire import exchange
+from memfiles.cli.watcher_wire import exchange
 from memfiles.root import INDEX_DIR, root_folder
 from memfiles.services.indexing.sockpath import socket_address
 

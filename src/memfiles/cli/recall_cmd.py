@@ -48,7 +48,7 @@ def print_recall(result: dict[str, Any]) -> None:
         click.echo(f"memfiles: warning: {warning}", err=True)
 
 
-# JsonErrorsCommand: `--trigger bogus --json` prints the error object on the thin path (cli/thin.py) too,
+# JsonErrorsCommand: `--trigger bogus --json` prints the error object on the thin path (cli/recall_group.py) too,
 # whose group is not the main one's JsonErrorsGroup.
 @click.command(cls=JsonErrorsCommand)
 @click.argument("query", required=False, default="")

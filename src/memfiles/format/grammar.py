@@ -50,7 +50,7 @@ ParseError at the opening line, inside a code fence too (a conflict in a fenced 
 case for notes that hold code), in the generated index and in the Manual. So it is never read,
 written or indexed, and a body may not hold one. To show a conflict in a note, indent its marker
 lines by a space. A lone `>>>>>>> text` (a deep email quote) is text. ids.txt, which holds no
-Markdown, reads any marker line, `=======` included (store/marks.py).
+Markdown, reads any marker line, `=======` included (store/id_marks.py).
 
 **Body separator.** An entry's body follows its metadata list after a blank line, and CommonMark
 reads a `-` item there as more of that list, and a line indented two columns or more as more of its

@@ -77,7 +77,7 @@ class Searcher:
         self._texts: tuple[list[str], list[str]] | None = None
         self._ids: tuple[list[str], dict[tuple[str, int], str]] | None = None
         self.depth = DEPTH  # how deep each ranking goes (deeper while `hidden` entries take places)
-        self.hidden: set[str] = set()  # entries never to answer with (no file holds them: services/indexing/behind.py)
+        self.hidden: set[str] = set()  # never answered: no file holds them (indexing/staleness.py)
 
     @property
     def lexical(self) -> LexicalIndex:

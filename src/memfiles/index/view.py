@@ -5,7 +5,7 @@ content, for every clone to reuse (index/shared.py).
 
 It answers what index/chroma.py's VectorStore answers (the two are interchangeable for index/sync.py,
 index/search.py and the services), so a view has every protection of the embedded store: the generation
-stamp and the catalog beside it, the store lock, the watcher, the staleness check (services/indexing/behind.py).
+stamp and the catalog beside it, the store lock, the watcher, the staleness check (services/indexing/staleness.py).
 Unlike a collection on a server, no other clone writes here: a clone sees exactly its own entries,
 whatever the others add, prune or backfill.
 

@@ -25,8 +25,8 @@ from memfiles.format.toc import INDEX_END, INDEX_START_PREFIX
 from memfiles.services.read import entry_json
 from memfiles.services.upkeep.audit import successor_chain
 from memfiles.services.upkeep.refs import _anchors, _resolve_target, source_files
-from memfiles.store.ledger import Ledger
 from memfiles.store.project import WORKING_FOLDER, LoadedFile, Located, Project
+from memfiles.store.pruned_ledger import Ledger
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 _STOP = frozenset(

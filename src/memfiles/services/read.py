@@ -16,8 +16,8 @@ from memfiles.format.ids import Kind, Schema, format_id, id_key, split_id
 from memfiles.format.model import Entry, area_key
 from memfiles.format.parse import parse
 from memfiles.format.validate import is_date
-from memfiles.store.ledger import Ledger
 from memfiles.store.project import Loaded, Located, Project
+from memfiles.store.pruned_ledger import Ledger
 
 
 def unparseable(problem: ParseError) -> Finding:

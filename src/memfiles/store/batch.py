@@ -16,18 +16,18 @@ from memfiles.format.parse import parse
 from memfiles.format.render import render
 from memfiles.format.validate import validate_file
 from memfiles.format.wrap import with_article
+from memfiles.store.batch_files import BatchFiles, Draft
 from memfiles.store.fileio import empty_or_missing, remove_debris
+from memfiles.store.id_marks import CloneMarks, MarksFile, advance, render_marks, used_numbers
 from memfiles.store.journal import Journal
-from memfiles.store.ledger import Ledger
 from memfiles.store.lock import FileLock
-from memfiles.store.marks import CloneMarks, MarksFile, advance, render_marks, used_numbers
 from memfiles.store.ops import Op, ops_digest, today
-from memfiles.store.places import Draft, Workspace
 from memfiles.store.project import PERSONA_FILE, WORKING_FOLDER, WORKING_KIND, WORKING_SECTIONS, Project
+from memfiles.store.pruned_ledger import Ledger
 from memfiles.store.renumber import check_refs, renumber
 
 # Called under the write lock with the files as they stand, before the ops; raises to refuse the batch.
-Guard = Callable[[Workspace], None]
+Guard = Callable[[BatchFiles], None]
 
 NEW_FILE_MANUAL = f"{MANUAL_HEADING}\n\n<!-- Your own notes: memfiles never edits this section. -->\n"
 
@@ -147,7 +147,7 @@ class Batch:
         problems: list[OpError],
         guard: Guard | None = None,
     ) -> BatchResult:
-        self.work = Workspace(self.project.load())
+        self.work = BatchFiles(self.project.load())
         if guard is not None and not problems:
             guard(self.work)
         self.pruned_before = self.ledger.read()

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from memfiles.errors import OpError
 from memfiles.format.ids import RETIRED, IdAllocator, id_key, split_id
+from memfiles.store.batch_files import BatchFiles
 from memfiles.store.ops import Op
-from memfiles.store.places import Workspace
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -32,7 +32,7 @@ def id_token(entry_id: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-]){re.escape(entry_id)}(?!\w)")
 
 
-def _place(work: Workspace, op: Op, project: Project) -> tuple[str, int | None]:
+def _place(work: BatchFiles, op: Op, project: Project) -> tuple[str, int | None]:
     """The file (relative to the root) and line the op's `at` names; a path relative to the current folder
     is understood too."""
     match = _AT_LINE_RE.match(op.get("at"))
@@ -46,7 +46,7 @@ def _place(work: Workspace, op: Op, project: Project) -> tuple[str, int | None]:
 
 
 def renumber(
-    work: Workspace, op: Op, allocator: IdAllocator, project: Project, pruned: set[str] | frozenset[str] = frozenset()
+    work: BatchFiles, op: Op, allocator: IdAllocator, project: Project, pruned: set[str] | frozenset[str] = frozenset()
 ) -> tuple[str, str]:
     """Give the entry at `op.at` carrying `op.id` a fresh id; returns (old id, new id). The id must be
     carried twice, or once by an entry that reuses a `pruned` id (check's pruned-id-reused)."""
@@ -87,7 +87,7 @@ def renumber(
     return old, new
 
 
-def _follow(work: Workspace, op: Op, follower: str, old: str, new: str) -> None:
+def _follow(work: BatchFiles, op: Op, follower: str, old: str, new: str) -> None:
     """Point every reference of entry `follower` to `old` (refs, successor, mentions in the body) at `new`."""
     if follower == old:
         raise OpError(op.position, f"follow: {old} is the id being renumbered; name the entries that refer to it")
@@ -112,7 +112,7 @@ def _follow(work: Workspace, op: Op, follower: str, old: str, new: str) -> None:
     entries[index] = changed
 
 
-def successor_end(work: Workspace, entry_id: str) -> str | None:
+def successor_end(work: BatchFiles, entry_id: str) -> str | None:
     """The live entry at the end of a retired entry's chain of successors; None when it stops short."""
     seen = {entry_id}
     current = work.entry(entry_id)
@@ -125,7 +125,7 @@ def successor_end(work: Workspace, entry_id: str) -> str | None:
 
 
 def check_refs(
-    work: Workspace,
+    work: BatchFiles,
     ops: list[Op],
     touched: dict[int, str],
     allow_dangling: bool,

@@ -89,7 +89,7 @@ def filtered_search(
         try:
             answers = client.search_many(payload)
             if warnings is not None:  # what the index said of itself: files it could not read, or that it
-                warnings.extend(client.warnings)  # is behind the files (services/indexing/behind.py)
+                warnings.extend(client.warnings)  # is behind the files (services/indexing/staleness.py)
             return answers, client.where
         except IndexUnavailable as error:
             from memfiles.index.embedder import ModelUnavailable

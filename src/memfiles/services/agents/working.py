@@ -33,8 +33,8 @@ from memfiles.services.agents.working_text import (
 )
 from memfiles.services.write import IndexNotifier, write_ops
 from memfiles.store.batch import BatchResult, Guard
+from memfiles.store.batch_files import BatchFiles
 from memfiles.store.ops import normalize_automated, parse_op
-from memfiles.store.places import Workspace
 from memfiles.store.project import WORKING_FOLDER, WORKING_KIND, WORKING_SECTIONS, LoadedFile, Project
 
 KIND = WORKING_KIND
@@ -249,7 +249,7 @@ class Working:
         state = WorkingState(run=run, path=run_rel(run), area=area or KIND)
         rel, root = state.path, self.project.root
 
-        def fresh_run(work: Workspace) -> None:  # under the write lock: two starts of one run add one
+        def fresh_run(work: BatchFiles) -> None:  # under the write lock: two starts of one run add one
             if rel in work.drafts or (root / rel).exists():
                 raise WorkingError(
                     f"run {run} already has working memory ({rel}): `memfiles working show --run {run}` restores"

@@ -102,7 +102,7 @@ def _pruned_knowns(project: Project, rel: str) -> list[tuple[str, str, Known]]:
     """(id, reason, entry as matched) of every entry pruned from `rel` (memory/pruned.jsonl keeps each
     whole): the runs it counted were distilled once, and someone pruned what they became."""
     from memfiles.errors import ParseError
-    from memfiles.store.ledger import Ledger
+    from memfiles.store.pruned_ledger import Ledger
 
     try:
         records = Ledger(project.settings.memory_dir / "pruned.jsonl").read()

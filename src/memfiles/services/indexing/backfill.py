@@ -30,7 +30,7 @@ class Prepared:
     """A rebuild's work done before the store is opened: the files as read, and every text's vector by
     content hash (encoded afresh, and with a server published again). Searches go on meanwhile."""
 
-    started: int  # the staleness mark of that reading (services/indexing/behind.py)
+    started: int  # the staleness mark of that reading (services/indexing/staleness.py)
     found: FileDocs
     vectors: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
@@ -48,8 +48,8 @@ def prepare_rebuild(
 
     from memfiles.index.shared import ServerUnavailable
     from memfiles.index.sync import encode_texts
-    from memfiles.services.indexing.behind import reading_starts
     from memfiles.services.indexing.index_session import entry_docs
+    from memfiles.services.indexing.staleness import reading_starts
 
     began = time.perf_counter()
     started = reading_starts()
@@ -86,8 +86,8 @@ def backfill_session(
     from memfiles.index.lexical import saved_is_current
     from memfiles.index.sync import Plan, apply_plan, make_plan, mirrored_catalog, store_docs
     from memfiles.index.vector_cache import VectorCache
-    from memfiles.services.indexing.behind import reading_starts
     from memfiles.services.indexing.index_session import encoder_for, entry_docs
+    from memfiles.services.indexing.staleness import reading_starts
 
     began = time.perf_counter()  # the report's seconds are the whole backfill's, reading and comparing too
     started = prepared.started if prepared is not None else reading_starts()  # files modified before: compared
@@ -149,7 +149,7 @@ def _done(
 ) -> dict[str, Any]:
     """A backfill's result, once the store holds what the files say: the staleness mark moved, and with
     a server this clone's vectors marked used there (at most once a day, index/shared.py)."""
-    from memfiles.services.indexing.behind import mark_checked
+    from memfiles.services.indexing.staleness import mark_checked
 
     warnings = [*(prepared.warnings if prepared is not None else []), *report.warnings]
     if not warnings:  # (each says the server failed already: the touch waits for the next backfill)

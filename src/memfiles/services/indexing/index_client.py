@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable, NoWatcher
 from memfiles.services.indexing import ipc
-from memfiles.services.indexing.behind import behind
 from memfiles.services.indexing.searches import hit_objects
+from memfiles.services.indexing.staleness import behind
 from memfiles.store.project import Project
 
 if TYPE_CHECKING:

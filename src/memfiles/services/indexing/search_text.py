@@ -53,7 +53,7 @@ def _pruned(path: Path) -> dict[Any, dict[str, Any]]:
     searches); {} when there is none or it does not read (check names a broken ledger)."""
     from memfiles.errors import ParseError
     from memfiles.format.ids import id_key
-    from memfiles.store.ledger import Ledger
+    from memfiles.store.pruned_ledger import Ledger
 
     try:
         stat = path.stat()

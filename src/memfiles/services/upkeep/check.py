@@ -17,10 +17,10 @@ from memfiles.format.parse import parse
 from memfiles.format.render import render
 from memfiles.format.validate import finding, finding_order, validate_file, validate_ids
 from memfiles.store.fileio import NotUtf8Error, write_if_changed
-from memfiles.store.ledger import Ledger
+from memfiles.store.id_marks import MarksFile, used_numbers
 from memfiles.store.lock import FileLock
-from memfiles.store.marks import MarksFile, used_numbers
 from memfiles.store.project import LoadedFile, Project
+from memfiles.store.pruned_ledger import Ledger
 
 
 def parse_finding(error: ParseError) -> Finding:

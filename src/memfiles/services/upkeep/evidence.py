@@ -16,8 +16,8 @@ from typing import Any
 from memfiles.contract import Finding, entry_ref
 from memfiles.format.ids import evidence_id
 from memfiles.format.wrap import with_article
-from memfiles.store.ledger import Ledger
 from memfiles.store.project import Located, Project
+from memfiles.store.pruned_ledger import Ledger
 
 _HEX = re.compile(r"^[0-9a-f]{7,40}$")
 _FILE_SUFFIX = re.compile(r"(?::\d+(?:-\d+)?|#L\d+(?:-L?\d+)?)$")

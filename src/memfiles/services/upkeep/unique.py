@@ -16,7 +16,7 @@ from memfiles.format.ids import id_key
 from memfiles.services.upkeep.dedupe import LEXICAL_THRESHOLD, Candidate, lexical_matches, many_near_duplicates, words
 from memfiles.services.upkeep.dupes import title_key
 from memfiles.store.batch import Guard
-from memfiles.store.places import Workspace
+from memfiles.store.batch_files import BatchFiles
 from memfiles.store.project import Project
 
 
@@ -117,7 +117,7 @@ def close_to(op: dict[str, Any], candidates: list[Candidate], how: str) -> str:
 
 def issued_marks(project: Project) -> dict[str, int]:
     """The highest number handed out per prefix (memory/ids.txt) now; {} when there is no such file yet."""
-    from memfiles.store.marks import MarksFile
+    from memfiles.store.id_marks import MarksFile
 
     try:
         marks = MarksFile(project.settings.memory_dir).read()
@@ -126,7 +126,7 @@ def issued_marks(project: Project) -> dict[str, int]:
     return dict(marks.high) if marks else {}
 
 
-def added_since(work: Workspace, since: dict[str, int]) -> list[tuple[str, str, str, int, set[str]]]:
+def added_since(work: BatchFiles, since: dict[str, int]) -> list[tuple[str, str, str, int, set[str]]]:
     """The entries of `work` numbered above `since` (ids are handed out in order: those were added after
     `since` was read), as entry_words gives them."""
     found = []
@@ -147,7 +147,7 @@ def racing_guard(
     overlap, the same title counting as a match; `refuse` is called with the matches of each item when
     any item has one. The index was asked before the lock; it cannot know those entries."""
 
-    def guard(work: Workspace) -> None:
+    def guard(work: BatchFiles) -> None:
         recent = added_since(work, since)
         if not recent:
             return

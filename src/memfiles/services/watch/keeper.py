@@ -242,8 +242,8 @@ class IndexKeeper:
         """The whole tree against the catalog, by hash only; logs any drift it had to fix."""
         from memfiles.index.sync import apply_plan, make_plan
         from memfiles.services.indexing.backfill import touch_shared
-        from memfiles.services.indexing.behind import mark_checked, reading_starts
         from memfiles.services.indexing.index_session import entry_docs
+        from memfiles.services.indexing.staleness import mark_checked, reading_starts
 
         started = reading_starts()
         found = entry_docs(self.project)  # outside the lock: parsing needs no index

@@ -69,7 +69,7 @@ class Draft:
         return name is not None and bool(intro.strip()) and not entries and last.name == name and not last.entries
 
 
-class Workspace:
+class BatchFiles:
     """The drafts of a batch by path, `places[id]`: the path of each entry carrying the id, and the paths
     the ops touched (only those are written: a file edited by hand that no op names is left as it is)."""
 
