@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # CPU PyTorch must come first: an unpinned torch pulls a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
 
-.PHONY: install demo deps test lint bench clean
+.PHONY: install demo deps test test-fast lint bench clean
 
 # --no-cache-dir: the wheels are not copied into ~/.cache/pip as well (torch alone is hundreds of MB; a
 # CI run once ran out of disk space there, mid-install).
@@ -40,6 +40,11 @@ deps: install
 
 test: install deps
 	$(PY) -m pytest
+
+# The fast tier: units and light integration, no test marked slow (tests/reliability/ is, whole): about
+# 4 minutes on a 2-core machine. CI runs `make test`, everything.
+test-fast: install deps
+	$(PY) -m pytest -m "not slow and not heavy" -q
 
 lint: install deps
 	$(BIN)/ruff check src tests scripts

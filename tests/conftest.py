@@ -107,3 +107,11 @@ def add_ops(count: int, kind: str = "decision", **extra: str) -> str:
         for n in range(count)
     ]
     return json.dumps({"ops": ops})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """tests/reliability/ (crashes, faults, load, hostile input: minutes of processes) is in the slow tier:
+    `make test-fast` leaves it out, `make test` (CI) runs it."""
+    for item in items:
+        if "reliability" in item.path.parts:
+            item.add_marker(pytest.mark.slow)

@@ -191,6 +191,7 @@ class TestBatching:
         one_by_one = np.stack([original(light.tokenizer.encode_batch([t]))[0] for t in texts])
         assert np.abs(vectors - one_by_one).max() < 1e-5
 
+    @pytest.mark.slow
     def test_sentence_transformers_reports_progress_in_steps(self) -> None:
         """The fallback encoder for other models reports progress too, and its vectors do not depend on it."""
         heavy = SentenceTransformerEmbedder(*resolve_model(None))

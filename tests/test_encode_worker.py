@@ -40,6 +40,7 @@ def _child(path: Path | None = None) -> EncoderProcess:
     return EncoderProcess(name, path or bundled, 384)
 
 
+@pytest.mark.slow
 def test_same_vectors_as_the_in_process_encoder_request_after_request() -> None:
     child = _child()
     try:
@@ -60,6 +61,7 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
 
 
+@pytest.mark.slow
 def test_a_bfloat16_child_says_so_and_stays_within_a_cosine_of_float32() -> None:
     """bfloat16 forced (emulated where the CPU lacks it, so this runs anywhere): the reply says so, the
     vectors are unit length, not float32's bit for bit, and within a cosine of 0.9999 of them."""

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -185,15 +186,28 @@ class TestNeverInTheWay:
         configure(root, hooks_timeout=0.3, hooks_watch=False)
         hit = {"id": "E-001", "score": 0.99, "path": "memory/episodes.md", "line": 8}
 
+        answered = threading.Event()
+
+        def fast(items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+            return [[hit] for _ in items]
+
         def slow(items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
             time.sleep(1.5)  # a watcher busy with a long sync
+            answered.set()
             return [[hit] for _ in items]
 
         out = run_hook("UserPromptSubmit", lambda: recorded("user_prompt_submit", session_id="late"), root, ask=slow)
         assert out == {}
-        time.sleep(2.0)  # the worker finishes its search meanwhile
+        # the worker goes on after the {}: wait for it to end, so that what it would save is there to see
+        for worker in [t for t in threading.enumerate() if t.name == "memfiles-hook"]:
+            worker.join(60)
+            assert not worker.is_alive()
+        assert answered.is_set(), "the search the call gave up on never answered: nothing was tested"
         assert not hook_state.state_path(root / ".memfiles", "late").exists()
         assert any("gave up after 0.3 s" in line for line in log_lines(root))
+        # the same call answered in time does save its state: what is absent above was left out
+        run_hook("UserPromptSubmit", lambda: recorded("user_prompt_submit", session_id="on-time"), root, ask=fast)
+        assert hook_state.state_path(root / ".memfiles", "on-time").exists()
 
     def test_the_executable_logs_input_that_is_not_json(self, root: Path) -> None:
         """Bad input through the installed executable (whose thin path has not imported json): {} and the

@@ -483,6 +483,7 @@ def hung_server() -> Iterator[str]:
 
 
 class TestServerMode:
+    @pytest.mark.slow
     def test_a_server_that_never_answers_costs_a_clone_nothing_but_a_warning(
         self, filled: Path, run: Run, memsearch, hung_server: str, monkeypatch
     ) -> None:

@@ -186,6 +186,7 @@ class TestInProcess:
         code, _out, err = full("q")
         assert code == 2 and "memfiles.toml" in err
 
+    @pytest.mark.slow
     def test_a_busy_index_is_said_here_once_as_the_full_command_says_it(
         self, indexed: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -335,6 +336,7 @@ class TestWatcherLeftBehind:
         finally:
             subprocess.run([str(bin_dir / "memfiles"), "watch", "--stop"], env=env, capture_output=True, timeout=120)
 
+    @pytest.mark.slow
     def test_a_watcher_left_behind_exits_once_idle(self, run: Run, root: Path) -> None:
         """The watcher a memsearch leaves behind exits by itself after `watch_idle_exit` seconds with no
         query and no change (here MEMFILES_WATCH_IDLE_EXIT=2), and its log says why."""
@@ -361,6 +363,7 @@ class TestWatcherLeftBehind:
         finally:
             subprocess.run([str(bin_dir / "memfiles"), "watch", "--stop"], env=env, capture_output=True, timeout=120)
 
+    @pytest.mark.slow
     def test_a_changed_idle_exit_holds_after_the_restart_it_causes(self, run: Run, root: Path) -> None:
         """watch_idle_exit changed while a watcher left behind runs: it starts again on the new settings, but
         kept the idle exit written on its command line (it exited after the old 600 s, or the old 6). It

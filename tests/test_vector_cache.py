@@ -104,6 +104,8 @@ class TestStaleness:
         folder = next(p for p in (indexed / ".memsearch").iterdir() if (p / "vectors.json").exists())
         saved = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
         assert run("add", "-k", "fact", "-t", BACKUPS, "-a", "ops", "--body", "Then gone.").exit_code == 0
+        moved = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+        assert moved != saved, "the write did not reach the index: no catalog is behind anything"
         for name, data in saved.items():
             (folder / name).write_bytes(data)
         cache, _ = saved_and_stored(indexed)
