@@ -42,7 +42,7 @@ test: install deps
 	$(PY) -m pytest
 
 # The fast tier: units and light integration, no test marked slow (tests/reliability/ is, whole): about
-# 4 minutes on a 2-core machine. CI runs `make test`, everything.
+# 4.7 minutes on this 2-core machine (1,407 tests, 2026-12-06). CI runs `make test`, everything.
 test-fast: install deps
 	$(PY) -m pytest -m "not slow and not heavy" -q
 

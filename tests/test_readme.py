@@ -16,8 +16,9 @@ _BLOCK = re.compile(r"```sh\n(.*?)```", re.DOTALL)
 
 
 def _command_lines() -> list[list[str]]:
-    """Every `memfiles ...` / `memsearch ...` command of the README's sh blocks, as argument lists."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    """Every `memfiles ...` / `memsearch ...` command of the sh blocks of the README and docs/agents.md (the
+    worked session), as argument lists."""
+    text = "".join((REPO / page).read_text(encoding="utf-8") for page in ("README.md", "docs/agents.md"))
     found: list[list[str]] = []
     for block in _BLOCK.findall(text):
         for raw in block.replace("\\\n", " ").splitlines():
