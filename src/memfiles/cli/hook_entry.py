@@ -28,6 +28,7 @@ from memfiles.hook_events import (
     session_of,
 )
 from memfiles.root import INDEX_DIR, STATE_DIR, root_folder
+from memfiles.services.indexing import protocol
 from memfiles.services.indexing.sockpath import socket_address
 
 MARGIN = 0.5  # seconds past hooks_timeout: the watcher's own deadline answers {} (and logs) first
@@ -123,14 +124,7 @@ def _via_watcher(event: str | None, root: str | None, raw: str, later: Later) ->
     timeout = hooks_timeout(project)
     if timeout is None or not os.path.exists(path):
         return None
-    request = {
-        "op": "hook",
-        "event": event,
-        "input": raw,
-        "root": project,
-        "cwd": os.getcwd(),
-        "env": forwarded(os.environ),
-    }
+    request = protocol.hook(event, raw, project, os.getcwd(), forwarded(os.environ))
     try:
         answer = exchange(path, request, timeout + MARGIN)
     except Unanswered as problem:  # the watcher has the call: never run it twice; {} now, the log line after
@@ -150,7 +144,7 @@ def _settle(path: str, root: str, session: str) -> None:
     if not os.path.exists(path):
         return
     try:
-        exchange(path, {"op": "hook_settle", "root": root, "session": session}, WRITING_DEADLINE)
+        exchange(path, protocol.hook_settle(root, session), WRITING_DEADLINE)
     except Exception:
         return  # no watcher, or one that does not know the op: nothing is pending there
 

@@ -154,6 +154,7 @@ def watch(
     import signal
 
     from memfiles.config import WATCH_IDLE_EXIT_MAX
+    from memfiles.services.indexing import protocol
     from memfiles.services.indexing.daemon import log_path, setup_logging, start_background
     from memfiles.services.indexing.ipc import pid_path, request
     from memfiles.services.watch import Watcher
@@ -177,7 +178,7 @@ def watch(
         )
     if not foreground:
         with errors_to_exit():
-            running = request(settings, {"op": "ping"}, timeout=5)
+            running = request(settings, protocol.ping(), timeout=5)
         if running is not None:  # what was asked for holds: `memfiles watch && memfiles status` goes on
             click.echo(f"watcher already running (pid {running.get('pid') or pid_path(settings).read_text().strip()})")
             if idle_exit:
@@ -310,6 +311,7 @@ def stop_watchers(app: App) -> None:
     from memfiles.config import Settings
     from memfiles.errors import ConfigError
     from memfiles.root import find_root
+    from memfiles.services.indexing import protocol
     from memfiles.services.indexing.daemon import live_watchers, stop_running
     from memfiles.services.indexing.ipc import request
 
@@ -320,7 +322,7 @@ def stop_watchers(app: App) -> None:
             settings = Settings(root=find_root(given=app.root_option))
         click.echo(f"memfiles: warning: {error}; stopping the watcher all the same", err=True)
     with errors_to_exit():
-        answer = request(settings, {"op": "ping"}, timeout=5)
+        answer = request(settings, protocol.ping(), timeout=5)
     # one just spawned by memsearch or a hook may not listen yet: its pid file (or the spawner's) says
     pids = [int(answer["pid"])] if answer is not None else live_watchers(settings)
     if not pids:

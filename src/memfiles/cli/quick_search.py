@@ -25,6 +25,7 @@ import sys
 
 from memfiles.cli.watcher_wire import exchange
 from memfiles.root import INDEX_DIR, root_folder
+from memfiles.services.indexing import protocol
 from memfiles.services.indexing.sockpath import socket_address
 
 VALUED = {"-k", "--kind", "--area", "--status", "--path", "--since", "--mode", "--root"}
@@ -94,8 +95,7 @@ def ask_watcher(args: dict[str, object]) -> tuple[str, str] | None:
         path = socket_address(os.path.join(root, INDEX_DIR))
         if not os.path.exists(path):
             return None
-        keys = ("query", "k", "kind", "area", "status", "path", "since", "mode", "json")
-        answer = exchange(path, {"op": "memsearch", **{key: args[key] for key in keys}}, TIMEOUT)
+        answer = exchange(path, protocol.memsearch(args), TIMEOUT)
     except Exception:
         return None
     if not isinstance(answer, dict) or answer.get("ok") is not True:

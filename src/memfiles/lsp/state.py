@@ -307,10 +307,10 @@ class SemanticBoost:
         return None
 
     def _ask(self, settings: Any, text: str) -> None:
-        from memfiles.services.indexing import ipc
+        from memfiles.services.indexing import ipc, protocol
 
         try:
-            answer = ipc.request(settings, {"op": "search", "queries": [[text, 20]], "mode": "hybrid"}, 10.0)
+            answer = ipc.request(settings, protocol.search([(text, 20)], {}, "hybrid"), 10.0)
         except MemfilesError:
             answer = None
         finally:

@@ -72,9 +72,9 @@ def filtered_search(
     if local is not None:
         return local(payload), "watcher"
     if watcher_only:
-        from memfiles.services.indexing import ipc
+        from memfiles.services.indexing import ipc, protocol
 
-        answer = ipc.request(settings, {"op": "search_many", "items": payload}, timeout=60)
+        answer = ipc.request(settings, protocol.search_many(payload), timeout=60)
         if answer is not None:
             return answer["results"], "watcher"
         from memfiles.services.indexing.index_client import index_exists  # only now: it imports the store module

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable, MemfilesError
+from memfiles.services.indexing import protocol
 from memfiles.services.indexing.ipc import request
 from memfiles.store.fileio import ensure_private_dir
 
@@ -117,7 +118,7 @@ def start_background(settings: Settings, debounce: float, reconcile_every: float
             said = _tail(out_path(settings)) or _tail(log_path(settings))
             raise StartFailed(f"the watcher exited (code {code}) before it answered" + (f":\n{said}" if said else ""))
         try:
-            answer = request(settings, {"op": "ping"}, timeout=5)
+            answer = request(settings, protocol.ping(), timeout=5)
         except IndexUnavailable:
             answer = None  # listening but not answering yet
         if answer is not None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable, NoWatcher
-from memfiles.services.indexing import ipc
+from memfiles.services.indexing import ipc, protocol
 from memfiles.services.indexing.searches import hit_objects
 from memfiles.services.indexing.staleness import behind
 from memfiles.store.project import Project
@@ -168,7 +168,7 @@ class LocalIndex:
                     if not isinstance(busy, LockTimeout):
                         raise
                     try:
-                        watcher = ipc.request(self.settings, {"op": "ping"}, timeout=5)
+                        watcher = ipc.request(self.settings, protocol.ping(), timeout=5)
                     except IndexUnavailable:
                         watcher = None  # one that does not answer a ping is not one to hand over to
                     if watcher is not None:
@@ -365,7 +365,7 @@ class WatcherIndex:
         self.warnings: list[str] = []
 
     def search(self, queries: list[tuple[str, int]], filters: Filters, mode: str = "hybrid") -> list[Hits]:
-        payload = {"op": "search", "queries": queries, "mode": mode, "filters": filters.as_json()}
+        payload = protocol.search(queries, filters.as_json(), mode)
         answer = ipc.request(self.settings, payload, timeout=60)
         if answer is None:
             results = self.local.search(queries, filters, mode)
@@ -375,7 +375,7 @@ class WatcherIndex:
         return answer["results"]
 
     def search_many(self, items: list[dict[str, Any]]) -> list[Hits]:
-        answer = ipc.request(self.settings, {"op": "search_many", "items": items}, timeout=60)
+        answer = ipc.request(self.settings, protocol.search_many(items), timeout=60)
         if answer is None:
             results = self.local.search_many(items)
             self.warnings = self.local.warnings
@@ -384,26 +384,26 @@ class WatcherIndex:
         return answer["results"]
 
     def similar(self, texts: list[str], filters: Filters, k: int = 5) -> list[Neighbours]:
-        payload = {"op": "similar", "texts": texts, "k": k, "filters": filters.as_json()}
+        payload = protocol.similar(texts, k, filters.as_json())
         answer = ipc.request(self.settings, payload, timeout=max(self.settings.index_timeout, 5.0))
         if answer is None:
             return self.local.similar(texts, filters, k)
         return [[(doc, score) for doc, score in hits] for hits in answer["results"]]
 
     def notify(self, paths: set[str], pruned: set[str], deadline: float, writing: Any = None) -> None:
-        payload = {"op": "sync", "paths": sorted(paths), "pruned": sorted(pruned)}
+        payload = protocol.sync(paths, pruned)
         if ipc.request(self.settings, payload, timeout=max(0.05, deadline - time.monotonic())) is None:
             self.local.notify(paths, pruned, deadline, writing)
 
     def backfill(self, rebuild: bool = False, check: bool = False) -> dict[str, Any]:
-        answer = ipc.request(self.settings, {"op": "backfill", "rebuild": rebuild, "check": check}, timeout=3600)
+        answer = ipc.request(self.settings, protocol.backfill(rebuild, check), timeout=3600)
         if answer is None:
             return self.local.backfill(rebuild, check)
         answer.pop("ok", None)
         return answer
 
     def status(self) -> dict[str, Any]:
-        answer = ipc.request(self.settings, {"op": "status"}, timeout=60)
+        answer = ipc.request(self.settings, protocol.status(), timeout=60)
         if answer is None:
             return self.local.status()
         answer.pop("ok", None)
@@ -445,7 +445,7 @@ def duration(seconds: float) -> str:
 
 def connect(settings: Settings) -> IndexClient:
     """The watcher when one answers here, else the store opened locally: chosen once, per command."""
-    answer = ipc.request(settings, {"op": "ping"}, timeout=5)
+    answer = ipc.request(settings, protocol.ping(), timeout=5)
     if answer is not None:
         return WatcherIndex(settings, answer.get("pid"))
     return LocalIndex(settings)

@@ -45,13 +45,14 @@ def _decode(answer: dict[str, Any]) -> dict[str, tuple[str, np.ndarray]]:
 def stored_vectors(settings: Settings) -> tuple[dict[str, tuple[str, np.ndarray]], Embed]:
     """{id: (content hash, vector)} of every entry the index holds, and a function that embeds texts
     with the index's model (for entries it lacks). Raises IndexUnavailable when there is no index."""
+    from memfiles.services.indexing import protocol
     from memfiles.services.indexing.index_client import index_exists
     from memfiles.services.indexing.index_session import open_index
     from memfiles.services.indexing.ipc import request
 
     if not index_exists(settings):
         raise IndexUnavailable("there is no index yet")
-    answer = request(settings, {"op": "vectors"}, timeout=max(settings.index_timeout, 30.0))
+    answer = request(settings, protocol.vectors(), timeout=max(settings.index_timeout, 30.0))
     if answer is not None:
 
         def embed_remote(texts: list[str]) -> Any:
