@@ -307,16 +307,16 @@ class SemanticBoost:
         return None
 
     def _ask(self, settings: Any, text: str) -> None:
-        from memfiles.services.indexing import ipc, protocol
+        from memfiles.index.filters import Filters
+        from memfiles.services.indexing.index_client import connect
 
-        try:
-            answer = ipc.request(settings, protocol.search([(text, 20)], {}, "hybrid"), 10.0)
+        try:  # only a watcher is asked: the editor never loads the model
+            hits: list[dict[str, Any]] | None = connect(settings, watcher_only=True).search([(text, 20)], Filters())[0]
         except MemfilesError:
-            answer = None
+            hits = None
         finally:
             self.asked.discard(text)
-        if answer:
-            hits = answer.get("results", [[]])[0]
+        if hits is not None:
             if len(self.answers) > 256:
                 self.answers.clear()
             self.answers[text] = {

@@ -16,7 +16,7 @@ from typing import Any
 
 from memfiles.config import Settings
 from memfiles.contract import hit_object
-from memfiles.errors import IndexUnavailable, MemfilesError
+from memfiles.errors import IndexUnavailable, MemfilesError, NoWatcher
 from memfiles.format.ids import RETIRED
 from memfiles.format.model import area_key
 from memfiles.limits import cut_query
@@ -71,18 +71,17 @@ def filtered_search(
     payload = [{"query": query, "k": k, "filters": dict(filters)} for query, filters, k in items]
     if local is not None:
         return local(payload), "watcher"
-    if watcher_only:
-        from memfiles.services.indexing import ipc, protocol
-
-        answer = ipc.request(settings, protocol.search_many(payload), timeout=60)
-        if answer is not None:
-            return answer["results"], "watcher"
-        from memfiles.services.indexing.index_client import index_exists  # only now: it imports the store module
-
-        if not index_exists(settings):
-            raise IndexUnavailable("there is no index yet: run `memfiles backfill`, then `memfiles watch`")
-        raise IndexUnavailable("no watcher is running here: start one with `memfiles watch`")
     from memfiles.services.indexing.index_client import connect, index_exists
+
+    if watcher_only:
+        try:
+            return connect(settings, watcher_only=True).search_many(payload), "watcher"
+        except NoWatcher:
+            if not index_exists(settings):  # only now: it opens the store module
+                raise IndexUnavailable(
+                    "there is no index yet: run `memfiles backfill`, then `memfiles watch`"
+                ) from None
+            raise
 
     if index_exists(settings):
         client = connect(settings)

@@ -354,21 +354,28 @@ def index_facts(session: Any, catalog: Any) -> dict[str, Any]:
 
 
 class WatcherIndex:
-    """The watcher, over .memsearch/watch.sock; should it stop between two calls, the store is opened here."""
+    """The watcher, over .memsearch/watch.sock; should it stop between two calls, the store is opened here,
+    unless `only` (a hook, the editor): then NoWatcher, and no model is loaded in this process."""
 
     where = "watcher"
 
-    def __init__(self, settings: Settings, pid: int | None = None) -> None:
+    def __init__(self, settings: Settings, pid: int | None = None, only: bool = False) -> None:
         self.settings = settings
         self.pid = pid
+        self.only = only
         self.local = LocalIndex(settings)
         self.warnings: list[str] = []
+
+    def _fallback(self) -> LocalIndex:
+        if self.only:
+            raise NoWatcher("no watcher is running here: start one with `memfiles watch`")
+        return self.local
 
     def search(self, queries: list[tuple[str, int]], filters: Filters, mode: str = "hybrid") -> list[Hits]:
         payload = protocol.search(queries, filters.as_json(), mode)
         answer = ipc.request(self.settings, payload, timeout=60)
         if answer is None:
-            results = self.local.search(queries, filters, mode)
+            results = self._fallback().search(queries, filters, mode)
             self.warnings = self.local.warnings
             return results
         self.warnings = unreadable_warnings(answer.get("unreadable", {}))
@@ -377,7 +384,7 @@ class WatcherIndex:
     def search_many(self, items: list[dict[str, Any]]) -> list[Hits]:
         answer = ipc.request(self.settings, protocol.search_many(items), timeout=60)
         if answer is None:
-            results = self.local.search_many(items)
+            results = self._fallback().search_many(items)
             self.warnings = self.local.warnings
             return results
         self.warnings = unreadable_warnings(answer.get("unreadable", {}))
@@ -387,7 +394,7 @@ class WatcherIndex:
         payload = protocol.similar(texts, k, filters.as_json())
         answer = ipc.request(self.settings, payload, timeout=max(self.settings.index_timeout, 5.0))
         if answer is None:
-            return self.local.similar(texts, filters, k)
+            return self._fallback().similar(texts, filters, k)
         return [[(doc, score) for doc, score in hits] for hits in answer["results"]]
 
     def notify(self, paths: set[str], pruned: set[str], deadline: float, writing: Any = None) -> None:
@@ -443,8 +450,12 @@ def duration(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
-def connect(settings: Settings) -> IndexClient:
-    """The watcher when one answers here, else the store opened locally: chosen once, per command."""
+def connect(settings: Settings, watcher_only: bool = False) -> IndexClient:
+    """The watcher when one answers here, else the store opened locally: chosen once, per command. With
+    `watcher_only` (an agent's hook, the editor: they must answer in milliseconds and never load the
+    model), the watcher without a ping first: its first call raises NoWatcher when none runs."""
+    if watcher_only:
+        return WatcherIndex(settings, only=True)
     answer = ipc.request(settings, protocol.ping(), timeout=5)
     if answer is not None:
         return WatcherIndex(settings, answer.get("pid"))
