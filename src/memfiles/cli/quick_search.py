@@ -23,13 +23,13 @@ from __future__ import annotations
 import os
 import sys
 
+from memfiles.cli.memsearch_options import MODES, THIN_FLAGS, THIN_VALUED
 from memfiles.cli.watcher_wire import exchange
 from memfiles.root import INDEX_DIR, root_folder
 from memfiles.services.indexing import protocol
 from memfiles.services.indexing.sockpath import socket_address
 
-VALUED = {"-k", "--kind", "--area", "--status", "--path", "--since", "--mode", "--root"}
-MODES = ("hybrid", "lexical", "dense")
+VALUED = THIN_VALUED  # the options the plain form takes, as the click command declares them
 TIMEOUT = 60.0  # as the full command waits for the watcher (services/indexing/index_client.py)
 
 
@@ -48,7 +48,7 @@ def read_args(argv: list[str]) -> dict[str, object] | None:
     while at < len(argv):
         token = argv[at]
         at += 1
-        if token == "--json":
+        if token in THIN_FLAGS:  # --json
             as_json = True
             continue
         name, value = token, None

@@ -42,6 +42,27 @@ def _batch(path: Path) -> list[tuple[Any, str, int]]:
     return queries
 
 
+def _declared_options(command: Any) -> Any:
+    """The options of cli/memsearch_options.py as click options (the thin client reads the same table),
+    and --chroma-url, the setting's own flag."""
+    from memfiles.cli.memsearch_options import MODES, OPTIONS
+
+    shapes: dict[str, dict[str, Any]] = {
+        "int": {"type": click.IntRange(min=1), "show_default": True},
+        "multi": {"multiple": True},
+        "text": {},
+        "choice": {"type": click.Choice(list(MODES)), "show_default": True},
+        "flag": {"is_flag": True},
+        "file": {"type": click.Path(dir_okay=False, path_type=Path, allow_dash=True)},
+    }
+    for name, flags, shape, default, help_text, _thin in reversed(OPTIONS):
+        if name == "mode":  # --chroma-url sits between --mode and --json in --help, as it always did
+            command = chroma_url_option(command)
+        extra = {"default": default} if default is not None else {}
+        command = click.option(*flags, name, help=help_text, **shapes[shape], **extra)(command)
+    return command
+
+
 class _SearchCommand(JsonErrorsCommand):
     """memsearch: --batch prints JSON lines, so a usage error with --batch is printed as JSON too."""
 
@@ -50,29 +71,7 @@ class _SearchCommand(JsonErrorsCommand):
 
 @click.command(cls=_SearchCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("query", required=False)
-@click.option("-k", "k", type=click.IntRange(min=1), default=10, show_default=True, help="How many hits (1 or more).")
-@click.option("--kind", multiple=True, help="Only this kind (decision, friction, ... or its prefix); repeatable.")
-@click.option("--area", multiple=True, help="Only this area; repeatable.")
-@click.option("--status", multiple=True, help="Only this status; repeatable.")
-@click.option("--path", "path_glob", help="Only entries in files matching this glob, e.g. 'pkg/*'.")
-@click.option("--since", help="Only entries dated on or after YYYY-MM-DD.")
-@click.option(
-    "--batch",
-    "batch_file",
-    type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
-    help='JSON lines {"id", "query", "k"} in; one {"id", "query", "hits", "warnings"} line out per query.',
-)
-@click.option(
-    "--mode",
-    type=click.Choice(["hybrid", "lexical", "dense"]),
-    default="hybrid",
-    show_default=True,
-    help="Ranking: fused (default), BM25 only, or embeddings only.",
-)
-@chroma_url_option
-@click.option(
-    "--json", "as_json", is_flag=True, help='Print {"query", "hits", "warnings"} for machines (docs/json.md).'
-)
+@_declared_options
 @root_option
 def memsearch(
     query: str | None,
