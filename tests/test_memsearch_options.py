@@ -21,7 +21,7 @@ def test_the_click_command_has_every_declared_option_and_no_other() -> None:
 
 def test_the_thin_path_takes_the_declared_plain_options() -> None:
     plain = {flag for _name, flags, _shape, _default, _help, thin in OPTIONS if thin for flag in flags}
-    assert THIN_VALUED | THIN_FLAGS == plain | {"--root"}
+    assert plain | {"--root"} == THIN_VALUED | THIN_FLAGS
     assert read_args(["x", "--batch", "f"]) is None  # not the plain form: the full command reads it
     assert read_args(["x", "--kind", "F,D", "--json", "-k3"]) == {
         "query": "x",
