@@ -7,7 +7,6 @@ from typing import Any
 
 from memfiles.contract import write_object
 from memfiles.errors import BatchError, OpError
-from memfiles.services.read import entry_json
 from memfiles.store.batch import Batch, BatchResult, Guard
 from memfiles.store.ops import Op
 from memfiles.store.project import Project
@@ -61,6 +60,8 @@ def write_json(project: Project, result: BatchResult, warnings: Iterable[str] = 
     wanted = [entry_id for entry_id in result.changed_ids if entry_id not in result.pruned]
     entries: list[dict[str, Any]] = []
     if wanted:
+        from memfiles.services.read import entry_json  # here: the hooks' writes need not load the read side
+
         schema = project.settings.schema
         found: dict[str, list[dict[str, Any]]] = {}
         for located in project.entries():

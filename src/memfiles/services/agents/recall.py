@@ -21,7 +21,6 @@ from memfiles.format.ids import RETIRED
 from memfiles.format.model import area_key
 from memfiles.limits import cut_query
 from memfiles.services.agents.failures import error_signature
-from memfiles.services.read import entry_json
 from memfiles.store.project import Project
 
 ORDER = ("procedure", "episode", "lesson", "insight", "working")
@@ -300,6 +299,8 @@ class EntryReader:
             return None
         for located in self.project.entries([loaded]):
             if located.entry.id == hit["id"]:
+                from memfiles.services.read import entry_json  # here: recall's fast path need not load it
+
                 return entry_json(located, self.project.settings.schema)
         return None
 
