@@ -226,13 +226,13 @@ def test_language_server(project: Path, kind: str) -> None:
     """The language server's work on an open document holding the token: diagnostics, the reference under
     the cursor (hover, definition) and completion after `@@`."""
     from lsprotocol import types
-    from pygls.workspace import BatchFiles
+    from pygls.workspace import Workspace
 
     from memfiles.lsp.convert import uri_of
     from memfiles.lsp.server import build_server
 
     server = build_server(project)
-    server.protocol._workspace = BatchFiles(uri_of(project))  # what the client's `initialize` sets up
+    server.protocol._workspace = Workspace(uri_of(project))  # what the client's `initialize` sets up
     server.open_project(str(project))
     complete = server.protocol.fm.features[types.TEXT_DOCUMENT_COMPLETION]
     path = project / "open.py"
