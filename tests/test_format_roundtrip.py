@@ -213,12 +213,14 @@ def test_fixture_directory_exists() -> None:
 
 class TestOwnMemory:
     def test_own_memory_passes_check_fmt_and_refs(self) -> None:
-        """This repository's memory/ passes check and fmt --check, and its code has no dangling refs."""
+        """This repository's memory/ passes check, fmt --check and audit (`make demo` runs it: evidence that
+        cites a moved file fails it; staleness, which depends on today's date, is left out), and its code
+        has no dangling refs."""
         from click.testing import CliRunner
 
         from memfiles.cli.main import cli
 
-        for args in (["check"], ["fmt", "--check"], ["refs", "--dangling"]):
+        for args in (["check"], ["fmt", "--check"], ["refs", "--dangling"], ["audit", "--stale-days", "36500"]):
             result = CliRunner().invoke(cli, ["--root", str(REPO), *args])
             assert result.exit_code == 0, (args, result.output)
 
