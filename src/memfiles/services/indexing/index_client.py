@@ -177,17 +177,23 @@ class LocalIndex:
                         raise IndexUnavailable(busy.said(timeout)) from busy
             yield session
 
+    def _searcher(self, session: Any) -> Any:
+        """The session's searcher, with the entries no file holds any more hidden, and what the index says
+        of itself (files it could not read, or that it is behind the files) kept in `warnings`."""
+        if not session.exists():
+            from memfiles.index.chroma import no_index
+
+            raise IndexUnavailable(no_index(self.settings))
+        searcher = session.searcher()
+        late = behind(self.project, session.catalog, searcher.sidecar)
+        late.hide_gone(searcher)
+        self.warnings = unreadable_warnings(session.catalog.broken) + _said(late.warning())
+        return searcher
+
     @_handed_over
     def search(self, queries: list[tuple[str, int]], filters: Filters, mode: str = "hybrid") -> list[Hits]:
         with self._read(timeout=self.settings.search_timeout) as session:
-            if not session.exists():
-                from memfiles.index.chroma import no_index
-
-                raise IndexUnavailable(no_index(self.settings))
-            searcher = session.searcher()
-            late = behind(self.project, session.catalog, searcher.sidecar)
-            late.hide_gone(searcher)
-            self.warnings = unreadable_warnings(session.catalog.broken) + _said(late.warning())
+            searcher = self._searcher(session)
             return [hit_objects(searcher.search(query, k, filters, mode)) for query, k in queries]
 
     @_handed_over
@@ -195,14 +201,7 @@ class LocalIndex:
         from memfiles.services.indexing.searches import search_many
 
         with self._read(timeout=self.settings.search_timeout) as session:
-            if not session.exists():
-                from memfiles.index.chroma import no_index
-
-                raise IndexUnavailable(no_index(self.settings))
-            searcher = session.searcher()
-            late = behind(self.project, session.catalog, searcher.sidecar)
-            late.hide_gone(searcher)
-            self.warnings = unreadable_warnings(session.catalog.broken) + _said(late.warning())
+            searcher = self._searcher(session)
             return search_many(searcher, items)
 
     @_handed_over
