@@ -18,6 +18,7 @@ import pytest
 
 from memfiles.config import load_settings
 from memfiles.errors import ConfigError
+from memfiles.hook_events import HOOKS_TIMEOUT
 from memfiles.services.agents import hook_state, hooks
 from memfiles.services.distiller.experiences import parse_record
 from memfiles.services.hook_text import CLOSE, OPEN, Item, render, strip_injected
@@ -515,7 +516,7 @@ def executable_hook(root: Path, event: str, stdin: str, **env: str) -> dict[str,
     return json.loads(done.stdout)
 
 
-def hook_probe(root: Path, report: str) -> subprocess.CompletedProcess[str]:
+def hook_probe(root: Path, report: str, session: str = "probe") -> subprocess.CompletedProcess[str]:
     """`memfiles hook UserPromptSubmit` run by the executable's own entry in a fresh interpreter, then
     `report` (Python, printing to stderr what it found in sys.modules)."""
     probe = (
@@ -526,7 +527,7 @@ def hook_probe(root: Path, report: str) -> subprocess.CompletedProcess[str]:
     )
     done = subprocess.run(
         [sys.executable, "-c", probe, str(root)],
-        input=recorded("user_prompt_submit"),
+        input=recorded("user_prompt_submit", session_id=session),
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -575,33 +576,45 @@ class TestAnsweredByTheWatcher:
     @pytest.mark.parametrize("warm", [{"hooks_watch": False}], indirect=True)  # the default hooks_timeout
     def test_the_thin_client_imports_only_the_standard_librarys_core(self, warm: Path) -> None:
         """Answered by the watcher, a hook call loads neither click nor the settings, the format, the index,
-        nor json, socket, pathlib or re: its cost is starting Python (the settings are not read here)."""
-        done = hook_probe(
-            warm,
+        nor json, socket, pathlib or re: its cost is starting Python (the settings are read in full only
+        by the first call after a change of the config, which remembers hooks_timeout)."""
+        report = (
             "heavy = ('click', 'numpy', 'chromadb', 'torch', 'memfiles.format', 'memfiles.config',"
             " 'memfiles.services.agents.hook_run', 'memfiles.store')\n"
             "stdlib = {'typing', 'json', 'socket', 'pathlib', 're'}\n"
-            "print(sorted(m for m in sys.modules if m.startswith(heavy) or m in stdlib), file=sys.stderr)\n",
+            "print(sorted(m for m in sys.modules if m.startswith(heavy) or m in stdlib), file=sys.stderr)\n"
         )
+        first = hook_probe(warm, report, session="first")
+        assert "'memfiles.config'" in first.stderr.strip().splitlines()[-1]  # no memo yet: read in full
+        done = hook_probe(warm, report, session="second")
         assert "E-001" in context(json.loads(done.stdout))
         assert done.stderr.strip().splitlines()[-1] == "[]"
 
     @pytest.mark.parametrize("warm", [{"hooks_timeout": 30, "hooks_watch": False}], indirect=True)
-    def test_a_configured_timeout_is_read_once_per_change_of_the_config(self, warm: Path) -> None:
-        """hooks_timeout set: the thin client reads the settings in full once, keeps the value beside the
-        config's text, and reads them again only when that text changes."""
+    def test_a_configured_timeout_is_read_once_per_change_of_the_config(
+        self, warm: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """hooks_timeout set: the thin client reads the settings in full once, keeps the value beside what
+        it was read from, and reads them again only when that changes: the config files' text, or a
+        MEMFILES_* variable (a bad one: the hook's own process answers, and says which)."""
         from memfiles.cli.hook_entry import hooks_timeout
 
         configure(warm, hooks_timeout=30, hooks_watch=False)
         assert hooks_timeout(str(warm)) == 30.0
-        kept = warm / ".memfiles" / "hooks" / "timeout"
-        assert kept.read_text().startswith("30.0\n")
+        kept = warm / ".memfiles" / "settings.memo"
+        assert json.loads(kept.read_text())["values"] == {"hooks_timeout": 30.0}
         done = hook_probe(warm, "print('memfiles.config' in sys.modules, file=sys.stderr)\n")
         assert "E-001" in context(json.loads(done.stdout)) and done.stderr.strip().endswith("False")
+        monkeypatch.setenv("MEMFILES_HOOKS", "maybe")  # a variable changed: read in full, which refuses it
+        assert hooks_timeout(str(warm)) is None
+        monkeypatch.delenv("MEMFILES_HOOKS")
+        assert hooks_timeout(str(warm)) == 30.0
         configure(warm, hooks_timeout=0.5, hooks_watch=False)
         assert hooks_timeout(str(warm)) == 0.5
         configure(warm, hooks_timeout="soon")  # a bad value: the hook's own process answers (and logs it)
         assert hooks_timeout(str(warm)) is None
+        (warm / "memory" / "memfiles.toml").write_text("# hooks_timeout = 1, some day\n")  # a comment sets nothing
+        assert hooks_timeout(str(warm)) == HOOKS_TIMEOUT
 
     def test_a_bad_variable_in_the_agents_environment_is_logged_and_changes_nothing(self, warm: Path) -> None:
         """MEMFILES_HOOKS=maybe travels with the call: the watcher refuses the setting by name, injects

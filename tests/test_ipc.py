@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 from pathlib import Path
@@ -10,7 +11,8 @@ import pytest
 
 from memfiles.config import load_settings
 from memfiles.errors import IndexUnavailable
-from memfiles.services.indexing.ipc import request, socket_path
+from memfiles.services.indexing.ipc import request, serve, socket_path
+from memfiles.services.indexing.sockpath import receive_line
 
 
 def listener(path: Path) -> socket.socket:
@@ -78,3 +80,45 @@ def test_a_dropped_request_is_asked_again_of_the_watcher_that_is_there(root: Pat
     assert request(settings, {"op": "ping"}, timeout=10) == {"ok": True, "pid": 7}
     thread.join(10)
     server.close()
+
+
+@pytest.mark.parametrize("said", [b"not json\n", b"[1, 2]\n", b"\xff\xfe\n"])
+def test_an_answer_that_is_not_a_json_object_is_said_as_such(root: Path, said: bytes) -> None:
+    """A process on the socket that answers something else: IndexUnavailable naming it, no traceback."""
+    settings = load_settings(root)
+    server = listener(socket_path(settings))
+
+    def answer() -> None:
+        connection, _ = server.accept()
+        with connection:
+            connection.recv(1 << 16)
+            connection.sendall(said)
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    with pytest.raises(IndexUnavailable, match="answer is not"):
+        request(settings, {"op": "ping"}, timeout=10)
+    thread.join(10)
+    server.close()
+
+
+def test_the_server_answers_every_line_in_one_codec(root: Path) -> None:
+    """serve(): a request that is not one JSON object gets a refusal and the server goes on; any text,
+    lone surrogates included (an undecodable file name travels so), comes back as it went."""
+    settings = load_settings(root)
+    path = socket_path(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    server = serve(path, lambda asked: {"ok": True, "echo": asked["text"]})
+    try:
+        for line in (b"[1]\n", b"{\n", b"\xff\n"):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+                client.settimeout(10)
+                client.connect(str(path))
+                client.sendall(line)
+                answer = json.loads(receive_line(client))
+            assert answer["ok"] is False and answer["error"], line
+        text = "caf\u00e9 \u2014 \U0001f600 \udcff"
+        assert request(settings, {"op": "ping", "text": text}, timeout=10) == {"ok": True, "echo": text}
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -97,6 +97,24 @@ class TestBounds:
         subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
         assert find_root(tmp_path / "pkg") == tmp_path.resolve()
 
+    @pytest.mark.parametrize(
+        ("text", "is_root"),
+        [
+            ("[tool]\nmemfiles = { wrap = 100 }\n", True),  # the same table in another TOML spelling
+            ("tool.memfiles.wrap = 100\n", True),
+            ('[tool.memfiles.kinds.risk]\nprefix = "R"\n', True),
+            ('[project]\nname = "x"\n# [tool.memfiles] some day\n', False),  # a comment declares nothing
+            ('[project]\ndescription = "a [tool.memfiles] table"\n', False),
+            ('[project]\nname = "x"\n[tool.memfiles\n', True),  # broken TOML: found, so that settings say why
+        ],
+    )
+    def test_the_pyproject_marker_is_read_as_toml(self, tmp_path: Path, text: str, is_root: bool) -> None:
+        """Whether a pyproject.toml marks the root is its TOML's answer, not a substring's."""
+        (tmp_path / "pyproject.toml").write_text(text)
+        (tmp_path / "pkg" / "memory").mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+        assert find_root(tmp_path / "pkg") == (tmp_path if is_root else tmp_path / "pkg").resolve()
+
     def test_no_root_anywhere_is_a_clear_error(self, tmp_path: Path) -> None:
         """A folder with no memory/ above it (inside a repository): ConfigError saying to pass --root."""
         subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)

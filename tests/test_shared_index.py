@@ -453,6 +453,23 @@ class TestWatcherOnAServer:
             status = connect(load_settings(b)).status()
             assert status["watcher"]["running"] and status["index"]["server"]["error"] is None
             assert status["index"]["server"]["url"] == os.environ["MEMFILES_CHROMA_URL"]
+            # An agent's hook is answered by this watcher too (its thin client), from the clone's view.
+            probe = (
+                "import sys\nsys.argv = ['memfiles', '--root', sys.argv[1], 'hook', 'UserPromptSubmit']\n"
+                "from memfiles.cli.entry import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+                "print('memfiles.services.agents.hook_run' in sys.modules, file=sys.stderr)\n"
+            )
+            for session in ("first", "second"):  # the first reads the settings in full and remembers them
+                call = {"hook_event_name": "UserPromptSubmit", "session_id": session, "cwd": str(b)}
+                done = subprocess.run(
+                    [sys.executable, "-c", probe, str(b)],
+                    input=json.dumps({**call, "prompt": "Which compiler version do the CI images pin?"}),
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
+                assert done.returncode == 0 and done.stderr.strip().endswith("False"), done.stderr
+                assert "L-002" in done.stdout, done.stdout
         assert memfiles(b, "backfill", "--check").exit_code == 0
 
     def test_a_search_leaves_a_watcher_with_a_server_too(

@@ -18,9 +18,9 @@ from urllib.parse import urlparse
 from memfiles.errors import ConfigError
 from memfiles.format.ids import DEFAULT_KINDS, RETIRED, Kind, Schema, is_id
 from memfiles.hook_events import HOOKS_TIMEOUT
+from memfiles.root import CONFIG_FILES, PERSONA_FILE, WORKING_FOLDER, find_root
 from memfiles.root import INDEX_DIR as INDEX_DIR  # re-exported, as MEMORY_DIR
 from memfiles.root import MEMORY_DIR as MEMORY_DIR  # re-exported: callers import it from here
-from memfiles.root import PERSONA_FILE, WORKING_FOLDER, find_root
 from memfiles.root import STATE_DIR as STATE_DIR  # re-exported, as MEMORY_DIR
 
 # The score a hit needs, per layer, before recall shows it and a hook injects it: calibrated on labelled
@@ -510,7 +510,8 @@ def read_toml(path: Path, shown: str) -> dict[str, Any]:
 
 def config_files(root: Path) -> tuple[Path, Path]:
     """The files settings are read from, in the order they win: memory/memfiles.toml, pyproject.toml."""
-    return root / MEMORY_DIR / "memfiles.toml", root / "pyproject.toml"
+    own, pyproject = CONFIG_FILES
+    return root / own, root / pyproject
 
 
 def config_stamp(root: Path) -> tuple[bytes | None, ...]:

@@ -13,6 +13,7 @@ MEMORY_DIR = "memory"
 INDEX_DIR = ".memsearch"  # the derived index, beside memory/ (config.Settings.index_dir)
 STATE_DIR = ".memfiles"  # run-time state beside memory/: locks, journal, hook sessions (config.Settings.state_dir)
 PERSONA_FILE = "persona.md"  # behaviour configuration in the root memory/: never a memory file, never indexed
+CONFIG_FILES = (f"{MEMORY_DIR}/memfiles.toml", "pyproject.toml")  # where settings are read from, the winner first
 WORKING_FOLDER = "working"  # memory/working/<run>.md: runs' working memory (services/agents/working.py), nothing else
 
 # The rule works on plain strings with os.path, so that the thin memsearch client (cli/quick_search.py)
@@ -28,9 +29,23 @@ def _is_root(folder: str) -> bool:
         if not os.path.isfile(pyproject):
             return False
         with open(pyproject, encoding="utf-8", errors="replace") as handle:
-            return "[tool.memfiles" in handle.read()
+            text = handle.read()
     except OSError:
         return False
+    return "memfiles" in text and declares_memfiles(text)  # the word first: parsing TOML costs its imports
+
+
+def declares_memfiles(pyproject: str) -> bool:
+    """Whether the text of a pyproject.toml has a tool.memfiles table (in any TOML spelling). A file that
+    is not TOML counts when it has a `[tool.memfiles` header: reading its settings then says what is wrong
+    and where, rather than the project going unfound."""
+    import tomllib
+
+    try:
+        tool = tomllib.loads(pyproject).get("tool")
+    except tomllib.TOMLDecodeError:
+        return "[tool.memfiles" in pyproject
+    return isinstance(tool, dict) and "memfiles" in tool
 
 
 def root_folder(start: str | None = None, given: str | None = None) -> str:

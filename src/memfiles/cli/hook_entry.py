@@ -1,12 +1,14 @@
 """`memfiles hook EVENT` without click: the path an agent's hook takes on every prompt and tool call.
 
 When a watcher runs for the call's project, this is a thin client: it imports os, sys, the C modules
-_socket and _json and three string-only modules of memfiles, sends the whole call (the event, the input
+_socket and _json and a few string-only modules of memfiles, sends the whole call (the event, the input
 as read, the caller's folder and MEMFILES_*/agent variables) to the watcher, which answers it with the
-same code (services/agents/hook_run.py) warm, and prints the answer. Everything else runs here in full: no
-watcher, a Chroma server configured, the writing events (PreCompact, SessionEnd), input the thin path
-cannot read, a watcher that refuses the call. The deadline is hooks_timeout (read from the config files
-only when they set it); a watcher that accepts the call and never answers gets {} and a log line.
+same code (services/agents/hook_run.py) warm, and prints the answer. A watcher answers for its clone
+whether or not a Chroma server shares the vectors, as for memsearch. Everything else runs here in full:
+no watcher, the writing events (PreCompact, SessionEnd), input the thin path cannot read, settings that
+do not read, a watcher that refuses the call. The deadline is hooks_timeout, read in full once per change
+of the config files or MEMFILES_* variables (memfiles/settings_memo.py); a watcher that accepts the call
+and never answers gets {} and a log line.
 
 Whatever happens it prints one JSON object and exits 0 (exit 2 would block the user's prompt).
 `memfiles hook --help` goes to the full command group instead.
@@ -17,9 +19,8 @@ from __future__ import annotations
 import os
 import sys
 
-from memfiles.cli.watcher_wire import Unanswered, config_texts, decoded, exchange, server_configured
+from memfiles.cli.watcher_wire import Unanswered, exchange
 from memfiles.hook_events import (
-    HOOKS_TIMEOUT,
     WRITING,
     WRITING_DEADLINE,
     forwarded,
@@ -27,7 +28,8 @@ from memfiles.hook_events import (
     project_folder,
     session_of,
 )
-from memfiles.root import INDEX_DIR, STATE_DIR, root_folder
+from memfiles.jsonline import loads
+from memfiles.root import INDEX_DIR, root_folder
 from memfiles.services.indexing import protocol
 from memfiles.services.indexing.sockpath import socket_address
 
@@ -54,38 +56,13 @@ def read_args(argv: list[str]) -> tuple[str | None, str | None]:
 
 
 def hooks_timeout(root: str) -> float | None:
-    """The hook's deadline: the default, or the configured one; None when the setting cannot be read.
+    """The hook's deadline as the settings say it (the config files and MEMFILES_HOOKS_TIMEOUT), read in
+    full once per change of them (memfiles/settings_memo.py); None when the settings cannot be read."""
+    from memfiles.settings_memo import remembered
 
-    The settings are read by config.py, the one reader of settings, only when a config file names
-    hooks_timeout, and then once per change of the config files: the value is kept in
-    .memfiles/hooks/timeout beside the files' text it was read from."""
-    texts = config_texts(root)
-    if not any("hooks_timeout" in text for text in texts):
-        return HOOKS_TIMEOUT
-    key = "\0".join(texts)
-    cache = os.path.join(root, STATE_DIR, "hooks", "timeout")
-    try:
-        with open(cache, encoding="utf-8") as handle:
-            value, _, read_from = handle.read().partition("\n")
-        if read_from == key:
-            return float(value)
-    except (OSError, ValueError):
-        pass
-    try:
-        from memfiles.config import load_settings
-        from memfiles.root import find_root
-
-        seconds = load_settings(find_root(given=root)).hooks_timeout
-    except Exception:
-        return None
-    try:
-        os.makedirs(os.path.dirname(cache), exist_ok=True)
-        with open(f"{cache}.{os.getpid()}", "w", encoding="utf-8") as handle:
-            handle.write(f"{seconds!r}\n{key}")
-        os.replace(f"{cache}.{os.getpid()}", cache)
-    except OSError:
-        pass  # read again next time
-    return seconds
+    values = remembered(root)
+    seconds = values.get("hooks_timeout") if values is not None else None
+    return float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None
 
 
 Later = list  # what to do once the answer is printed (a log line)
@@ -102,7 +79,7 @@ def via_watcher(event: str | None, root: str | None, raw: str, later: Later | No
 
 def _via_watcher(event: str | None, root: str | None, raw: str, later: Later) -> str | None:
     try:
-        data = decoded(raw) if raw.strip() else {}
+        data = loads(raw) if raw.strip() else {}
     except ValueError:
         return None
     if not isinstance(data, dict):
@@ -114,8 +91,6 @@ def _via_watcher(event: str | None, root: str | None, raw: str, later: Later) ->
     try:
         project = root_folder(start=project_folder(data.get("cwd"), os.environ, os.getcwd()), given=root)
     except Exception:
-        return None
-    if server_configured(project):
         return None
     path = socket_address(os.path.join(project, INDEX_DIR))
     if what in WRITING:

@@ -1,4 +1,5 @@
-"""The watcher's local socket: one JSON line in, one JSON line out, on .memsearch/watch.sock.
+"""The watcher's local socket: one JSON line in, one JSON line out, on .memsearch/watch.sock, written and
+read by the product's one codec for its own lines (memfiles/jsonline.py), as the thin clients do.
 
 The client side imports only the standard library, so a `memsearch` that finds a watcher running
 never loads numpy, torch or chromadb.
@@ -7,7 +8,6 @@ never loads numpy, torch or chromadb.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import socket
@@ -20,6 +20,7 @@ from typing import Any
 
 from memfiles.config import Settings
 from memfiles.errors import IndexUnavailable
+from memfiles.jsonline import dumps, loads
 from memfiles.limits import REQUEST_LIMIT
 from memfiles.services.indexing.sockpath import SOCKET_PATH_LIMIT as SOCKET_PATH_LIMIT
 from memfiles.services.indexing.sockpath import receive_line, socket_file
@@ -86,7 +87,7 @@ def _ask(path: Path, payload: dict[str, Any], timeout: float) -> dict[str, Any] 
             client.connect(str(path))
         except (ConnectionRefusedError, FileNotFoundError):
             return None  # a socket left by a watcher that died: nobody listens
-        client.sendall(json.dumps(payload).encode("utf-8") + b"\n")
+        client.sendall(_line(payload))
         return _read_line(client)
     except (ConnectionResetError, BrokenPipeError, _Left) as error:
         raise _Left(str(error)) from error
@@ -102,7 +103,18 @@ def _read_line(connection: socket.socket) -> dict[str, Any]:
     data = receive_line(connection)
     if not data:
         raise _Left("the watcher closed the connection without answering")
-    return json.loads(data)
+    try:
+        answer = loads(data)
+    except ValueError as error:
+        raise IndexUnavailable(f"the watcher's answer is not JSON ({error})") from None
+    if not isinstance(answer, dict):
+        raise IndexUnavailable("the watcher's answer is not a JSON object")
+    return answer
+
+
+def _line(value: dict[str, Any]) -> bytes:
+    """One line of the protocol (services/indexing/protocol.py): JSON in ASCII, ended by a newline."""
+    return dumps(value).encode("ascii") + b"\n"
 
 
 def _discard_line(connection: socket.socket, reader: Any, read: bytes) -> None:
@@ -132,7 +144,7 @@ def serve(path: Path, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> soc
                 try:  # read its request first (never acted on): a reply and close before it is sent breaks its pipe
                     self.request.settimeout(5)
                     self.rfile.readline(REQUEST_LIMIT)  # a hook call carries a tool's output: read it all
-                    self.wfile.write(json.dumps(reply).encode("utf-8") + b"\n")
+                    self.wfile.write(_line(reply))
                 except OSError:
                     pass
                 return
@@ -145,15 +157,18 @@ def serve(path: Path, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> soc
                 }
                 with contextlib.suppress(OSError):
                     _discard_line(self.request, self.rfile, line)  # so that the client reads the refusal
-                    self.wfile.write(json.dumps(reply).encode("utf-8") + b"\n")
+                    self.wfile.write(_line(reply))
                 return
             try:
-                reply = answer(json.loads(line))
+                request = loads(line)
+                if not isinstance(request, dict):
+                    raise ValueError("a request is one JSON object")
+                reply = answer(request)
             except Exception as error:  # one bad request must not stop the server
                 log.warning("request failed: %s", error)
                 reply = {"ok": False, "error": f"{type(error).__name__}: {error}"}
             try:
-                self.wfile.write(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")
+                self.wfile.write(_line(reply))
             except (BrokenPipeError, ConnectionResetError):
                 log.info("a client left before its answer (%s)", reply.get("error") or "ok")
 

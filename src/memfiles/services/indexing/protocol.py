@@ -1,11 +1,11 @@
 """The watcher's socket protocol, in one place: each op, the request a client sends and the answer it gets.
 
-One JSON object a line each way (services/indexing/ipc.py writes and reads them; cli/watcher_wire.py for
-the thin clients). Every client builds its request with the function named after the op, and the watcher
-(services/watch/dispatch.py) answers exactly the ops of OPS; tests/test_protocol.py holds the three
-together. Every answer carries `ok`; a failed one `error` (and `gone` when the watcher is exiting, so the
-client goes on without it). Nothing is imported at run time, not even `typing`: the thin clients of
-memsearch and the hooks load this module on every call.
+One JSON object a line each way, in memfiles/jsonline.py's codec (services/indexing/ipc.py writes and reads
+them; cli/watcher_wire.py for the thin clients). Every client builds its request with the function named
+after the op, and the watcher (services/watch/dispatch.py) answers exactly the ops of OPS;
+tests/test_protocol.py holds the three together. Every answer carries `ok`; a failed one `error` (and
+`gone` when the watcher is exiting, so the client goes on without it). Nothing is imported at run time,
+not even `typing`: the thin clients of memsearch and the hooks load this module on every call.
 
 | op | request | answer (besides `ok`) |
 |---|---|---|
