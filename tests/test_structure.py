@@ -100,3 +100,23 @@ def test_the_architecture_page_names_every_services_package() -> None:
         if path.name != "__init__.py":
             assert f"services/{path.name}" in page, path.name
 
+
+def test_only_the_index_client_asks_the_watcher() -> None:
+    """Every caller reaches the watcher through services/indexing (index_client.py: `connect` and
+    `running_watcher`), or, on the two fast paths, through cli/watcher_wire.py; nobody else sends a line."""
+    offenders = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        me = module_name(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.module is None:
+                continue
+            names = {alias.name for alias in node.names}
+            asks = (node.module == "memfiles.services.indexing.ipc" and "request" in names) or (
+                node.module == "memfiles.services.indexing" and "ipc" in names
+            )
+            if asks and unit_of(me) != "services.indexing":
+                offenders.append(f"{me}:{node.lineno}")
+            wire = node.module == "memfiles.cli.watcher_wire" and "exchange" in names
+            if wire and me not in ("memfiles.cli.quick_search", "memfiles.cli.hook_entry"):
+                offenders.append(f"{me}:{node.lineno}")
+    assert offenders == []

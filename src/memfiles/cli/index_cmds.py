@@ -154,9 +154,9 @@ def watch(
     import signal
 
     from memfiles.config import WATCH_IDLE_EXIT_MAX
-    from memfiles.services.indexing import protocol
     from memfiles.services.indexing.daemon import log_path, setup_logging, start_background
-    from memfiles.services.indexing.ipc import pid_path, request
+    from memfiles.services.indexing.index_client import running_watcher
+    from memfiles.services.indexing.ipc import pid_path
     from memfiles.services.watch import Watcher
 
     if stop_:
@@ -178,7 +178,7 @@ def watch(
         )
     if not foreground:
         with errors_to_exit():
-            running = request(settings, protocol.ping(), timeout=5)
+            running = running_watcher(settings)
         if running is not None:  # what was asked for holds: `memfiles watch && memfiles status` goes on
             click.echo(f"watcher already running (pid {running.get('pid') or pid_path(settings).read_text().strip()})")
             if idle_exit:
@@ -311,9 +311,8 @@ def stop_watchers(app: App) -> None:
     from memfiles.config import Settings
     from memfiles.errors import ConfigError
     from memfiles.root import find_root
-    from memfiles.services.indexing import protocol
     from memfiles.services.indexing.daemon import live_watchers, stop_running
-    from memfiles.services.indexing.ipc import request
+    from memfiles.services.indexing.index_client import running_watcher
 
     try:
         settings = app.settings
@@ -322,7 +321,7 @@ def stop_watchers(app: App) -> None:
             settings = Settings(root=find_root(given=app.root_option))
         click.echo(f"memfiles: warning: {error}; stopping the watcher all the same", err=True)
     with errors_to_exit():
-        answer = request(settings, protocol.ping(), timeout=5)
+        answer = running_watcher(settings)
     # one just spawned by memsearch or a hook may not listen yet: its pid file (or the spawner's) says
     pids = [int(answer["pid"])] if answer is not None else live_watchers(settings)
     if not pids:

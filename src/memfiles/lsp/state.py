@@ -293,10 +293,10 @@ class SemanticBoost:
         self.asked: set[str] = set()
 
     def get(self, index: WorkspaceIndex, context: str) -> dict[str, float] | None:
-        from memfiles.services.indexing import ipc
+        from memfiles.services.indexing.ipc import socket_path
 
         settings = index.project.settings
-        if not context.strip() or not ipc.socket_path(settings).exists():
+        if not context.strip() or not socket_path(settings).exists():
             return None
         key = context[-2000:]
         if key in self.answers:

@@ -423,11 +423,10 @@ def build(settings: Settings | None, tools: Any = None) -> MCPServer:
 
 def start_watcher(settings: Settings) -> Any:
     """A watcher in this process when none runs for the project (None when one does, or it cannot)."""
-    from memfiles.services.indexing import protocol
-    from memfiles.services.indexing.ipc import request
+    from memfiles.services.indexing.index_client import running_watcher
 
     try:
-        if request(settings, protocol.ping(), timeout=2) is not None:
+        if running_watcher(settings, timeout=2) is not None:
             return None  # one runs: every call goes through its socket
         from memfiles.services.watch import Watcher
     except (MemfilesError, ImportError) as error:

@@ -360,14 +360,13 @@ def session_end(call: hooks.Call, settings: Settings, project: Project, state: h
 
 def start_watcher(settings: Settings, call: hooks.Call) -> None:
     """Start the watcher in the background when an index exists and none runs: every later hook is warm."""
-    from memfiles.services.indexing import ipc, protocol
     from memfiles.services.indexing.daemon import spawn_background
-    from memfiles.services.indexing.index_client import index_exists
+    from memfiles.services.indexing.index_client import index_exists, running_watcher
 
     if not index_exists(settings):
         return
     try:
-        if ipc.request(settings, protocol.ping(), timeout=1) is not None:
+        if running_watcher(settings, timeout=1) is not None:
             return
     except IndexUnavailable:
         return  # one is there, busy: leave it

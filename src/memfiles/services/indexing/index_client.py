@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 Hits = list[dict[str, Any]]
 Neighbours = list[tuple[dict[str, Any], float]]
+Embed = Callable[[list[str]], Any]
 
 
 class IndexClient(Protocol):
@@ -65,6 +66,11 @@ class IndexClient(Protocol):
 
     def status(self) -> dict[str, Any]:
         """{"watcher", "index", "drift"} with ISO 8601 instants."""
+        ...
+
+    def vectors(self) -> tuple[dict[str, tuple[str, Any]], Embed]:
+        """{id: (content hash, vector)} of every entry the index holds, and a function that embeds texts with
+        the index's model (for entries it lacks): services/indexing/vectors.py."""
         ...
 
 
@@ -168,7 +174,7 @@ class LocalIndex:
                     if not isinstance(busy, LockTimeout):
                         raise
                     try:
-                        watcher = ipc.request(self.settings, protocol.ping(), timeout=5)
+                        watcher = running_watcher(self.settings)
                     except IndexUnavailable:
                         watcher = None  # one that does not answer a ping is not one to hand over to
                     if watcher is not None:
@@ -300,6 +306,15 @@ class LocalIndex:
         index["server"] = server_facts(self.settings, collection)
         return {"watcher": not_answering_watcher(self.settings), "index": index, "drift": drift}
 
+    @_handed_over
+    def vectors(self) -> tuple[dict[str, tuple[str, Any]], Embed]:
+        from memfiles.services.indexing.vectors import session_vectors
+
+        with self._open(timeout=max(self.settings.index_timeout, 5.0)) as session:
+            if not session.store.exists():
+                raise IndexUnavailable("there is no index yet")
+            return session_vectors(session)
+
 
 def not_answering_watcher(settings: Settings) -> dict[str, Any]:
     """The watcher object when none answered: a watcher process of this project that is alive but does not
@@ -415,6 +430,14 @@ class WatcherIndex:
         answer.pop("ok", None)
         return answer
 
+    def vectors(self) -> tuple[dict[str, tuple[str, Any]], Embed]:
+        from memfiles.services.indexing.vectors import answer_vectors
+
+        answer = ipc.request(self.settings, protocol.vectors(), timeout=max(self.settings.index_timeout, 30.0))
+        if answer is None:
+            return self._fallback().vectors()
+        return answer_vectors(self.settings, answer)
+
 
 def leave_watcher(settings: Settings, client: IndexClient, purpose: str, by: str = "search") -> str | None:
     """When `client` opened the store here (no watcher answered) and `search_watch` allows it, start a
@@ -449,13 +472,20 @@ def duration(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
+def running_watcher(settings: Settings, timeout: float = 5.0) -> dict[str, Any] | None:
+    """The watcher's answer to a ping (`pid`, `ready`, `failed`) when one listens for this project, else
+    None: the one way every command, server and hook asks whether a watcher runs. IndexUnavailable when
+    one listens and does not answer within `timeout` seconds."""
+    return ipc.request(settings, protocol.ping(), timeout=timeout)
+
+
 def connect(settings: Settings, watcher_only: bool = False) -> IndexClient:
     """The watcher when one answers here, else the store opened locally: chosen once, per command. With
     `watcher_only` (an agent's hook, the editor: they must answer in milliseconds and never load the
     model), the watcher without a ping first: its first call raises NoWatcher when none runs."""
     if watcher_only:
         return WatcherIndex(settings, only=True)
-    answer = ipc.request(settings, protocol.ping(), timeout=5)
+    answer = running_watcher(settings)
     if answer is not None:
         return WatcherIndex(settings, answer.get("pid"))
     return LocalIndex(settings)

@@ -1,4 +1,5 @@
-"""The index's stored vectors, read in one call: from the watcher when one runs, else from the store.
+"""The index's stored vectors, read in one call (the index client's `vectors`, services/indexing/index_client.py):
+from the watcher when one runs, as base64 float32 rows, else from the store opened here.
 
 The one place `dupes` reaches into the index for vectors, so that a change of index client touches
 nothing else.
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 Embed = Callable[[list[str]], Any]
+Vectors = dict[str, tuple[str, "np.ndarray"]]
 
 
 def encode_vectors(ids: list[str], hashes: list[str], vectors: np.ndarray) -> dict[str, Any]:
@@ -32,42 +34,39 @@ def encode_vectors(ids: list[str], hashes: list[str], vectors: np.ndarray) -> di
     }
 
 
-def _decode(answer: dict[str, Any]) -> dict[str, tuple[str, np.ndarray]]:
+def answer_vectors(settings: Settings, answer: dict[str, Any]) -> tuple[Vectors, Embed]:
+    """The watcher's answer read back, with this process's own encoder for texts the index lacks (loaded
+    only when one is asked for)."""
     import numpy as np
+
+    def embed_here(texts: list[str]) -> Any:
+        from memfiles.index.embedder import load_embedder
+
+        return load_embedder(settings.model, light=True).encode(texts)
 
     ids, hashes = answer["ids"], answer["hashes"]
     if not ids:
-        return {}
+        return {}, embed_here
     matrix = np.frombuffer(base64.b64decode(answer["vectors"]), dtype=np.float32).reshape(len(ids), -1)
-    return {i: (h, matrix[n]) for n, (i, h) in enumerate(zip(ids, hashes, strict=True))}
+    return {i: (h, matrix[n]) for n, (i, h) in enumerate(zip(ids, hashes, strict=True))}, embed_here
 
 
-def stored_vectors(settings: Settings) -> tuple[dict[str, tuple[str, np.ndarray]], Embed]:
+def session_vectors(session: Any) -> tuple[Vectors, Embed]:
+    """What an open index session holds, with its encoder."""
+    import numpy as np
+
+    got = session.store.get(None, include=["embeddings", "metadatas"])
+    matrix = np.asarray(got["embeddings"], dtype=np.float32)
+    hashes = [(m or {}).get("hash", "") for m in got["metadatas"]]
+    vectors = {i: (h, matrix[n]) for n, (i, h) in enumerate(zip(got["ids"], hashes, strict=True))}
+    return vectors, session.embedder.encode
+
+
+def stored_vectors(settings: Settings) -> tuple[Vectors, Embed]:
     """{id: (content hash, vector)} of every entry the index holds, and a function that embeds texts
     with the index's model (for entries it lacks). Raises IndexUnavailable when there is no index."""
-    from memfiles.services.indexing import protocol
-    from memfiles.services.indexing.index_client import index_exists
-    from memfiles.services.indexing.index_session import open_index
-    from memfiles.services.indexing.ipc import request
+    from memfiles.services.indexing.index_client import connect, index_exists
 
     if not index_exists(settings):
         raise IndexUnavailable("there is no index yet")
-    answer = request(settings, protocol.vectors(), timeout=max(settings.index_timeout, 30.0))
-    if answer is not None:
-
-        def embed_remote(texts: list[str]) -> Any:
-            from memfiles.index.embedder import load_embedder
-
-            return load_embedder(settings.model, light=True).encode(texts)
-
-        return _decode(answer), embed_remote
-    with open_index(settings, timeout=max(settings.index_timeout, 5.0)) as session:
-        if not session.store.exists():
-            raise IndexUnavailable("there is no index yet")
-        got = session.store.get(None, include=["embeddings", "metadatas"])
-        embedder = session.embedder
-    import numpy as np
-
-    matrix = np.asarray(got["embeddings"], dtype=np.float32)
-    hashes = [(m or {}).get("hash", "") for m in got["metadatas"]]
-    return {i: (h, matrix[n]) for n, (i, h) in enumerate(zip(got["ids"], hashes, strict=True))}, embedder.encode
+    return connect(settings).vectors()

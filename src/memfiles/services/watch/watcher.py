@@ -32,11 +32,10 @@ OUTGOING_WAIT = 30.0  # seconds a new watcher waits for one on its way out (its 
 
 def _answers(settings: Any) -> bool:
     """Whether a watcher answers on the project's socket (one on its way out has taken it away)."""
-    from memfiles.services.indexing import protocol
-    from memfiles.services.indexing.ipc import request
+    from memfiles.services.indexing.index_client import running_watcher
 
     try:
-        return request(settings, protocol.ping(), timeout=5) is not None
+        return running_watcher(settings) is not None
     except MemfilesError:
         return True  # one that listens but fails to answer is still there
 
