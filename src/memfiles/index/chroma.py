@@ -15,11 +15,11 @@ another client of a server) leaves the two different, and the reader rebuilds it
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 
 from memfiles.config import Settings
@@ -28,7 +28,11 @@ from memfiles.store.fileio import ensure_private_dir, identity
 from memfiles.store.lock import FileLock
 
 if TYPE_CHECKING:
+    import sqlite3
+
     import numpy as np
+
+Read = TypeVar("Read")
 
 UPSERT_BATCH = 5000  # Chroma refuses batches above 5,461 (its SQLite variable limit)
 # Chroma's default HNSW settings (ef_search 100, 16 neighbours) returned 69% of the true top 100 in a
@@ -178,7 +182,24 @@ def read_stamp(settings: Settings, name: str) -> Stamp | None:
         from memfiles.index.view import VIEW_FILE, read_view_stamp, view_folder
 
         return read_view_stamp(view_folder(settings.index_dir) / VIEW_FILE, name)
-    path = settings.index_dir / "chroma" / "chroma.sqlite3"
+
+    def read(connection: sqlite3.Connection) -> Stamp | None:
+        rows = connection.execute(
+            "SELECT m.key, m.str_value FROM collection_metadata m JOIN collections c ON c.id = m.collection_id"
+            " WHERE c.name = ? AND m.key IN (?, ?)",
+            (name, GENERATION, SETTLED),
+        ).fetchall()
+        if not connection.execute("SELECT COUNT(*) FROM collections WHERE name = ?", (name,)).fetchone()[0]:
+            return None
+        values = dict(rows)
+        return Stamp(values.get(GENERATION) or None, values.get(SETTLED) or None)
+
+    return read_only(settings.index_dir / "chroma" / "chroma.sqlite3", read)
+
+
+def read_only(path: Path, read: Callable[[sqlite3.Connection], Read]) -> Read | None:
+    """`read`'s answer from the SQLite file at `path`, opened read-only (a writer may hold it); None when
+    there is no such file or anything in it fails to read (the caller then asks the store)."""
     if not path.is_file():
         return None
     import sqlite3
@@ -188,20 +209,11 @@ def read_stamp(settings: Settings, name: str) -> Stamp | None:
     except sqlite3.Error:
         return None
     try:
-        rows = connection.execute(
-            "SELECT m.key, m.str_value FROM collection_metadata m JOIN collections c ON c.id = m.collection_id"
-            " WHERE c.name = ? AND m.key IN (?, ?)",
-            (name, GENERATION, SETTLED),
-        ).fetchall()
-        known = connection.execute("SELECT COUNT(*) FROM collections WHERE name = ?", (name,)).fetchone()[0]
+        return read(connection)
     except sqlite3.Error:
         return None
     finally:
         connection.close()
-    if not known:
-        return None
-    values = dict(rows)
-    return Stamp(values.get(GENERATION) or None, values.get(SETTLED) or None)
 
 
 def store_lock(settings: Settings, timeout: float) -> FileLock:

@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memfiles.index.chroma import Stamp
+from memfiles.index.chroma import Stamp, read_only
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,21 +55,14 @@ def view_folder(index_dir: Path) -> Path:
 def read_view_stamp(path: Path, name: str) -> Stamp | None:
     """The generation stamp of collection `name` in the view file at `path`, read-only; None when there is
     no such file or collection (or it cannot be read, or is of another format: ask the store then)."""
-    if not path.is_file():
-        return None
-    try:
-        connection = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1.0)
-    except sqlite3.Error:
-        return None
-    try:
+
+    def read(connection: sqlite3.Connection) -> Stamp | None:
         if connection.execute("PRAGMA user_version").fetchone()[0] != FORMAT:
             return None
         row = connection.execute("SELECT generation, settled FROM collections WHERE name = ?", (name,)).fetchone()
-    except sqlite3.Error:
-        return None
-    finally:
-        connection.close()
-    return Stamp(row[0] or None, row[1] or None) if row else None
+        return Stamp(row[0] or None, row[1] or None) if row else None
+
+    return read_only(path, read)
 
 
 def _vector(blob: bytes) -> np.ndarray:
