@@ -74,7 +74,8 @@ from functools import lru_cache
 
 PREFIX_PATTERN = r"[A-Z][A-Z0-9]{0,7}"
 ID_PATTERN = rf"{PREFIX_PATTERN}-\d{{1,9}}"
-ANY_CASE_ID_PATTERN = r"[A-Za-z][A-Za-z0-9]{0,7}-\d{1,9}"  # an id as typed (`t-1` is T-001): references
+ANY_CASE_PREFIX_PATTERN = r"[A-Za-z][A-Za-z0-9]{0,7}"  # a prefix as typed (`t` is T)
+ANY_CASE_ID_PATTERN = rf"{ANY_CASE_PREFIX_PATTERN}-\d{{1,9}}"  # an id as typed (`t-1` is T-001): references
 ID_RE = re.compile(rf"\b({PREFIX_PATTERN})-(\d{{1,9}})\b")
 FULL_ID_RE = re.compile(rf"^({PREFIX_PATTERN})-(\d{{1,9}})$")
 # A reference, in any file: `@@ID` (an id in any case, as every command takes ids: `@@t-1` is T-001),

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 
 from memfiles.format.grammar import (
+    ANY_CASE_PREFIX_PATTERN,
     Fence,
     Grammar,
     closes_fence,
@@ -77,7 +78,7 @@ def demote_headings(lines: list[str], notes: Notes) -> list[str]:
     return out
 
 
-_ID_HYPHEN = re.compile(r"(\b[A-Za-z][A-Za-z0-9]{0,7})-(\d)")
+_ID_HYPHEN = re.compile(rf"(\b{ANY_CASE_PREFIX_PATTERN})-(\d)")  # an id's hyphen, escaped so it reads as none
 
 
 def escape_entry_headings(lines: list[str], grammar: Grammar, notes: Notes) -> list[str]:
