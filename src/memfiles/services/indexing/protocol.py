@@ -44,6 +44,22 @@ OPS = (
     "hook",
     "hook_settle",
 )
+# Each op's answer, the fields besides `ok` (a trailing `?`: present only at times, as the table says);
+# tests/test_protocol.py asks a real watcher every op and holds its answers to exactly these.
+ANSWERS = {
+    "ping": ("pid", "ready", "failed"),
+    "status": ("watcher", "index", "drift"),
+    "search": ("results", "unreadable"),
+    "search_many": ("results", "unreadable"),
+    "similar": ("results",),
+    "vectors": ("ids", "hashes", "dimension", "vectors"),
+    "sync": ("queued?",),
+    "backfill": ("drift", "summary", "report?"),
+    "memsearch": ("out", "err"),
+    "hook": ("text",),
+    "hook_settle": (),
+}
+REFUSED = ("error", "gone?")  # a failed answer's fields: `ok` false
 MEMSEARCH_KEYS = ("query", "k", "kind", "area", "status", "path", "since", "mode", "json")
 
 
