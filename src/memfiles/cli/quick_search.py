@@ -3,7 +3,8 @@ and prints the text the watcher rendered; in every other case the full command (
 
 Thin means a query costs little more than starting Python: this module imports only os, sys and the C
 modules _socket and _json (json, socket and pathlib would each cost about as much as starting Python
-again), and from memfiles only root.py and services/indexing/sockpath.py, which work on plain strings. The
+again), and from memfiles only modules that do the same: root.py and services/indexing/sockpath.py (plain
+strings), memsearch_options.py, services/indexing/protocol.py, and watcher_wire.py with jsonline.py. The
 watcher renders stdout and stderr with services/indexing/search_text.py, as the full command does, so the same
 hits give the same bytes (tests/test_quick_search.py).
 
