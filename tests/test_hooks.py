@@ -617,11 +617,28 @@ class TestAnsweredByTheWatcher:
         assert hooks_timeout(str(warm)) == HOOKS_TIMEOUT
 
     def test_a_bad_variable_in_the_agents_environment_is_logged_and_changes_nothing(self, warm: Path) -> None:
-        """MEMFILES_HOOKS=maybe travels with the call: the watcher refuses the setting by name, injects
-        nothing, keeps no session state and writes no working memory, even for a failure."""
+        """MEMFILES_HOOKS=maybe in the agent's environment: the thin client cannot read the settings, so
+        the hook's own process answers; it refuses the setting by name, injects nothing, keeps no session
+        state and writes no working memory, even for a failure."""
         before = sorted(p.name for p in (warm / "memory").rglob("*"))
         out = executable_hook(warm, "PostToolUseFailure", recorded("post_tool_use_failure"), MEMFILES_HOOKS="maybe")
         assert out == {}
+        assert "MEMFILES_HOOKS" in log_lines(warm)[-1]
+        assert sorted(p.name for p in (warm / "memory").rglob("*")) == before
+        assert not hook_state.state_path(warm / ".memfiles", SESSION).exists()
+
+    def test_a_bad_variable_sent_with_the_call_is_refused_by_the_watcher_too(self, warm: Path) -> None:
+        """The same variable reaching the watcher with a call (a client that sends it as it is): the
+        watcher reads the settings with the caller's variables, refuses the setting by name in the log,
+        answers {} and writes nothing."""
+        from memfiles.cli.watcher_wire import exchange
+        from memfiles.services.indexing import protocol
+
+        before = sorted(p.name for p in (warm / "memory").rglob("*"))
+        raw = recorded("post_tool_use_failure", cwd=str(warm))
+        asked = protocol.hook("PostToolUseFailure", raw, str(warm), str(warm), {"MEMFILES_HOOKS": "maybe"})
+        answer = exchange(str(warm / ".memsearch" / "watch.sock"), asked, 60)
+        assert isinstance(answer, dict) and answer["ok"] is True and json.loads(answer["text"]) == {}
         assert "MEMFILES_HOOKS" in log_lines(warm)[-1]
         assert sorted(p.name for p in (warm / "memory").rglob("*")) == before
         assert not hook_state.state_path(warm / ".memfiles", SESSION).exists()

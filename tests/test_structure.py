@@ -27,7 +27,7 @@ RANKS = {
     "hook_events": 0,
     "jsonin": 0,
     "jsonline": 0,
-    "settings_memo": 2,  # above config, which it loads when its memo is stale
+    "settings_memo": 3,  # above config, which it loads when its memo is stale, and store (its folder)
     "memfiles": 0,  # memfiles/__init__.py
     "config": 1,
     "markdown": 1,
@@ -103,20 +103,30 @@ def test_the_architecture_page_names_every_services_package() -> None:
 
 def test_only_the_index_client_asks_the_watcher() -> None:
     """Every caller reaches the watcher through services/indexing (index_client.py: `connect` and
-    `running_watcher`), or, on the two fast paths, through cli/watcher_wire.py; nobody else sends a line."""
+    `running_watcher`), or, on the two fast paths, through cli/watcher_wire.py; nobody else sends a line.
+    Outside services/indexing, ipc.py lends only where the socket is and the server's side."""
+    lent = {"socket_path", "pid_path", "serve"}
     offenders = []
     for path in sorted(SOURCE.rglob("*.py")):
         me = module_name(path)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not isinstance(node, ast.ImportFrom) or node.module is None:
+        text = path.read_text(encoding="utf-8")
+        if "AF_UNIX" in text and path.name not in ("ipc.py", "watcher_wire.py"):
+            offenders.append(f"{me}: a socket of its own")
+        if unit_of(me) == "services.indexing":
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+                asks = any(name.startswith("memfiles.services.indexing.ipc") for name in modules)
+            elif isinstance(node, ast.ImportFrom) and node.module is not None:
+                names = {alias.name for alias in node.names}
+                asks = (node.module == "memfiles.services.indexing.ipc" and not names <= lent) or (
+                    node.module == "memfiles.services.indexing" and "ipc" in names
+                )
+                wire = node.module == "memfiles.cli.watcher_wire" and "exchange" in names
+                asks = asks or (wire and me not in ("memfiles.cli.quick_search", "memfiles.cli.hook_entry"))
+            else:
                 continue
-            names = {alias.name for alias in node.names}
-            asks = (node.module == "memfiles.services.indexing.ipc" and "request" in names) or (
-                node.module == "memfiles.services.indexing" and "ipc" in names
-            )
-            if asks and unit_of(me) != "services.indexing":
-                offenders.append(f"{me}:{node.lineno}")
-            wire = node.module == "memfiles.cli.watcher_wire" and "exchange" in names
-            if wire and me not in ("memfiles.cli.quick_search", "memfiles.cli.hook_entry"):
+            if asks:
                 offenders.append(f"{me}:{node.lineno}")
     assert offenders == []

@@ -432,6 +432,13 @@ SETTINGS: dict[str, Setting] = {
 }
 _RULES: dict[str, Rule] = {key: setting.rule for key, setting in SETTINGS.items()}
 _ENV = {setting.env: key for key, setting in SETTINGS.items() if setting.env}
+
+
+def environment_variables() -> tuple[str, ...]:
+    """The MEMFILES_* variables a setting is read from (settings_memo.py keys its memo on them)."""
+    return tuple(_ENV)
+
+
 _NUMBERS = {key for key, setting in SETTINGS.items() if setting.number}
 _FLAGS = {key: setting.flag for key, setting in SETTINGS.items() if setting.flag}
 KNOWN_SETTINGS = (*SETTINGS, "kinds")

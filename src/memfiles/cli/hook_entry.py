@@ -56,7 +56,7 @@ def read_args(argv: list[str]) -> tuple[str | None, str | None]:
 
 
 def hooks_timeout(root: str) -> float | None:
-    """The hook's deadline as the settings say it (the config files and MEMFILES_HOOKS_TIMEOUT), read in
+    """The hook's deadline as the settings say it (the config files; MEMFILES_* variables), read in
     full once per change of them (memfiles/settings_memo.py); None when the settings cannot be read."""
     from memfiles.settings_memo import remembered
 
@@ -96,8 +96,10 @@ def _via_watcher(event: str | None, root: str | None, raw: str, later: Later) ->
     if what in WRITING:
         _settle(path, project, session_of(data))
         return None
+    if not os.path.exists(path):
+        return None  # no watcher: nothing to wait for, no settings to read here
     timeout = hooks_timeout(project)
-    if timeout is None or not os.path.exists(path):
+    if timeout is None:
         return None
     request = protocol.hook(event, raw, project, os.getcwd(), forwarded(os.environ))
     try:
