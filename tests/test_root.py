@@ -106,6 +106,7 @@ class TestBounds:
             ('[project]\nname = "x"\n# [tool.memfiles] some day\n', False),  # a comment declares nothing
             ('[project]\ndescription = "a [tool.memfiles] table"\n', False),
             ('[project]\nname = "x"\n[tool.memfiles\n', True),  # broken TOML: found, so that settings say why
+            ('[project]\ndependencies = [\n  "memfiles>=0.1",\n]\n', False),
         ],
     )
     def test_the_pyproject_marker_is_read_as_toml(self, tmp_path: Path, text: str, is_root: bool) -> None:
@@ -114,6 +115,24 @@ class TestBounds:
         (tmp_path / "pkg" / "memory").mkdir(parents=True)
         subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
         assert find_root(tmp_path / "pkg") == (tmp_path if is_root else tmp_path / "pkg").resolve()
+
+    def test_a_package_that_depends_on_memfiles_costs_the_thin_clients_no_toml_parse(self, tmp_path: Path) -> None:
+        """Root discovery on the fast paths: a pyproject.toml that names memfiles only as a dependency is
+        not parsed (tomllib's imports cost about 18 ms)."""
+        import sys
+
+        (tmp_path / "memory").mkdir()
+        (tmp_path / "pkg" / "src").mkdir(parents=True)
+        (tmp_path / "pkg" / "pyproject.toml").write_text('[project]\ndependencies = ["memfiles>=0.1"]\n')
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+        code = (
+            "import sys\nfrom memfiles.root import root_folder\n"
+            "print(root_folder(sys.argv[1]), 'tomllib' in sys.modules)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / "pkg" / "src")], capture_output=True, text=True, check=True
+        )
+        assert done.stdout.split() == [str(tmp_path.resolve()), "False"]
 
     def test_no_root_anywhere_is_a_clear_error(self, tmp_path: Path) -> None:
         """A folder with no memory/ above it (inside a repository): ConfigError saying to pass --root."""
