@@ -104,11 +104,18 @@ def test_an_answer_that_is_not_a_json_object_is_said_as_such(root: Path, said: b
 
 def test_the_server_answers_every_line_in_one_codec(root: Path) -> None:
     """serve(): a request that is not one JSON object gets a refusal and the server goes on; any text,
-    lone surrogates included (an undecodable file name travels so), comes back as it went."""
+    lone surrogates included (an undecodable file name travels so), comes back as it went; an answer
+    that is not JSON is a refusal too, not a dropped line the client would send again."""
     settings = load_settings(root)
     path = socket_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
-    server = serve(path, lambda asked: {"ok": True, "echo": asked["text"]})
+    asked_for: list[str] = []
+
+    def answer(asked: dict) -> dict:
+        asked_for.append(asked["op"])
+        return {"ok": True, "echo": asked["text"] if asked["op"] == "ping" else {1, 2}}
+
+    server = serve(path, answer)
     try:
         for line in (b"[1]\n", b"{\n", b"\xff\n"):
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
@@ -119,6 +126,9 @@ def test_the_server_answers_every_line_in_one_codec(root: Path) -> None:
             assert answer["ok"] is False and answer["error"], line
         text = "caf\u00e9 \u2014 \U0001f600 \udcff"
         assert request(settings, {"op": "ping", "text": text}, timeout=10) == {"ok": True, "echo": text}
+        with pytest.raises(IndexUnavailable, match="refused: TypeError"):
+            request(settings, {"op": "sync", "text": ""}, timeout=10)
+        assert asked_for == ["ping", "sync"]  # asked once
     finally:
         server.shutdown()
         server.server_close()

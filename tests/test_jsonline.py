@@ -31,15 +31,30 @@ def test_tuples_are_lists_and_keys_are_strings() -> None:
     assert loads(dumps({1: (1, 2), "k": None})) == {"1": [1, 2], "k": None}
 
 
-@pytest.mark.parametrize("text", ["", "{", "[1,]", "1 2", "{'a': 1}", "[" * 100_000, b"\xff\xfe"])
-def test_anything_else_is_a_value_error(text: str | bytes) -> None:
+@pytest.mark.parametrize(
+    "text",
+    ["", "{", "[1,]", "1 2", "{'a': 1}", "[" * 100_000, b"\xff\xfe", "\u00a01", "1\u2028", None, bytearray(b"1")],
+)
+def test_anything_else_is_a_value_error(text: object) -> None:
+    """What json.loads refuses (white space other than JSON's included), and what is not text at all."""
     with pytest.raises(ValueError):
-        loads(text)
+        loads(text)  # type: ignore[arg-type]
 
 
-def test_a_value_json_cannot_hold_is_a_type_error() -> None:
+def circular() -> list:
+    value: list = []
+    value.append(value)
+    return value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"a": object()}, {"b": b"bytes"}, {1, 2}, circular(), 10**5000],
+    ids=["object", "bytes", "set", "circular", "huge"],
+)
+def test_a_value_json_cannot_hold_is_a_type_error(value: object) -> None:
     with pytest.raises(TypeError, match="not JSON serializable"):
-        dumps({"a": object()})
+        dumps(value)
 
 
 def test_it_imports_neither_json_nor_re() -> None:

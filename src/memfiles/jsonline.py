@@ -21,7 +21,8 @@ def _refuse(value: object) -> object:
 
 def dumps(value: object) -> str:
     """`value` as one line of JSON, as json.dumps writes it (ASCII): dicts, lists, tuples, strings,
-    numbers, booleans and None; TypeError for anything else."""
+    numbers, booleans and None; TypeError for anything else (a circular value and an integer of more
+    digits than Python prints included)."""
     global _encode
     if _encode is None:
         try:
@@ -38,7 +39,13 @@ def dumps(value: object) -> str:
             def _encode(value: object) -> str:
                 return json.dumps(value, separators=(",", ":"))
 
-    return _encode(value)
+    try:
+        return _encode(value)
+    except ValueError as error:  # a circular value; an integer past int_max_str_digits
+        raise TypeError(f"not JSON serializable: {error}") from None
+
+
+_BLANK = " \t\n\r"  # JSON's white space, and no other
 
 
 class _Decoding:
@@ -56,17 +63,22 @@ class _Decoding:
 
 
 def loads(data: str | bytes) -> object:
-    """The JSON value `data` holds (surrounding white space allowed; bytes are UTF-8); ValueError when it
-    holds none."""
+    """The JSON value `data` holds (JSON's white space around it allowed; bytes are UTF-8); ValueError
+    when it holds none, or is neither text nor bytes."""
     from _json import make_scanner
 
-    text = data.decode("utf-8") if isinstance(data, bytes) else data  # UnicodeDecodeError is a ValueError
-    start = len(text) - len(text.lstrip())
+    if isinstance(data, bytes):
+        text = data.decode("utf-8")  # UnicodeDecodeError is a ValueError
+    elif isinstance(data, str):
+        text = data
+    else:
+        raise ValueError(f"not JSON: a {type(data).__name__}")
+    start = len(text) - len(text.lstrip(_BLANK))
     try:
         value, end = make_scanner(_Decoding())(text, start)
     except (StopIteration, ValueError, SystemError, RecursionError):
         # SystemError: the C scanner reports bad JSON through json.decoder, which may not be imported
         raise ValueError("not JSON") from None
-    if text[end:].strip():
+    if text[end:].strip(_BLANK):
         raise ValueError("extra data after the JSON value")
     return value

@@ -121,7 +121,8 @@ def test_socket_owner_only_other_user_refused_no_network(open_root: Path, tmp_pa
         assert "OSError 13" in _as_user(uid, path)  # EACCES: the file mode keeps the other user out
         path.chmod(0o666)
         answer = _as_user(uid, path)
-        assert '"ok": false' in answer and "owner" in answer, answer
+        refusal = json.loads(answer)
+        assert refusal["ok"] is False and "owner" in refusal["error"], answer
         assert json.loads(memsearch(open_root, "D-001", "--json").stdout)["hits"]  # the owner is still served
         pid = int(pid_path(settings).read_text())
         assert not (_socket_inodes(pid) & _listening_inodes()), "the watcher listens on a network socket"

@@ -164,11 +164,13 @@ def serve(path: Path, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> soc
                 if not isinstance(request, dict):
                     raise ValueError("a request is one JSON object")
                 reply = answer(request)
-            except Exception as error:  # one bad request must not stop the server
+                said = _line(reply)
+            except Exception as error:  # one bad request (or an answer that is not JSON) must not stop the server
                 log.warning("request failed: %s", error)
                 reply = {"ok": False, "error": f"{type(error).__name__}: {error}"}
+                said = _line(reply)
             try:
-                self.wfile.write(_line(reply))
+                self.wfile.write(said)
             except (BrokenPipeError, ConnectionResetError):
                 log.info("a client left before its answer (%s)", reply.get("error") or "ok")
 
