@@ -383,7 +383,16 @@ class TestDoubledCarriageReturns:
 
 
 class TestOnePlace:
-    FORBIDDEN = ("[A-Z][A-Z0-9]", "[A-Za-z][A-Za-z0-9]{0,", "`{3", "~{3", 'r"^###', 'r"^##', 'startswith("## ")', 'startswith("### ")')
+    FORBIDDEN = (
+        "[A-Z][A-Z0-9]",
+        "[A-Za-z][A-Za-z0-9]{0,",
+        "`{3",
+        "~{3",
+        'r"^###',
+        'r"^##',
+        'startswith("## ")',
+        'startswith("### ")',
+    )
 
     def test_no_module_but_grammar_writes_the_id_heading_or_fence_rules(self) -> None:
         """The id regex, heading shapes and fence markers are spelled out in format/grammar.py and nowhere else."""

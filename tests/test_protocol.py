@@ -103,6 +103,8 @@ def test_a_real_watcher_answers_each_op_with_its_declared_fields(root: Path, run
         for op, asked in requests.items():
             answer = request(settings, asked, timeout=120)
             assert answer is not None and fields(protocol.ANSWERS[op], answer), (op, answer)
+        done = request(settings, protocol.backfill(False, False), timeout=300)  # not a check: all four fields
+        assert done is not None and fields(protocol.ANSWERS["backfill"], done) and {"report", "warnings"} <= set(done)
         refused = exchange(str(socket_path(settings)), {"op": "no such op"}, 30)
     assert isinstance(refused, dict) and refused["ok"] is False and "no such op" in refused["error"]
     assert set(refused) <= {"ok", *(name.rstrip("?") for name in protocol.REFUSED)}
@@ -113,5 +115,5 @@ def test_declared_answers_match_the_table() -> None:
     doc = protocol.__doc__ or ""
     for op, declared in protocol.ANSWERS.items():
         row = next(line for line in doc.splitlines() if line.startswith(f"| {op} |"))
-        said = set(re.findall(r"`(\w+)`", row.split("|")[3]))
+        said = set(re.findall(r"`(\w+)`", row.split("|")[3]))  # every field the row names, optional ones too
         assert said == {name.rstrip("?") for name in declared}, op

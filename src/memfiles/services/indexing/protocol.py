@@ -16,7 +16,7 @@ not even `typing`: the thin clients of memsearch and the hooks load this module 
 | similar | `texts`, `k`, `filters` | `results` ([entry fields, cosine] per text) |
 | vectors | | `ids`, `hashes`, `dimension`, `vectors` (services/indexing/vectors.py) |
 | sync | `paths`, `pruned` | `queued` when the watcher is still catching up |
-| backfill | `rebuild`, `check` | `drift`, `summary`, `report` |
+| backfill | `rebuild`, `check` | `drift`, `summary`; `report`, `warnings` unless a check |
 | memsearch | memsearch's options as typed | `out`, `err` (the text the full command would print) |
 | hook | `event`, `input`, `root`, `cwd`, `env` | `text` (the hook's JSON answer, as printed) |
 | hook_settle | `root`, `session` | |
@@ -54,7 +54,7 @@ ANSWERS = {
     "similar": ("results",),
     "vectors": ("ids", "hashes", "dimension", "vectors"),
     "sync": ("queued?",),
-    "backfill": ("drift", "summary", "report?"),
+    "backfill": ("drift", "summary", "report?", "warnings?"),
     "memsearch": ("out", "err"),
     "hook": ("text",),
     "hook_settle": (),
