@@ -38,6 +38,18 @@ def drop(server: socket.socket, times: int, then=None) -> threading.Thread:
     return thread
 
 
+def answer_once(server: socket.socket, said: bytes):
+    """Accept one connection, read its request and answer `said` (bytes, as they are)."""
+
+    def answer() -> None:
+        connection, _ = server.accept()
+        with connection:
+            connection.recv(1 << 16)
+            connection.sendall(said)
+
+    return answer
+
+
 def test_a_watcher_that_drops_the_request_and_goes_is_no_watcher(root: Path) -> None:
     """The watcher closed the connection unanswered and its socket file is gone a moment later (its idle
     exit, or a stop): the client reads that as "no watcher", so the command goes on without one."""
@@ -70,13 +82,7 @@ def test_a_dropped_request_is_asked_again_of_the_watcher_that_is_there(root: Pat
     settings = load_settings(root)
     server = listener(socket_path(settings))
 
-    def answer_next() -> None:
-        connection, _ = server.accept()
-        with connection:
-            connection.recv(1 << 16)
-            connection.sendall(b'{"ok": true, "pid": 7}\n')
-
-    thread = drop(server, 1, then=answer_next)
+    thread = drop(server, 1, then=answer_once(server, b'{"ok": true, "pid": 7}\n'))
     assert request(settings, {"op": "ping"}, timeout=10) == {"ok": True, "pid": 7}
     thread.join(10)
     server.close()
@@ -88,14 +94,7 @@ def test_an_answer_that_is_not_a_json_object_is_said_as_such(root: Path, said: b
     settings = load_settings(root)
     server = listener(socket_path(settings))
 
-    def answer() -> None:
-        connection, _ = server.accept()
-        with connection:
-            connection.recv(1 << 16)
-            connection.sendall(said)
-
-    thread = threading.Thread(target=answer, daemon=True)
-    thread.start()
+    thread = drop(server, 0, then=answer_once(server, said))
     with pytest.raises(IndexUnavailable, match="answer is not"):
         request(settings, {"op": "ping"}, timeout=10)
     thread.join(10)
